@@ -1,0 +1,76 @@
+// Command millrace is the single binary of the millrace project: the bench
+// that reproduces queue collapse under a pinned MVCC horizon, the guard that
+// watches and enforces the horizon, and the queue's schema migrations.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand of the binary.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string) error
+}
+
+var commands = map[string]*command{}
+
+// register adds a subcommand; each lives in its own file and registers
+// itself from init.
+func register(c *command) { commands[c.name] = c }
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "millrace: a PostgreSQL job queue that survives a pinned MVCC horizon")
+	fmt.Fprintln(os.Stderr, "\nUsage: millrace <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(os.Stderr, "\nRun 'millrace <command> -h' for a command's flags.")
+}
+
+func main() {
+	register(&command{name: "help", summary: "list the commands", run: func(context.Context, []string) error { usage(); return nil }})
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	c, ok := commands[os.Args[1]]
+	if !ok {
+		if os.Args[1] == "-h" || os.Args[1] == "--help" {
+			usage()
+			return
+		}
+		fmt.Fprintf(os.Stderr, "millrace: unknown command %q\n\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	// Ctrl-C and SIGTERM cancel the context; commands tear down what they
+	// started (clusters, holder sessions) before returning.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := c.run(ctx, os.Args[2:]); err != nil {
+		fmt.Fprintf(os.Stderr, "millrace %s: %v\n", c.name, err)
+		os.Exit(exitCode(err))
+	}
+}
+
+// exitCoder lets a command choose its exit status (guard check uses 1 and 2).
+type exitCoder interface{ ExitCode() int }
+
+func exitCode(err error) int {
+	if e, ok := err.(exitCoder); ok {
+		return e.ExitCode()
+	}
+	return 1
+}

@@ -1,0 +1,88 @@
+package bench
+
+// Phase names, in the order a run goes through them. A phase of length zero
+// is skipped. Burndown is the throughput mode: jobs bulk-inserted first, then
+// worked down with no producer.
+const (
+	PhaseWarmup   = "warmup"
+	PhaseClean    = "clean"
+	PhaseStress   = "stress"
+	PhaseRecovery = "recovery"
+	PhaseBurndown = "burndown"
+)
+
+// Sample is one line of timeseries.jsonl: what the sampler saw during one
+// second of one strategy's run.
+type Sample struct {
+	Strategy string  `json:"strategy"`
+	Phase    string  `json:"phase"`
+	T        float64 `json:"t"` // seconds since the strategy's run started
+	Unix     float64 `json:"unix"`
+
+	Offered   int64 `json:"offered"`   // jobs the schedule called for this second
+	Enqueued  int64 `json:"enqueued"`  // jobs whose enqueue committed this second
+	Completed int64 `json:"completed"` // jobs whose work started and finished this second
+	Backlog   int64 `json:"backlog"`   // enqueued minus completed, from client counters
+
+	ClaimP50 float64 `json:"claim_p50_ms"`
+	ClaimP99 float64 `json:"claim_p99_ms"`
+	ClaimMax float64 `json:"claim_max_ms"`
+	E2EP50   float64 `json:"e2e_p50_ms"`
+	E2EP99   float64 `json:"e2e_p99_ms"`
+
+	DeadTuples int64                 `json:"dead_tuples"` // sum over the strategy's tables
+	Tables     map[string]TableStats `json:"tables"`
+
+	XminAge        int64   `json:"xmin_age_xids"` // age in transactions of the oldest xmin
+	XminAgeS       float64 `json:"xmin_age_s"`    // how long that horizon has been held
+	XminHolder     string  `json:"xmin_holder"`   // e.g. "session pid 1234 (idle in transaction)"
+	PgCPUPct       float64 `json:"pg_cpu_pct"`    // CPU of all Postgres processes, % of one core
+	WALBytes       int64   `json:"wal_bytes"`     // WAL written this second
+	WALBytesPerJob float64 `json:"wal_bytes_per_job"`
+
+	Lost       int64 `json:"lost,omitempty"`       // known lost so far (set at the end)
+	Duplicates int64 `json:"duplicates,omitempty"` // jobs worked more than once so far
+}
+
+// TableStats is the size and bloat of one table at one sample.
+type TableStats struct {
+	DeadTuples int64 `json:"n_dead_tup"`
+	LiveTuples int64 `json:"n_live_tup"`
+	HeapBytes  int64 `json:"heap_bytes"`
+	IndexBytes int64 `json:"index_bytes"`
+}
+
+// Summary is summary.json: one run, for scripts.
+type Summary struct {
+	Scenario        string                      `json:"scenario"`
+	PostgresVersion string                      `json:"postgres_version"`
+	Rate            any                         `json:"rate"` // jobs/s, or "max"
+	Workers         int                         `json:"workers"`
+	WorkMS          float64                     `json:"work_ms"`
+	Strategies      map[string]*StrategySummary `json:"strategies"`
+}
+
+// StrategySummary is one strategy's results in a Summary.
+type StrategySummary struct {
+	LostJobs      int64                    `json:"lost_jobs"`
+	DuplicateJobs int64                    `json:"duplicate_jobs"`
+	Phases        map[string]*PhaseSummary `json:"phases"`
+}
+
+// PhaseSummary is one phase of one strategy. Latency percentiles come from
+// HDR histograms over the whole phase, not from averaging per-second values.
+type PhaseSummary struct {
+	Seconds        float64 `json:"seconds"`
+	OfferedPerS    float64 `json:"offered_per_s"`
+	CompletedPerS  float64 `json:"completed_per_s"`
+	ClaimP50MS     float64 `json:"claim_p50_ms"`
+	ClaimP99MS     float64 `json:"claim_p99_ms"`
+	E2EP50MS       float64 `json:"e2e_p50_ms"`
+	E2EP99MS       float64 `json:"e2e_p99_ms"`
+	BacklogEnd     int64   `json:"backlog_end"`
+	BacklogMax     int64   `json:"backlog_max"`
+	DeadTuplesMax  int64   `json:"dead_tuples_max"`
+	XminAgeMaxS    float64 `json:"xmin_age_max_s"`
+	PgCPUPct       float64 `json:"pg_cpu_pct"`
+	WALBytesPerJob float64 `json:"wal_bytes_per_job"`
+}

@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Job is the bench's unit of work. Every strategy stores the same job model:
+// the bench's own sequence number (so lost and duplicated jobs can be
+// counted) and a small JSON payload.
+type Job struct {
+	ID      int64
+	Payload []byte
+}
+
+// Handler is called by a strategy's workers once per claimed job, when the
+// work starts. It performs the work (sleeps --work) and returns; the strategy
+// then finishes the job its own way (DELETE, ack, ...).
+type Handler func(ctx context.Context, job Job) error
+
+// Env is what the bench hands a strategy for one run.
+type Env struct {
+	// URL of the database the strategy works in.
+	URL string
+	// Workers is the number of concurrent workers (--workers).
+	Workers int
+	// Handle performs one job's work.
+	Handle Handler
+	// ObserveClaim records the duration of the statement(s) that found and
+	// locked a job or batch; n is the number of jobs it returned (claims
+	// that return nothing are not recorded).
+	ObserveClaim func(d time.Duration, n int)
+}
+
+// Strategy is one way of storing, claiming and finishing jobs. A strategy
+// keeps all its state in its own tables so that strategies can run one after
+// another on the same cluster.
+type Strategy interface {
+	// Name is the strategy's --strategies name.
+	Name() string
+	// Setup creates the strategy's tables from scratch (dropping leftovers).
+	Setup(ctx context.Context, url string) error
+	// Tables lists the strategy's own tables, schema-qualified, whose dead
+	// tuples and sizes the sampler reports.
+	Tables() []string
+	// Enqueue stores jobs as an application would: one autocommit statement
+	// (or COPY) per call, committed when it returns. The producer calls it
+	// with one job at a time when pacing, and with batches in --rate max and
+	// burndown modes when MaxBatch allows.
+	Enqueue(ctx context.Context, jobs []Job) error
+	// MaxBatch is the largest batch Enqueue accepts (1 for strategies that
+	// only enqueue one job per statement).
+	MaxBatch() int
+	// Work runs env.Workers workers until ctx is cancelled, then lets
+	// in-flight jobs finish and returns.
+	Work(ctx context.Context, env Env) error
+	// Remaining returns the ids of jobs still stored and not finished, after
+	// Work has returned; the bench uses it to tell lost jobs from backlog.
+	Remaining(ctx context.Context) ([]int64, error)
+	// Close releases connections. Tables are left for inspection and dropped
+	// by the next Setup.
+	Close() error
+}
+
+// Factory makes a fresh Strategy.
+type Factory func() Strategy
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Factory{}
+)
+
+// Register makes a strategy available to --strategies. It is called from
+// init functions; a second registration under one name panics.
+func Register(name string, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("bench: strategy registered twice: " + name)
+	}
+	registry[name] = f
+}
+
+// Lookup returns the factory for a strategy name, or an error listing the
+// strategies there are.
+func Lookup(name string) (Factory, error) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if f, ok := registry[name]; ok {
+		return f, nil
+	}
+	return nil, fmt.Errorf("unknown strategy %q (have: %v)", name, namesLocked())
+}
+
+// Names lists the registered strategies in order.
+func Names() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	return namesLocked()
+}
+
+func namesLocked() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,373 @@
+// Package pgtest starts throwaway PostgreSQL clusters from the local binaries
+// for tests and the bench: a temp dir, a free port, the settings the caller
+// passes, torn down on Stop. When run as root, initdb and postgres run as the
+// "postgres" OS user, since PostgreSQL refuses to run as root.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DefaultSettings are the server settings every cluster starts with unless
+// overridden: sized for a 2-core machine with a few hundred connections, WAL
+// ready for a streaming standby, and stats flushed promptly.
+var DefaultSettings = map[string]string{
+	"max_connections":           "300",
+	"shared_buffers":            "256MB",
+	"wal_level":                 "replica",
+	"max_wal_senders":           "5",
+	"max_replication_slots":     "5",
+	"max_prepared_transactions": "10",
+	"fsync":                     "on",
+	"synchronous_commit":        "on",
+	"logging_collector":         "off",
+	"log_min_messages":          "warning",
+	"listen_addresses":          "'127.0.0.1'",
+	"unix_socket_directories":   "''",
+}
+
+// Options configure a cluster.
+type Options struct {
+	// Settings override DefaultSettings (values are written as given into
+	// postgresql.conf, so strings need their own quotes).
+	Settings map[string]string
+	// Log receives the server's stderr; nil discards it.
+	Log *os.File
+}
+
+// Cluster is a running throwaway PostgreSQL server.
+type Cluster struct {
+	Dir  string // the temp directory holding the data directory
+	Port int
+
+	bindir  string
+	data    string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	mu      sync.Mutex
+	stopped bool
+	cred    *syscall.Credential
+}
+
+// BinDir finds the PostgreSQL server binaries: pg_config --bindir, then the
+// newest /usr/lib/postgresql/*/bin that has initdb.
+func BinDir() (string, error) {
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		dir := strings.TrimSpace(string(out))
+		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
+			return dir, nil
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	sort.Slice(matches, func(i, j int) bool { return versionOf(matches[i]) > versionOf(matches[j]) })
+	if len(matches) > 0 {
+		return filepath.Dir(matches[0]), nil
+	}
+	return "", errors.New("pgtest: no PostgreSQL server binaries found (pg_config --bindir or /usr/lib/postgresql/*/bin); install postgresql or set DATABASE_URL")
+}
+
+func versionOf(path string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(path))))
+	return v
+}
+
+// Start creates and starts a new cluster. The caller must Stop it.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	bindir, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "millrace-pg-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Dir: dir, bindir: bindir, data: filepath.Join(dir, "data")}
+	if err := c.setOwner(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := c.run(ctx, "initdb", "-D", c.data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := c.startServer(ctx, c.data, opts, nil); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return c, nil
+}
+
+// setOwner prepares the temp dir for the postgres OS user when running as root.
+func (c *Cluster) setOwner() error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return fmt.Errorf("pgtest: running as root needs a 'postgres' OS user: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	if err := os.Chmod(c.Dir, 0o755); err != nil {
+		return err
+	}
+	return os.Chown(c.Dir, uid, gid)
+}
+
+func (c *Cluster) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.bindir, name), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Setpgid: true}
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	return cmd
+}
+
+func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
+	out, err := c.command(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pgtest: %s: %w\n%s", name, err, out)
+	}
+	return nil
+}
+
+// freePort asks the kernel for a free TCP port on the loopback interface.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func writeSettings(path string, base map[string]string, over ...map[string]string) error {
+	all := map[string]string{}
+	for k, v := range base {
+		all[k] = v
+	}
+	for _, m := range over {
+		for k, v := range m {
+			all[k] = v
+		}
+	}
+	keys := make([]string, 0, len(all))
+	for k := range all {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("\n# written by millrace pgtest\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s = %s\n", k, all[k])
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteString(b.String())
+	return err
+}
+
+// startServer writes settings, starts postgres on a free port and waits
+// until it accepts connections.
+func (c *Cluster) startServer(ctx context.Context, data string, opts Options, extra map[string]string) error {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		if err := writeSettings(filepath.Join(data, "postgresql.auto.conf"), DefaultSettings, opts.Settings, extra, map[string]string{"port": strconv.Itoa(port)}); err != nil {
+			return err
+		}
+		// Not bound to ctx: the server outlives the start call and is
+		// stopped by Stop. Pdeathsig ends it if this process dies.
+		cmd := c.command(context.Background(), "postgres", "-D", data)
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
+		if opts.Log != nil {
+			cmd.Stderr = opts.Log
+			cmd.Stdout = opts.Log
+		}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("pgtest: start postgres: %w", err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		c.cmd, c.exited, c.Port = cmd, exited, port
+		if lastErr = c.waitReady(ctx); lastErr == nil {
+			return nil
+		}
+		c.kill()
+	}
+	return lastErr
+}
+
+func (c *Cluster) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-c.exited:
+			return fmt.Errorf("pgtest: postgres exited during startup (port %d)", c.Port)
+		default:
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		conn, err := pgx.Connect(cctx, c.URL("postgres"))
+		cancel()
+		if err == nil {
+			conn.Close(ctx)
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("pgtest: postgres not ready: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// URL returns a connection string for database db as the postgres superuser.
+func (c *Cluster) URL(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, db)
+}
+
+// CreateDatabase creates a database and returns its URL.
+func (c *Cluster) CreateDatabase(ctx context.Context, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", err
+	}
+	return c.URL(name), nil
+}
+
+// PID returns the postmaster's process id.
+func (c *Cluster) PID() int {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
+func (c *Cluster) kill() {
+	if c.cmd != nil && c.cmd.Process != nil {
+		// SIGQUIT is an immediate shutdown; the process group takes the
+		// children down with the postmaster.
+		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGQUIT)
+		select {
+		case <-c.exited:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+			<-c.exited
+		}
+	}
+}
+
+// Stop shuts the server down at once and removes its directory. It is safe
+// to call more than once and from several goroutines.
+func (c *Cluster) Stop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil
+	}
+	c.stopped = true
+	c.kill()
+	return os.RemoveAll(c.Dir)
+}
+
+// Restart stops the server abruptly (as a crash would) and starts it again
+// on the same port, for tests of what survives a Postgres restart.
+func (c *Cluster) Restart(ctx context.Context, opts Options) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.kill()
+	port := c.Port
+	if err := writeSettings(filepath.Join(c.data, "postgresql.auto.conf"), nil, map[string]string{"port": strconv.Itoa(port)}); err != nil {
+		return err
+	}
+	cmd := c.command(context.Background(), "postgres", "-D", c.data)
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
+	if opts.Log != nil {
+		cmd.Stderr, cmd.Stdout = opts.Log, opts.Log
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	c.cmd, c.exited = cmd, exited
+	return c.waitReady(ctx)
+}
+
+// Standby is a streaming hot standby of a Cluster, with hot_standby_feedback
+// on, so that its readers hold back the primary's horizon.
+type Standby struct {
+	*Cluster
+}
+
+// AddStandby takes a base backup of c and starts it as a hot standby with
+// hot_standby_feedback=on. It returns once the standby accepts connections
+// and is streaming. The caller must Stop it (before or after the primary).
+func (c *Cluster) AddStandby(ctx context.Context, opts Options) (*Standby, error) {
+	dir, err := os.MkdirTemp("", "millrace-pg-standby-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Cluster{Dir: dir, bindir: c.bindir, data: filepath.Join(dir, "data")}
+	if err := s.setOwner(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := s.run(ctx, "pg_basebackup", "-D", s.data, "-d", fmt.Sprintf("host=127.0.0.1 port=%d user=postgres", c.Port),
+		"-R", "-X", "stream", "-c", "fast", "--no-sync"); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	extra := map[string]string{"hot_standby": "on", "hot_standby_feedback": "on", "wal_receiver_status_interval": "1s"}
+	if err := s.startServer(ctx, s.data, opts, extra); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	// Wait until the primary sees it streaming.
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		s.Stop()
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'").Scan(&n); err != nil {
+			s.Stop()
+			return nil, err
+		}
+		if n > 0 {
+			return &Standby{s}, nil
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return nil, errors.New("pgtest: standby did not start streaming within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

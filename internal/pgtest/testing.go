@@ -1,0 +1,112 @@
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	sharedOnce    sync.Once
+	sharedCluster *Cluster
+	sharedErr     error
+	dbCounter     atomic.Int64
+)
+
+// Main runs a test package's tests and stops the shared cluster afterwards.
+// Call it from TestMain: func TestMain(m *testing.M) { pgtest.Main(m) }.
+func Main(m *testing.M) {
+	code := m.Run()
+	if sharedCluster != nil {
+		sharedCluster.Stop()
+	}
+	os.Exit(code)
+}
+
+// Shared returns the package-wide cluster, starting it on first use. It is
+// nil when DATABASE_URL is set.
+func Shared() (*Cluster, error) {
+	if os.Getenv("DATABASE_URL") != "" {
+		return nil, nil
+	}
+	sharedOnce.Do(func() {
+		sharedCluster, sharedErr = Start(context.Background(), Options{})
+	})
+	return sharedCluster, sharedErr
+}
+
+// ServerURL returns a URL for the maintenance database of the server tests
+// use: DATABASE_URL when set, otherwise the shared throwaway cluster.
+func ServerURL() (string, error) {
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		return u, nil
+	}
+	c, err := Shared()
+	if err != nil {
+		return "", err
+	}
+	return c.URL("postgres"), nil
+}
+
+// NewDatabase creates a fresh, uniquely named database for one test and
+// drops it when the test ends. It returns the database's URL.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	base, err := ServerURL()
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	name := fmt.Sprintf("t_%s_%d_%d", sanitize(t.Name()), os.Getpid(), dbCounter.Add(1))
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("pgtest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	})
+	return WithDatabase(base, name)
+}
+
+// WithDatabase returns u with its database name replaced by db.
+func WithDatabase(u, db string) string {
+	parsed, err := url.Parse(u)
+	if err != nil || parsed.Scheme == "" {
+		// keyword/value form
+		return u + " dbname=" + db
+	}
+	parsed.Path = "/" + db
+	return parsed.String()
+}
+
+func sanitize(s string) string {
+	s = strings.ToLower(s)
+	var b strings.Builder
+	for _, r := range s {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+		if b.Len() >= 30 {
+			break
+		}
+	}
+	return b.String()
+}
