@@ -1,0 +1,366 @@
+package millrace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/maint"
+	"github.com/millrace/millrace/internal/notifier"
+	"github.com/millrace/millrace/internal/pool"
+	"github.com/millrace/millrace/internal/schema"
+	"github.com/millrace/millrace/internal/storage"
+)
+
+// QueueConfig configures how a Client works one queue.
+type QueueConfig struct {
+	// MaxWorkers is the number of jobs of this queue the process runs at
+	// once.
+	MaxWorkers int
+}
+
+// Config configures a Client. The zero value inserts jobs but works none.
+type Config struct {
+	// Queues to work, by name, with their worker limits. Several processes
+	// may work the same queue.
+	Queues map[string]QueueConfig
+	// Workers runs the jobs; required when Queues is not empty.
+	Workers *Workers
+	// Name identifies the process in millrace.process (default host:pid).
+	Name string
+	// Logger receives the client's logs (default slog.Default()).
+	Logger *slog.Logger
+	// MaxArgsBytes rejects larger encoded arguments at insert (default 1 MiB).
+	MaxArgsBytes int
+	// MaxAttempts is the default number of attempts of a job (default 25).
+	MaxAttempts int
+	// Backoff is the delay before a failed job's next attempt (default
+	// 2^attempt seconds with jitter, capped at an hour).
+	Backoff func(attempt int) time.Duration
+	// PollInterval is the fallback claim interval of an idle queue when no
+	// notification arrives (default 1s). Notifications are the normal path.
+	PollInterval time.Duration
+	// RotateAfter is the minimum life of a segment before the leader
+	// rotates it (default 10s).
+	RotateAfter time.Duration
+	// MaintenanceEvery is the leader's maintenance cadence (default 1s).
+	MaintenanceEvery time.Duration
+	// OnClaim observes every claim that returned jobs: its duration and size.
+	OnClaim func(queue string, d time.Duration, n int)
+}
+
+// InsertOpts are per-job options; nil means defaults.
+type InsertOpts struct {
+	Queue       string    // default "default"
+	Priority    int       // lower runs first within a batch; default 1
+	RunAt       time.Time // zero: now
+	MaxAttempts int       // default Config.MaxAttempts
+}
+
+// Client inserts and works jobs.
+type Client struct {
+	pool   *pgxpool.Pool
+	cfg    Config
+	store  *storage.Store
+	sender *notifier.Sender
+
+	mu      sync.Mutex
+	started bool
+	workers *pool.Pool
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// DefaultQueue is the queue of jobs inserted without one.
+const DefaultQueue = "default"
+
+// ErrArgsTooLarge is returned when a job's encoded arguments exceed
+// Config.MaxArgsBytes. Nothing is inserted.
+var ErrArgsTooLarge = errors.New("millrace: job arguments too large")
+
+// NewClient makes a client on pool. It does not touch the database; Start
+// checks that the schema is migrated.
+func NewClient(p *pgxpool.Pool, cfg Config) (*Client, error) {
+	if p == nil {
+		return nil, errors.New("millrace: NewClient needs a pool")
+	}
+	if len(cfg.Queues) > 0 && cfg.Workers == nil {
+		return nil, errors.New("millrace: Config.Queues is set but Config.Workers is nil")
+	}
+	for name, q := range cfg.Queues {
+		if name == "" || len(name) > 128 {
+			return nil, fmt.Errorf("millrace: queue name %q must be 1 to 128 characters", name)
+		}
+		if q.MaxWorkers < 1 {
+			return nil, fmt.Errorf("millrace: queue %q: MaxWorkers must be at least 1", name)
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxArgsBytes <= 0 {
+		cfg.MaxArgsBytes = 1 << 20
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 25
+	}
+	if cfg.Name == "" {
+		h, _ := os.Hostname()
+		cfg.Name = fmt.Sprintf("%s:%d", h, os.Getpid())
+	}
+	return &Client{pool: p, cfg: cfg, store: &storage.Store{Pool: p},
+		sender: &notifier.Sender{Pool: p, Window: 2 * time.Millisecond}}, nil
+}
+
+// Migrate brings the millrace schema to this version of the library. It is
+// safe to call from several processes at once.
+func Migrate(ctx context.Context, p *pgxpool.Pool) error {
+	_, err := schema.Up(ctx, p, 0)
+	return err
+}
+
+func (c *Client) newJob(args JobArgs, opts *InsertOpts) (storage.NewJob, error) {
+	if args == nil {
+		return storage.NewJob{}, errors.New("millrace: insert of nil args")
+	}
+	kind := args.Kind()
+	if kind == "" {
+		return storage.NewJob{}, errors.New("millrace: JobArgs.Kind() returned an empty kind")
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return storage.NewJob{}, fmt.Errorf("millrace: encoding args of kind %s: %w", kind, err)
+	}
+	if len(b) > c.cfg.MaxArgsBytes {
+		return storage.NewJob{}, fmt.Errorf("%w: kind %s is %d bytes encoded, the limit is %d", ErrArgsTooLarge, kind, len(b), c.cfg.MaxArgsBytes)
+	}
+	j := storage.NewJob{Queue: DefaultQueue, Kind: kind, Args: b, Priority: 1, MaxAttempts: c.cfg.MaxAttempts}
+	if opts != nil {
+		if opts.Queue != "" {
+			j.Queue = opts.Queue
+		}
+		if opts.Priority != 0 {
+			if opts.Priority < 0 || opts.Priority > 32767 {
+				return j, fmt.Errorf("millrace: priority %d out of range 0..32767", opts.Priority)
+			}
+			j.Priority = int16(opts.Priority)
+		}
+		if opts.MaxAttempts != 0 {
+			if opts.MaxAttempts < 1 {
+				return j, fmt.Errorf("millrace: MaxAttempts %d must be at least 1", opts.MaxAttempts)
+			}
+			j.MaxAttempts = opts.MaxAttempts
+		}
+		j.RunAt = opts.RunAt
+	}
+	if len(j.Queue) > 128 {
+		return j, errors.New("millrace: queue name longer than 128 characters")
+	}
+	return j, nil
+}
+
+// Insert enqueues one job in its own transaction and returns its id. Idle
+// workers of the queue are woken by a notification coalesced with others
+// sent from this process within a couple of milliseconds.
+func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (int64, error) {
+	j, err := c.newJob(args, opts)
+	if err != nil {
+		return 0, err
+	}
+	id, err := c.store.Enqueue(ctx, c.pool, j, false)
+	if err != nil {
+		return 0, err
+	}
+	c.notify(j.Queue)
+	return id, nil
+}
+
+// InsertTx enqueues one job inside the caller's transaction: it runs only if
+// tx commits. Postgres delivers one NOTIFY per queue when tx commits.
+func (c *Client) InsertTx(ctx context.Context, tx pgx.Tx, args JobArgs, opts *InsertOpts) (int64, error) {
+	j, err := c.newJob(args, opts)
+	if err != nil {
+		return 0, err
+	}
+	return c.store.Enqueue(ctx, tx, j, true)
+}
+
+// InsertManyParams is one job of an InsertMany call.
+type InsertManyParams struct {
+	Args JobArgs
+	Opts *InsertOpts
+}
+
+// InsertMany enqueues jobs with COPY in one transaction and returns how many
+// it inserted. Either all are inserted or none.
+func (c *Client) InsertMany(ctx context.Context, jobs []InsertManyParams) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		var err error
+		n, err = c.InsertManyTx(ctx, tx, jobs)
+		return err
+	})
+	return n, err
+}
+
+// InsertManyTx is InsertMany inside the caller's transaction.
+func (c *Client) InsertManyTx(ctx context.Context, tx pgx.Tx, jobs []InsertManyParams) (int64, error) {
+	nj := make([]storage.NewJob, len(jobs))
+	for i, p := range jobs {
+		j, err := c.newJob(p.Args, p.Opts)
+		if err != nil {
+			return 0, fmt.Errorf("job %d: %w", i, err)
+		}
+		nj[i] = j
+	}
+	return storage.EnqueueMany(ctx, tx, nj)
+}
+
+func (c *Client) notify(queue string) {
+	c.mu.Lock()
+	w := c.workers
+	c.mu.Unlock()
+	if w != nil {
+		w.Wake(queue) // a local worker need not wait for the round trip
+	}
+	c.sender.Notify(queue)
+}
+
+// Start begins working the configured queues: it registers the process,
+// listens for notifications, and competes for the maintenance leader role.
+// It returns once the process is registered; work goes on until Stop.
+func (c *Client) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return errors.New("millrace: client already started")
+	}
+	if err := schema.Check(ctx, c.pool); err != nil {
+		return err
+	}
+	queues := map[string]int{}
+	for name, q := range c.cfg.Queues {
+		queues[name] = q.MaxWorkers
+	}
+	var ws *Workers = c.cfg.Workers
+	handle := func(ctx context.Context, j *storage.Job) error { return ws.handle(ctx, j) }
+	c.workers = pool.New(pool.Config{Store: c.store, Queues: queues, Handle: handle, Logger: c.cfg.Logger,
+		Backoff: c.cfg.Backoff, Poll: c.cfg.PollInterval, OnClaim: c.cfg.OnClaim})
+	conn, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.done = make(chan struct{})
+	c.started = true
+	c.workers.Start()
+	go c.supervise(runCtx, conn)
+	return nil
+}
+
+// connect opens the process's own connection and registers an identity on it.
+func (c *Client) connect(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, err
+	}
+	id, err := storage.Register(ctx, conn, c.cfg.Name)
+	if err != nil {
+		conn.Close(ctx)
+		return nil, err
+	}
+	c.workers.SetOwner(id)
+	return conn, nil
+}
+
+// supervise keeps the listener connection (which carries the liveness lock)
+// alive: when it fails, the process's identity is gone, so it registers a new
+// one and the leader re-leases what the old identity held.
+func (c *Client) supervise(ctx context.Context, conn *pgx.Conn) {
+	defer close(c.done)
+	backoff := 100 * time.Millisecond
+	for {
+		err := c.listen(ctx, conn)
+		conn.Close(context.Background())
+		if ctx.Err() != nil {
+			return
+		}
+		c.cfg.Logger.Warn("millrace: lost the listener connection; registering again", "err", err)
+		c.workers.SetOwner(0)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			var cerr error
+			conn, cerr = c.connect(ctx)
+			if cerr == nil {
+				backoff = 100 * time.Millisecond
+				break
+			}
+			backoff = min(backoff*2, 5*time.Second)
+		}
+		c.workers.WakeAll()
+	}
+}
+
+// listen runs the notifier on conn and, when this process wins the leader
+// lock, the maintenance loop beside it.
+func (c *Client) listen(ctx context.Context, conn *pgx.Conn) error {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	leading := false
+	var maintDone chan struct{}
+	defer func() {
+		cancel()
+		if maintDone != nil {
+			<-maintDone
+		}
+	}()
+	tick := func(ctx context.Context, conn *pgx.Conn) error {
+		if leading {
+			return nil
+		}
+		ok, err := storage.TryLead(ctx, conn)
+		if err != nil || !ok {
+			return err
+		}
+		leading = true
+		maintDone = make(chan struct{})
+		go func() {
+			defer close(maintDone)
+			maint.Run(lctx, maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
+				RotateAfter: c.cfg.RotateAfter, Owner: c.workers.Owner, Rescued: c.workers.Inject})
+		}()
+		return nil
+	}
+	return notifier.Listen(lctx, conn, time.Second, c.workers.Wake, tick)
+}
+
+// Stop stops claiming, waits for running jobs until ctx ends (then cancels
+// them; a job cut short is not counted as an attempt), writes the remaining
+// acks and leaves. Jobs claimed but not finished are released: another
+// process, or this one's next start, runs them.
+func (c *Client) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	if !c.started {
+		c.mu.Unlock()
+		return nil
+	}
+	c.started = false
+	c.mu.Unlock()
+	err := c.workers.Stop(ctx)
+	c.cancel()
+	<-c.done
+	c.sender.Close()
+	return err
+}

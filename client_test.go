@@ -1,0 +1,219 @@
+package millrace_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+type countArgs struct {
+	N    int    `json:"n"`
+	Fail int    `json:"fail,omitempty"` // fail this many attempts first
+	Pad  string `json:"pad,omitempty"`
+}
+
+func (countArgs) Kind() string { return "count" }
+
+// newDB makes a migrated database and a pool on it.
+func newDB(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 20
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := millrace.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// seen records how many times each job ran.
+type seen struct {
+	mu   sync.Mutex
+	runs map[int]int
+	n    atomic.Int64
+}
+
+func (s *seen) add(n int) {
+	s.mu.Lock()
+	s.runs[n]++
+	s.mu.Unlock()
+	s.n.Add(1)
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestInsertWorkExactlyOnce(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	s := &seen{runs: map[int]int{}}
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		s.add(j.Args.N)
+		return nil
+	}))
+	client, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}}, RotateAfter: 300 * time.Millisecond,
+		MaintenanceEvery: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const single, bulk = 300, 1700
+	var wg sync.WaitGroup
+	for p := 0; p < 3; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := p; i < single; i += 3 {
+				if _, err := client.Insert(ctx, countArgs{N: i}, nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(p)
+	}
+	params := make([]millrace.InsertManyParams, bulk)
+	for i := range params {
+		params[i] = millrace.InsertManyParams{Args: countArgs{N: single + i}}
+	}
+	if n, err := client.InsertMany(ctx, params); err != nil || n != bulk {
+		t.Fatalf("InsertMany = %d, %v", n, err)
+	}
+	wg.Wait()
+	waitFor(t, "all jobs to run", 60*time.Second, func() bool { return s.n.Load() >= single+bulk })
+	time.Sleep(300 * time.Millisecond) // a duplicate would show up by now
+	if err := client.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < single+bulk; i++ {
+		if s.runs[i] != 1 {
+			t.Fatalf("job %d ran %d times, want 1", i, s.runs[i])
+		}
+	}
+}
+
+func TestRolledBackInsertNeverRuns(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	s := &seen{runs: map[int]int{}}
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		s.add(j.Args.N)
+		return nil
+	}))
+	client, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 2}}})
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer client.Stop(ctx)
+	tx, _ := pool.Begin(ctx)
+	if _, err := client.InsertTx(ctx, tx, countArgs{N: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tx.Rollback(ctx)
+	// A transaction that commits late: enqueued first, committed after
+	// others have been claimed; it must not be skipped.
+	late, _ := pool.Begin(ctx)
+	client.InsertTx(ctx, late, countArgs{N: 2}, nil)
+	client.Insert(ctx, countArgs{N: 3}, nil)
+	waitFor(t, "job 3", 10*time.Second, func() bool { return s.n.Load() >= 1 })
+	if err := late.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "late job 2", 10*time.Second, func() bool { return s.n.Load() >= 2 })
+	time.Sleep(200 * time.Millisecond)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runs[1] != 0 || s.runs[2] != 1 || s.runs[3] != 1 {
+		t.Fatalf("runs = %v: want job 1 never (rolled back), 2 and 3 once", s.runs)
+	}
+}
+
+func TestRetryThenDiscard(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	var attempts sync.Map
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		attempts.Store(j.Args.N, j.Attempt)
+		if j.Attempt <= j.Args.Fail {
+			return errors.New("boom")
+		}
+		return nil
+	}))
+	client, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+		Queues:           map[string]millrace.QueueConfig{"default": {MaxWorkers: 2}},
+		Backoff:          func(int) time.Duration { return 50 * time.Millisecond },
+		MaintenanceEvery: 50 * time.Millisecond})
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer client.Stop(ctx)
+	client.Insert(ctx, countArgs{N: 1, Fail: 2}, &millrace.InsertOpts{MaxAttempts: 5}) // succeeds on attempt 3
+	client.Insert(ctx, countArgs{N: 2, Fail: 9}, &millrace.InsertOpts{MaxAttempts: 2}) // discarded after 2
+	waitFor(t, "retries", 20*time.Second, func() bool {
+		a, _ := attempts.Load(1)
+		var n int
+		pool.QueryRow(ctx, "SELECT count(*) FROM millrace.discarded WHERE attempt = 2 AND error = 'boom'").Scan(&n)
+		return a == 3 && n == 1
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	client, err := millrace.NewClient(pool, millrace.Config{MaxArgsBytes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Insert(ctx, countArgs{Pad: string(make([]byte, 200))}, nil); !errors.Is(err, millrace.ErrArgsTooLarge) {
+		t.Fatalf("oversized args: err = %v, want ErrArgsTooLarge", err)
+	}
+	if _, err := client.Insert(ctx, countArgs{}, &millrace.InsertOpts{MaxAttempts: -1}); err == nil {
+		t.Fatal("negative MaxAttempts accepted")
+	}
+	if _, err := pool.Exec(ctx, "SELECT millrace.enqueue('')"); err == nil {
+		t.Fatal("SQL enqueue of an empty kind accepted")
+	}
+	if _, err := millrace.NewClient(pool, millrace.Config{Queues: map[string]millrace.QueueConfig{"q": {MaxWorkers: 1}}}); err == nil {
+		t.Fatal("queues without workers accepted")
+	}
+	var n int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.job_0").Scan(&n)
+	if n != 0 {
+		t.Fatalf("%d jobs stored after rejected inserts", n)
+	}
+}

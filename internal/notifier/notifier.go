@@ -1,0 +1,121 @@
+// Package notifier wakes idle consumers. A Listener owns one long-lived
+// connection that LISTENs on the millrace channel (the same connection
+// carries the process's liveness lock); a Sender coalesces the NOTIFYs of a
+// producer process so that a burst of jobs costs one NOTIFY per queue per
+// few milliseconds instead of one per job (per-job NOTIFY serializes commits).
+package notifier
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Channel is the LISTEN/NOTIFY channel; the payload is the queue name.
+const Channel = "millrace"
+
+// Listen runs on conn until ctx ends or the connection fails: it calls wake
+// with the queue of every notification, and every at most `every` it calls
+// tick with the connection (for work that must run on it, such as trying
+// the leader lock). It returns the error that ended it.
+func Listen(ctx context.Context, conn *pgx.Conn, every time.Duration, wake func(queue string), tick func(ctx context.Context, conn *pgx.Conn) error) error {
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return err
+	}
+	last := time.Time{}
+	for {
+		if time.Since(last) >= every {
+			last = time.Now()
+			if tick != nil {
+				if err := tick(ctx, conn); err != nil {
+					return err
+				}
+			}
+		}
+		wctx, cancel := context.WithTimeout(ctx, every)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed() {
+				continue
+			}
+			return err
+		}
+		wake(n.Payload)
+	}
+}
+
+// Sender sends coalesced notifications: the first Notify for a queue goes
+// out at once; further ones within the window are folded into one trailing
+// NOTIFY at the window's end.
+type Sender struct {
+	Pool   *pgxpool.Pool
+	Window time.Duration
+
+	mu      sync.Mutex
+	state   map[string]*queueState
+	closing bool
+	wg      sync.WaitGroup
+}
+
+type queueState struct {
+	inFlight bool // a send or window is open
+	again    bool // another notify arrived during it
+}
+
+// Notify asks for one NOTIFY for queue soon. It never blocks on the database.
+func (s *Sender) Notify(queue string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return
+	}
+	if s.state == nil {
+		s.state = map[string]*queueState{}
+	}
+	st := s.state[queue]
+	if st == nil {
+		st = &queueState{}
+		s.state[queue] = st
+	}
+	if st.inFlight {
+		st.again = true
+		return
+	}
+	st.inFlight = true
+	s.wg.Add(1)
+	go s.run(queue, st)
+}
+
+func (s *Sender) run(queue string, st *queueState) {
+	defer s.wg.Done()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, queue)
+		cancel()
+		time.Sleep(s.Window)
+		s.mu.Lock()
+		if !st.again || s.closing {
+			st.inFlight = false
+			s.mu.Unlock()
+			return
+		}
+		st.again = false
+		s.mu.Unlock()
+	}
+}
+
+// Close waits for notifications under way.
+func (s *Sender) Close() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.wg.Wait()
+}

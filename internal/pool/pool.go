@@ -1,0 +1,413 @@
+// Package pool runs a process's workers: per queue, one claimer that takes
+// whole batches and a fixed number of workers that run their jobs; one acker
+// that appends every job's outcome in bulk a few milliseconds after it is
+// known and closes each batch when its last job is acked.
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/millrace/millrace/internal/storage"
+)
+
+// Handler runs one job. A nil error completes it; an error fails the
+// attempt (retried with backoff until max attempts, then discarded).
+type Handler func(ctx context.Context, job *storage.Job) error
+
+// Config configures a Pool.
+type Config struct {
+	Store   *storage.Store
+	Queues  map[string]int // queue name → number of workers
+	Handle  Handler
+	Logger  *slog.Logger
+	Backoff func(attempt int) time.Duration // delay before attempt+1
+	// Poll is the fallback claim interval of an idle queue when no
+	// notification arrives (notifications are the normal wake-up).
+	Poll time.Duration
+	// FlushDelay is how long the acker waits after the first pending ack
+	// for more before it writes them all in one transaction.
+	FlushDelay time.Duration
+	// OnClaim observes each claim that returned jobs.
+	OnClaim func(queue string, d time.Duration, n int)
+	// OnFenced is told when a flush found a batch re-leased elsewhere.
+	OnFenced func(tick int64)
+}
+
+// item is one job of a leased batch.
+type item struct {
+	batch *batch
+	job   storage.Job
+}
+
+// batch tracks a leased batch until every job has an ack.
+type batch struct {
+	*storage.Batch
+	remaining atomic.Int32
+	owner     int32 // the process identity that holds the lease
+}
+
+type queue struct {
+	name    string
+	workers int
+	jobs    chan item
+	wake    chan struct{}
+	taken   chan struct{} // a worker took a job from jobs
+}
+
+// Pool is a running set of claimers, workers and the acker.
+type Pool struct {
+	cfg    Config
+	owner  atomic.Int32
+	queues map[string]*queue
+
+	acks    chan storage.Ack
+	stopped chan struct{}
+
+	claimCtx    context.Context
+	stopClaims  context.CancelFunc
+	jobCtx      context.Context
+	cancelJobs  context.CancelFunc
+	stopping    atomic.Bool
+	claimersWG  sync.WaitGroup
+	workersWG   sync.WaitGroup
+	ackerDone   chan struct{}
+	inFlight    atomic.Int64
+	identityGen atomic.Int64
+}
+
+// New makes a pool; Start runs it.
+func New(cfg Config) *Pool {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.FlushDelay <= 0 {
+		cfg.FlushDelay = time.Millisecond
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = DefaultBackoff
+	}
+	p := &Pool{cfg: cfg, queues: map[string]*queue{}, acks: make(chan storage.Ack, 4096), ackerDone: make(chan struct{})}
+	for name, n := range cfg.Queues {
+		p.queues[name] = &queue{name: name, workers: n, jobs: make(chan item, n), wake: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
+	}
+	return p
+}
+
+// DefaultBackoff waits 2^attempt seconds (capped at an hour) with ±20% jitter.
+func DefaultBackoff(attempt int) time.Duration {
+	d := time.Second << min(attempt, 12)
+	if d > time.Hour {
+		d = time.Hour
+	}
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// SetOwner sets the process identity under which batches are claimed. After
+// a lost identity (the liveness connection dropped) the client registers a
+// new one; jobs of batches leased under the old one that have not started
+// are dropped here, since the leader re-leases them.
+func (p *Pool) SetOwner(id int32) {
+	p.owner.Store(id)
+	p.identityGen.Add(1)
+}
+
+// Owner is the current process identity.
+func (p *Pool) Owner() int32 { return p.owner.Load() }
+
+// Start launches the claimers, workers and acker.
+func (p *Pool) Start() {
+	p.claimCtx, p.stopClaims = context.WithCancel(context.Background())
+	p.jobCtx, p.cancelJobs = context.WithCancel(context.Background())
+	for _, q := range p.queues {
+		p.claimersWG.Add(1)
+		go p.claim(q)
+		for i := 0; i < q.workers; i++ {
+			p.workersWG.Add(1)
+			go p.work(q)
+		}
+	}
+	go p.acker()
+}
+
+// Wake tells a queue's claimer that new jobs may have committed.
+func (p *Pool) Wake(queueName string) {
+	if q, ok := p.queues[queueName]; ok {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// WakeAll wakes every claimer (after a reconnect, notifications may have
+// been missed).
+func (p *Pool) WakeAll() {
+	for name := range p.queues {
+		p.Wake(name)
+	}
+}
+
+// Inject hands re-leased batches (from a rescue) to their queues' workers.
+func (p *Pool) Inject(batches []*storage.Batch) {
+	for _, sb := range batches {
+		q, ok := p.queues[sb.Queue]
+		if !ok {
+			p.cfg.Logger.Warn("millrace: rescued a batch of a queue this process does not work; it stays leased here until a process with that queue rescues it after this one exits",
+				"queue", sb.Queue, "tick", sb.TickID)
+			continue
+		}
+		b := &batch{Batch: sb, owner: p.Owner()}
+		b.remaining.Store(int32(len(sb.Jobs)))
+		go func() {
+			for _, j := range sb.Jobs {
+				select {
+				case q.jobs <- item{batch: b, job: j}:
+				case <-p.claimCtx.Done():
+					return
+				}
+			}
+		}()
+	}
+}
+
+func (p *Pool) claim(q *queue) {
+	defer p.claimersWG.Done()
+	ctx := p.claimCtx
+	backoff := 10 * time.Millisecond
+	for ctx.Err() == nil {
+		// Claim only when the workers have room: the buffer holds at most
+		// one job per worker, and a new batch is taken once it has drained.
+		if len(q.jobs) > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-q.taken:
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		owner := p.Owner()
+		if owner == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		start := time.Now()
+		sb, err := p.cfg.Store.Claim(ctx, q.name, owner)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			p.cfg.Logger.Warn("millrace: claim failed; retrying", "queue", q.name, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 2*time.Second)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		if sb == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-q.wake:
+			case <-time.After(p.cfg.Poll):
+			}
+			continue
+		}
+		if p.cfg.OnClaim != nil {
+			p.cfg.OnClaim(q.name, time.Since(start), len(sb.Jobs))
+		}
+		b := &batch{Batch: sb, owner: owner}
+		b.remaining.Store(int32(len(sb.Jobs)))
+		for _, j := range sb.Jobs {
+			select {
+			case q.jobs <- item{batch: b, job: j}:
+			case <-ctx.Done():
+				return // the rest stay unacked: released with the lease
+			}
+		}
+	}
+}
+
+func (p *Pool) work(q *queue) {
+	defer p.workersWG.Done()
+	for {
+		var it item
+		select {
+		case it = <-q.jobs:
+			select {
+			case q.taken <- struct{}{}:
+			default:
+			}
+		case <-p.claimCtx.Done():
+			return
+		}
+		if it.batch.owner != p.Owner() {
+			continue // leased under a lost identity: the leader re-leases it
+		}
+		p.run(it)
+	}
+}
+
+func (p *Pool) run(it item) {
+	p.inFlight.Add(1)
+	defer p.inFlight.Add(-1)
+	err := p.call(it)
+	if err != nil && p.stopping.Load() && p.jobCtx.Err() != nil {
+		// Cut short by shutdown: not an attempt. No ack; the job is
+		// released with the lease and runs again elsewhere.
+		return
+	}
+	a := storage.Ack{Batch: it.batch.Batch, Job: &it.job, State: storage.AckCompleted}
+	if err != nil {
+		a.Err = err.Error()
+		if it.job.Attempt+1 >= it.job.MaxAttempts {
+			a.State = storage.AckDiscarded
+		} else {
+			a.State = storage.AckRetried
+			a.RetryAt = time.Now().Add(p.cfg.Backoff(it.job.Attempt + 1))
+		}
+	}
+	p.ack(it.batch, a)
+}
+
+func (p *Pool) call(it item) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return p.cfg.Handle(p.jobCtx, &it.job)
+}
+
+// doneMark is an ack-channel entry that closes a batch.
+const doneMark int16 = -1
+
+func (p *Pool) ack(b *batch, a storage.Ack) {
+	p.acks <- a
+	if b.remaining.Add(-1) == 0 {
+		p.acks <- storage.Ack{Batch: b.Batch, State: doneMark}
+	}
+}
+
+func (p *Pool) acker() {
+	defer close(p.ackerDone)
+	for {
+		first, ok := <-p.acks
+		if !ok {
+			return
+		}
+		pending := []storage.Ack{first}
+		timer := time.NewTimer(p.cfg.FlushDelay)
+	gather:
+		for {
+			select {
+			case a, ok := <-p.acks:
+				if !ok {
+					break gather
+				}
+				pending = append(pending, a)
+			case <-timer.C:
+				break gather
+			}
+		}
+		timer.Stop()
+		// Drain whatever else is already queued.
+	drain:
+		for {
+			select {
+			case a, ok := <-p.acks:
+				if !ok {
+					break drain
+				}
+				pending = append(pending, a)
+			default:
+				break drain
+			}
+		}
+		p.flush(pending)
+	}
+}
+
+func (p *Pool) flush(pending []storage.Ack) {
+	var acks []storage.Ack
+	var done []*storage.Batch
+	for _, a := range pending {
+		if a.State == doneMark {
+			done = append(done, a.Batch)
+		} else {
+			acks = append(acks, a)
+		}
+	}
+	backoff := 5 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		fenced, err := p.cfg.Store.Flush(ctx, acks, done)
+		cancel()
+		if err == nil {
+			for t := range fenced {
+				p.cfg.Logger.Warn("millrace: batch was re-leased by another process; its acks from here were dropped", "tick", t)
+				if p.cfg.OnFenced != nil {
+					p.cfg.OnFenced(t)
+				}
+			}
+			return
+		}
+		// Keep the acks and retry: a dropped connection or a restart of
+		// Postgres must not lose outcomes. If the lease is lost meanwhile,
+		// the flush is fenced and the new holder decides.
+		p.cfg.Logger.Warn("millrace: ack flush failed; retrying", "acks", len(acks), "err", err, "attempt", attempt)
+		if attempt > 0 && !storage.IsConnError(err) && attempt >= 20 {
+			p.cfg.Logger.Error("millrace: giving up on acks the server keeps rejecting; their jobs will run again", "acks", len(acks), "err", err)
+			return
+		}
+		time.Sleep(backoff)
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// Stop stops claiming, lets in-flight jobs finish until ctx ends, then
+// cancels them, and writes the remaining acks. Jobs claimed but not started
+// are not run: they are released with the process's lease.
+func (p *Pool) Stop(ctx context.Context) error {
+	p.stopping.Store(true)
+	p.stopClaims()
+	p.claimersWG.Wait()
+	finished := make(chan struct{})
+	go func() { p.workersWG.Wait(); close(finished) }()
+	var err error
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		p.cancelJobs()
+		<-finished
+		err = fmt.Errorf("millrace: stop deadline passed; %w", ctx.Err())
+	}
+	p.cancelJobs()
+	close(p.acks)
+	<-p.ackerDone
+	return err
+}
+
+// InFlight is the number of jobs running now.
+func (p *Pool) InFlight() int64 { return p.inFlight.Load() }
+
+// ErrStopped is returned by operations on a stopped pool.
+var ErrStopped = errors.New("millrace: pool stopped")

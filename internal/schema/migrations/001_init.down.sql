@@ -1,0 +1,2 @@
+-- Removes the whole millrace schema, jobs included.
+DROP SCHEMA millrace CASCADE;
