@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -15,7 +16,12 @@ import (
 	"github.com/millrace/millrace/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if url := os.Getenv("MILLRACE_STRESS_WORKER"); url != "" {
+		stressWorker(url) // a worker process of TestCrashStress; never returns
+	}
+	pgtest.Main(m)
+}
 
 type countArgs struct {
 	N    int    `json:"n"`
