@@ -223,3 +223,12 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("%d jobs stored after rejected inserts", n)
 	}
 }
+
+func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = 20
+	return pgxpool.NewWithConfig(ctx, cfg)
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/schema"
+)
+
+func init() {
+	register(&command{name: "migrate", summary: "install, upgrade or remove the queue's schema (up|down|status)", run: runMigrate})
+}
+
+func runMigrate(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	url := fs.String("database-url", os.Getenv("DATABASE_URL"), "database to migrate (default $DATABASE_URL)")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "Usage: millrace migrate [--database-url URL] up [VERSION] | down VERSION | status")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *url == "" {
+		return errors.New("no database: pass --database-url or set DATABASE_URL")
+	}
+	if fs.NArg() < 1 {
+		fs.Usage()
+		return errors.New("missing action: up, down or status")
+	}
+	action := fs.Arg(0)
+	version := -1
+	if fs.NArg() > 1 {
+		v, err := strconv.Atoi(fs.Arg(1))
+		if err != nil || v < 0 {
+			return fmt.Errorf("version %q is not a non-negative number", fs.Arg(1))
+		}
+		version = v
+	}
+	pool, err := pgxpool.New(ctx, *url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	switch action {
+	case "up":
+		if version < 0 {
+			version = 0
+		}
+		done, err := schema.Up(ctx, pool, version)
+		for _, v := range done {
+			fmt.Printf("applied %d\n", v)
+		}
+		if err == nil && len(done) == 0 {
+			fmt.Println("already up to date")
+		}
+		return err
+	case "down":
+		if version < 0 {
+			return errors.New("down needs a target version (0 removes the schema and every job in it)")
+		}
+		done, err := schema.Down(ctx, pool, version)
+		for _, v := range done {
+			fmt.Printf("reverted %d\n", v)
+		}
+		return err
+	case "status":
+		st, err := schema.List(ctx, pool)
+		if err != nil {
+			return err
+		}
+		for _, s := range st {
+			state := "pending"
+			if s.Applied {
+				state = "applied " + s.AppliedAt.Format("2006-01-02 15:04:05")
+			}
+			fmt.Printf("%3d  %-20s %s\n", s.Version, s.Name, state)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown action %q: want up, down or status", action)
+}

@@ -1,0 +1,168 @@
+package millrace_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/pgtest"
+)
+
+func rotationCount(t *testing.T, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (id int64, seg int) {
+	t.Helper()
+	if err := q.QueryRow(context.Background(), "SELECT id, segment FROM millrace.rotation ORDER BY id DESC LIMIT 1").Scan(&id, &seg); err != nil {
+		t.Fatal(err)
+	}
+	return id, seg
+}
+
+// TestRotationUnderLoadAndLock: segments rotate under load while an xid is
+// held; a session holding ACCESS SHARE on the next segment delays its
+// rotation without stalling producers or consumers; rotation resumes when
+// the session lets go.
+func TestRotationUnderLoadAndLock(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	url := pool.Config().ConnString()
+	var completed atomic.Int64
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		completed.Add(1)
+		return nil
+	}))
+	client, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+		Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}},
+		RotateAfter: 200 * time.Millisecond, MaintenanceEvery: 50 * time.Millisecond})
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer client.Stop(ctx)
+
+	holder, _ := pgx.Connect(ctx, url)
+	defer holder.Close(ctx)
+	htx, _ := holder.Begin(ctx)
+	htx.Exec(ctx, "SELECT pg_current_xact_id()")
+
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var inserted atomic.Int64
+	go func() {
+		for i := 0; pctx.Err() == nil; i++ {
+			if _, err := client.Insert(pctx, countArgs{N: i}, nil); err == nil {
+				inserted.Add(1)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	start, _ := rotationCount(t, pool)
+	waitFor(t, "two rotations under load with an xid held", 20*time.Second, func() bool {
+		id, _ := rotationCount(t, pool)
+		return id >= start+2
+	})
+
+	// Measure the completion rate for a second before the lock.
+	c0 := completed.Load()
+	time.Sleep(time.Second)
+	before := completed.Load() - c0
+
+	_, cur := rotationCount(t, pool)
+	next := (cur + 1) % 3
+	locker, _ := pgx.Connect(ctx, url)
+	defer locker.Close(ctx)
+	ltx, _ := locker.Begin(ctx)
+	if _, err := ltx.Exec(ctx, fmt.Sprintf("LOCK TABLE millrace.job_%d IN ACCESS SHARE MODE", next)); err != nil {
+		t.Fatal(err)
+	}
+	idLocked, _ := rotationCount(t, pool)
+	c1, i1 := completed.Load(), inserted.Load()
+	time.Sleep(2 * time.Second)
+	during := completed.Load() - c1
+	insertedDuring := inserted.Load() - i1
+	idAfter, segAfter := rotationCount(t, pool)
+	if segAfter == next || idAfter > idLocked {
+		// A rotation that happened must not have emptied the locked segment.
+		if segAfter == next {
+			t.Fatalf("segment %d became current while another session held ACCESS SHARE on it", next)
+		}
+	}
+	t.Logf("completed/s before lock %d, during 2s lock %.0f/s; inserted during lock %d", before, float64(during)/2, insertedDuring)
+	if float64(during)/2 < 0.5*float64(before) {
+		t.Errorf("consumers slowed while a segment was locked: %d/s before, %.0f/s during", before, float64(during)/2)
+	}
+	if float64(insertedDuring)/2 < 0.5*float64(before) {
+		t.Errorf("producers slowed while a segment was locked: %.0f/s inserted during", float64(insertedDuring)/2)
+	}
+	ltx.Rollback(ctx)
+	waitFor(t, "rotation to resume after the lock is released", 20*time.Second, func() bool {
+		_, seg := rotationCount(t, pool)
+		return seg == next
+	})
+	htx.Rollback(ctx)
+}
+
+// TestPostgresRestart: a crash-restart of Postgres in the middle of work
+// loses no committed job; the client reconnects by itself.
+func TestPostgresRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip()
+	}
+	ctx := context.Background()
+	cl, err := pgtest.Start(ctx, pgtest.Options{})
+	if err != nil {
+		t.Skip("needs its own cluster:", err)
+	}
+	defer cl.Stop()
+	pool, err := newPool(ctx, cl.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := millrace.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	s := &seen{runs: map[int]int{}}
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		time.Sleep(2 * time.Millisecond)
+		s.add(j.Args.N)
+		return nil
+	}))
+	client, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}}, PollInterval: 200 * time.Millisecond})
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer client.Stop(ctx)
+	const n = 3000
+	params := make([]millrace.InsertManyParams, n)
+	for i := range params {
+		params[i] = millrace.InsertManyParams{Args: countArgs{N: i}}
+	}
+	if _, err := client.InsertMany(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "work to start", 10*time.Second, func() bool { return s.n.Load() > 100 })
+	if err := cl.Restart(ctx, pgtest.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every job after the restart", 60*time.Second, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.runs) == n
+	})
+	s.mu.Lock()
+	dups := 0
+	for _, c := range s.runs {
+		if c > 1 {
+			dups++
+		}
+	}
+	s.mu.Unlock()
+	t.Logf("%d jobs, all completed; %d ran twice (in flight at the crash)", n, dups)
+}
