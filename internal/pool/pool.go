@@ -69,7 +69,6 @@ type Pool struct {
 	queues map[string]*queue
 
 	acks    chan storage.Ack
-	stopped chan struct{}
 
 	claimCtx    context.Context
 	stopClaims  context.CancelFunc
