@@ -92,6 +92,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	sweepStale()
 	dir, err := os.MkdirTemp("", "millrace-pg-")
 	if err != nil {
 		return nil, err
@@ -369,5 +370,26 @@ func (c *Cluster) AddStandby(ctx context.Context, opts Options) (*Standby, error
 			return nil, errors.New("pgtest: standby did not start streaming within 30s")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sweepStale removes the directories of clusters whose server is gone (a
+// process killed before it could clean up: its server died with it, by
+// Pdeathsig, but the directory stayed).
+func sweepStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "millrace-pg-*"))
+	for _, dir := range dirs {
+		info, err := os.Stat(dir)
+		if err != nil || time.Since(info.ModTime()) < time.Minute {
+			continue // too young: may be starting right now
+		}
+		pidFile := filepath.Join(dir, "data", "postmaster.pid")
+		if b, err := os.ReadFile(pidFile); err == nil {
+			first, _, _ := strings.Cut(string(b), "\n")
+			if pid, err := strconv.Atoi(strings.TrimSpace(first)); err == nil && syscall.Kill(pid, 0) == nil {
+				continue // its server is still running
+			}
+		}
+		os.RemoveAll(dir)
 	}
 }
