@@ -1,0 +1,194 @@
+package classic
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/millrace/millrace/internal/bench"
+	"github.com/millrace/millrace/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+var names = []string{"que", "skiplocked", "skiplocked-batch", "cursor"}
+
+// counter records the runs of each job and the claims observed.
+type counter struct {
+	mu     sync.Mutex
+	runs   map[int64]int
+	claims int
+	work   time.Duration
+}
+
+func (c *counter) env(url string) bench.Env {
+	c.runs = map[int64]int{}
+	return bench.Env{URL: url, Workers: 8,
+		Handle: func(ctx context.Context, j bench.Job) error {
+			c.mu.Lock()
+			c.runs[j.ID]++
+			c.mu.Unlock()
+			time.Sleep(c.work)
+			return nil
+		},
+		ObserveClaim: func(d time.Duration, n int) {
+			c.mu.Lock()
+			c.claims++
+			c.mu.Unlock()
+		},
+	}
+}
+
+func (c *counter) worked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.runs)
+}
+
+// waitFor polls until at least n distinct jobs have run.
+func (c *counter) waitFor(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for c.worked() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d jobs ran", c.worked(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// check fails unless jobs 0..n-1 each ran exactly once, a claim was
+// observed and nothing remains.
+func (c *counter) check(t *testing.T, s bench.Strategy, n int) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := int64(0); id < int64(n); id++ {
+		if c.runs[id] != 1 {
+			t.Errorf("job %d ran %d times", id, c.runs[id])
+		}
+	}
+	if len(c.runs) != n {
+		t.Errorf("%d distinct jobs ran, want %d", len(c.runs), n)
+	}
+	if c.claims == 0 {
+		t.Error("no claim was observed")
+	}
+	rem, err := s.Remaining(context.Background())
+	if err != nil || len(rem) != 0 {
+		t.Errorf("Remaining = %v, %v; want none", rem, err)
+	}
+}
+
+func setup(t *testing.T, name string) (bench.Strategy, string) {
+	t.Helper()
+	f, err := bench.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := pgtest.NewDatabase(t)
+	s := f()
+	if err := s.Setup(context.Background(), url); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if s.Name() != name || len(s.Tables()) != 1 || s.MaxBatch() != 1000 {
+		t.Fatalf("%s: Name %q Tables %v MaxBatch %d", name, s.Name(), s.Tables(), s.MaxBatch())
+	}
+	return s, url
+}
+
+// startWork runs s.Work in the background; the returned func cancels it and
+// returns how long Work took to return.
+func startWork(t *testing.T, s bench.Strategy, env bench.Env) func() time.Duration {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Work(ctx, env) }()
+	return func() time.Duration {
+		start := time.Now()
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		return time.Since(start)
+	}
+}
+
+// enqueue puts jobs lo..hi-1 in, every third singly and the rest in
+// batches of batch.
+func enqueue(t *testing.T, s bench.Strategy, lo, hi int64, batch int) {
+	t.Helper()
+	ctx := context.Background()
+	var b []bench.Job
+	for i := lo; i < hi; i++ {
+		j := bench.Job{ID: i, Payload: []byte(`{"x":1}`)}
+		if i%3 == 0 {
+			if err := s.Enqueue(ctx, []bench.Job{j}); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if b = append(b, j); len(b) == batch {
+			if err := s.Enqueue(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			b = nil
+		}
+	}
+	if err := s.Enqueue(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEachJobOnce enqueues singly and in batches while 8 workers run, and
+// checks every job is worked exactly once and nothing remains.
+func TestEachJobOnce(t *testing.T) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s, url := setup(t, name)
+			var c counter
+			stop := startWork(t, s, c.env(url))
+			const n = 2000
+			start := time.Now()
+			enqueue(t, s, 0, n, 250)
+			c.waitFor(t, n)
+			took := time.Since(start)
+			time.Sleep(50 * time.Millisecond) // let the last deletes commit
+			stop()
+			c.check(t, s, n)
+			t.Logf("%s: %d jobs in %v, %d claims", name, n, took, c.claims)
+		})
+	}
+}
+
+// TestCancelLosesNothing cancels Work mid-run and restarts it: Work must
+// return promptly, and every job runs exactly once over both runs.
+func TestCancelLosesNothing(t *testing.T) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s, url := setup(t, name)
+			const n = 500
+			enqueue(t, s, 0, n, 100)
+			c := counter{work: 2 * time.Millisecond}
+			env := c.env(url)
+			stop := startWork(t, s, env)
+			c.waitFor(t, 100)
+			if took := stop(); took > 2*time.Second {
+				t.Errorf("Work took %v to return after cancel", took)
+			}
+			first := c.worked()
+			if first == n {
+				t.Fatalf("all %d jobs ran before the cancel", n)
+			}
+			stop = startWork(t, s, env)
+			c.waitFor(t, n)
+			time.Sleep(50 * time.Millisecond)
+			stop()
+			c.check(t, s, n)
+			t.Logf("%s: %d jobs before the cancel", name, first)
+		})
+	}
+}
