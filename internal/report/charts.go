@@ -1,0 +1,529 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"sort"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/millrace/millrace/internal/bench"
+)
+
+// Rendering geometry: charts are drawn at chartDPI, so a 10in x 5in chart is
+// 1000x500 pixels.
+const (
+	chartDPI    = 100
+	chartWidth  = 10 * vg.Inch
+	chartHeight = 5 * vg.Inch
+
+	overviewWidth  = 16 * vg.Inch
+	overviewHeight = 13.5 * vg.Inch
+
+	// latencyFloorMS is what zero (or negative) latencies are clamped to so
+	// that they can be drawn on a log scale.
+	latencyFloorMS = 0.01
+)
+
+// Chart file names, in the order they appear in the report.
+const (
+	fileBacklog      = "backlog.png"
+	fileClaimLatency = "claim_latency.png"
+	fileThroughput   = "throughput.png"
+	fileDeadTuples   = "dead_tuples.png"
+	fileXminAge      = "xmin_age.png"
+	fileOverview     = "overview.png"
+)
+
+// knownColors fixes the colour of the strategies millrace ships with, so that
+// a strategy looks the same in every chart and in every report.
+var knownColors = map[string]color.Color{
+	"millrace":         rgb(0x2ca02c), // green
+	"skiplocked":       rgb(0xd62728), // red
+	"skiplocked-batch": rgb(0xff7f0e), // orange
+	"que":              rgb(0x9467bd), // purple
+	"cursor":           rgb(0x1f77b4), // blue
+	"river":            rgb(0x8c564b), // brown
+}
+
+// fallbackColors are handed out, in order, to strategies not in knownColors.
+var fallbackColors = []color.Color{
+	rgb(0xe377c2), // pink
+	rgb(0xbcbd22), // olive
+	rgb(0x17becf), // cyan
+	rgb(0x7f7f7f), // grey
+	rgb(0x393b79), // indigo
+	rgb(0x637939), // moss
+	rgb(0x8c6d31), // ochre
+	rgb(0x843c39), // maroon
+}
+
+var (
+	offeredColor  = color.NRGBA{R: 0x40, G: 0x40, B: 0x40, A: 0xff}
+	bandColor     = color.NRGBA{R: 0xff, G: 0x30, B: 0x30, A: 0x2a}
+	bandTextColor = color.NRGBA{R: 0xb0, G: 0x20, B: 0x20, A: 0xff}
+	gridColor     = color.NRGBA{R: 0xe0, G: 0xe0, B: 0xe0, A: 0xff}
+	dashed        = []vg.Length{vg.Points(6), vg.Points(4)}
+)
+
+func rgb(v uint32) color.Color {
+	return color.NRGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: 0xff}
+}
+
+// series is one strategy's samples, in time order.
+type series struct {
+	name    string
+	color   color.Color
+	samples []bench.Sample
+}
+
+// band is the stretch of the x axis to shade, from the stress phase.
+type band struct {
+	from, to float64
+	ok       bool
+}
+
+// groupSamples splits samples by strategy, keeping the order in which the
+// strategies first appear (the order they ran in), and sorts each by T.
+func groupSamples(samples []bench.Sample) []series {
+	idx := map[string]int{}
+	var out []series
+	for _, s := range samples {
+		i, ok := idx[s.Strategy]
+		if !ok {
+			i = len(out)
+			idx[s.Strategy] = i
+			out = append(out, series{name: s.Strategy})
+		}
+		out[i].samples = append(out[i].samples, s)
+	}
+	next := 0
+	for i := range out {
+		sort.SliceStable(out[i].samples, func(a, b int) bool {
+			return out[i].samples[a].T < out[i].samples[b].T
+		})
+		if c, ok := knownColors[out[i].name]; ok {
+			out[i].color = c
+			continue
+		}
+		out[i].color = fallbackColors[next%len(fallbackColors)]
+		next++
+	}
+	return out
+}
+
+// stressBand is the first to the last T whose phase is stress, from the first
+// strategy that has stress samples.
+func stressBand(ss []series) band {
+	for _, s := range ss {
+		b := band{from: math.Inf(1), to: math.Inf(-1)}
+		for _, x := range s.samples {
+			if x.Phase == bench.PhaseStress {
+				b.ok = true
+				b.from = math.Min(b.from, x.T)
+				b.to = math.Max(b.to, x.T)
+			}
+		}
+		if b.ok {
+			return b
+		}
+	}
+	return band{}
+}
+
+// line is one drawn line: a strategy's metric, or a reference line.
+type line struct {
+	legend string // empty: no legend entry of its own
+	color  color.Color
+	dashes []vg.Length
+	width  vg.Length
+	xys    plotter.XYs
+}
+
+// legendEntry is one row of a chart's legend.
+type legendEntry struct {
+	text   string
+	color  color.Color
+	dashes []vg.Length
+}
+
+// chart is everything needed to draw one of the charts.
+type chart struct {
+	file   string
+	title  string
+	ylabel string
+	log    bool
+	lines  []line
+	legend []legendEntry
+}
+
+// buildCharts turns the grouped samples into the five metric charts.
+func buildCharts(ss []series) []chart {
+	metric := func(file, title, ylabel string, v func(bench.Sample) float64) chart {
+		c := chart{file: file, title: title, ylabel: ylabel}
+		for _, s := range ss {
+			c.lines = append(c.lines, line{legend: s.name, color: s.color, xys: xys(s.samples, v)})
+			c.legend = append(c.legend, legendEntry{text: s.name, color: s.color})
+		}
+		return c
+	}
+
+	backlog := metric(fileBacklog, "Backlog", "backlog (jobs)",
+		func(s bench.Sample) float64 { return float64(s.Backlog) })
+
+	clamp := func(v float64) float64 {
+		if !(v >= latencyFloorMS) { // also catches NaN
+			return latencyFloorMS
+		}
+		return v
+	}
+	latency := chart{file: fileClaimLatency, title: "Claim latency (p99 solid, p50 dashed)",
+		ylabel: "claim latency (ms, log scale)", log: true}
+	for _, s := range ss {
+		latency.lines = append(latency.lines,
+			line{color: s.color, xys: xys(s.samples, func(x bench.Sample) float64 { return clamp(x.ClaimP99) })},
+			line{color: s.color, dashes: dashed, xys: xys(s.samples, func(x bench.Sample) float64 { return clamp(x.ClaimP50) })},
+		)
+		latency.legend = append(latency.legend, legendEntry{text: s.name, color: s.color})
+	}
+	black := color.Black
+	latency.legend = append(latency.legend,
+		legendEntry{text: "p99", color: black},
+		legendEntry{text: "p50", color: black, dashes: dashed})
+
+	throughput := metric(fileThroughput, "Throughput", "completed (jobs/s)",
+		func(s bench.Sample) float64 { return float64(s.Completed) })
+	if len(ss) > 0 {
+		// Every strategy runs the same schedule; take the offered rate
+		// from the longest run.
+		longest := ss[0]
+		for _, s := range ss[1:] {
+			if len(s.samples) > len(longest.samples) {
+				longest = s
+			}
+		}
+		offered := xys(longest.samples, func(s bench.Sample) float64 { return float64(s.Offered) })
+		hasOffered := false
+		for _, p := range offered {
+			hasOffered = hasOffered || p.Y != 0
+		}
+		if hasOffered {
+			throughput.lines = append(throughput.lines,
+				line{color: offeredColor, dashes: dashed, width: vg.Points(1.5), xys: offered})
+			throughput.legend = append(throughput.legend,
+				legendEntry{text: "offered", color: offeredColor, dashes: dashed})
+		}
+	}
+
+	dead := metric(fileDeadTuples, "Dead tuples", "dead tuples (sum over the strategy's tables)",
+		func(s bench.Sample) float64 { return float64(s.DeadTuples) })
+	xmin := metric(fileXminAge, "Oldest xmin age", "xmin horizon held (s)",
+		func(s bench.Sample) float64 { return s.XminAgeS })
+
+	return []chart{backlog, latency, throughput, dead, xmin}
+}
+
+func xys(samples []bench.Sample, v func(bench.Sample) float64) plotter.XYs {
+	out := make(plotter.XYs, 0, len(samples))
+	for _, s := range samples {
+		y := v(s)
+		if math.IsNaN(y) || math.IsInf(y, 0) || math.IsNaN(s.T) || math.IsInf(s.T, 0) {
+			continue
+		}
+		out = append(out, plotter.XY{X: s.T, Y: y})
+	}
+	return out
+}
+
+// style sizes a chart's text and lines. The overview gets a larger legend:
+// it shares one legend tile between all its charts.
+type style struct {
+	title, label, tick, legend vg.Length
+	lineWidth                  vg.Length
+}
+
+var (
+	singleStyle   = style{title: 17, label: 13, tick: 11, legend: 13, lineWidth: 2}
+	overviewStyle = style{title: 17, label: 13, tick: 11, legend: 16, lineWidth: 2}
+)
+
+// newPlot draws chart c as a gonum plot, with the stress band b behind the
+// lines, and without a legend (see newLegend).
+func newPlot(c chart, b band, st style) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = c.title
+	p.Title.TextStyle.Font.Size = st.title
+	p.Title.Padding = vg.Points(6)
+	p.X.Label.Text = "time since the strategy's run started (s)"
+	p.Y.Label.Text = c.ylabel
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = st.label
+		a.Tick.Label.Font.Size = st.tick
+	}
+
+	// Data range over all lines, then the band, so the band can span it.
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	ymin, ymax := math.Inf(1), math.Inf(-1)
+	for _, l := range c.lines {
+		for _, pt := range l.xys {
+			xmin, xmax = math.Min(xmin, pt.X), math.Max(xmax, pt.X)
+			ymin, ymax = math.Min(ymin, pt.Y), math.Max(ymax, pt.Y)
+		}
+	}
+	if b.ok {
+		xmin, xmax = math.Min(xmin, b.from), math.Max(xmax, b.to)
+	}
+	if math.IsInf(xmin, 0) || math.IsInf(xmax, 0) {
+		xmin, xmax = 0, 1
+	}
+	if xmax <= xmin {
+		xmax = xmin + 1
+	}
+	if c.log {
+		if math.IsInf(ymin, 0) || math.IsInf(ymax, 0) {
+			ymin, ymax = latencyFloorMS, 1
+		}
+		ymin = math.Max(ymin, latencyFloorMS)
+		ymax = math.Max(ymax, ymin)
+		// Whole decades, so there are always labelled ticks.
+		ymin = math.Pow(10, math.Floor(math.Log10(ymin)))
+		ymax = math.Pow(10, math.Ceil(math.Log10(ymax)))
+		if ymax <= ymin {
+			ymax = ymin * 10
+		}
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	} else {
+		if math.IsInf(ymin, 0) || math.IsInf(ymax, 0) {
+			ymin, ymax = 0, 1
+		}
+		ymin = math.Min(ymin, 0)
+		ymax *= 1.05 // headroom for the band label
+		if ymax <= ymin {
+			ymax = ymin + 1
+		}
+		p.Y.Tick.Marker = humanTicks{}
+	}
+
+	grid := plotter.NewGrid()
+	grid.Vertical.Color = gridColor
+	grid.Horizontal.Color = gridColor
+	p.Add(grid)
+
+	if b.ok {
+		from, to := b.from, b.to
+		if to <= from {
+			to = from + 1
+		}
+		poly, err := plotter.NewPolygon(plotter.XYs{
+			{X: from, Y: ymin}, {X: to, Y: ymin}, {X: to, Y: ymax}, {X: from, Y: ymax},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("stress band: %w", err)
+		}
+		poly.Color = bandColor
+		poly.LineStyle.Width = 0
+		p.Add(poly)
+
+		lbl, err := plotter.NewLabels(plotter.XYLabels{
+			XYs:    plotter.XYs{{X: from, Y: ymax}},
+			Labels: []string{"stress"},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("stress label: %w", err)
+		}
+		for i := range lbl.TextStyle {
+			lbl.TextStyle[i].Color = bandTextColor
+			lbl.TextStyle[i].Font.Size = st.label
+			lbl.TextStyle[i].XAlign = draw.XLeft
+			lbl.TextStyle[i].YAlign = draw.YTop
+		}
+		lbl.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(-3)}
+		p.Add(lbl)
+	}
+
+	for _, l := range c.lines {
+		if len(l.xys) == 0 {
+			continue
+		}
+		pl, err := plotter.NewLine(l.xys)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.title, err)
+		}
+		pl.LineStyle.Color = l.color
+		pl.LineStyle.Width = st.lineWidth
+		if l.width > 0 {
+			pl.LineStyle.Width = l.width
+		}
+		pl.LineStyle.Dashes = l.dashes
+		p.Add(pl)
+	}
+
+	// Fix the ranges last: Add widens them to fit labels and lines.
+	p.X.Min, p.X.Max = xmin, xmax
+	p.Y.Min, p.Y.Max = ymin, ymax
+	return p, nil
+}
+
+// newLegend builds a legend for entries, to be drawn beside (never over) the
+// plot area.
+func newLegend(entries []legendEntry, size, width vg.Length) (plot.Legend, error) {
+	lg := plot.NewLegend()
+	lg.TextStyle.Font.Size = size
+	lg.Top = true
+	lg.Left = true
+	lg.ThumbnailWidth = vg.Points(36)
+	lg.Padding = vg.Points(4)
+	for _, e := range entries {
+		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}})
+		if err != nil {
+			return lg, err
+		}
+		l.LineStyle.Color = e.color
+		l.LineStyle.Width = width
+		l.LineStyle.Dashes = e.dashes
+		lg.Add(e.text, l)
+	}
+	return lg, nil
+}
+
+// renderChart draws one chart with its legend at its right into PNG bytes.
+func renderChart(c chart, b band) ([]byte, error) {
+	p, err := newPlot(c, b, singleStyle)
+	if err != nil {
+		return nil, err
+	}
+	lg, err := newLegend(c.legend, singleStyle.legend, singleStyle.lineWidth)
+	if err != nil {
+		return nil, err
+	}
+	img := vgimg.NewWith(vgimg.UseWH(chartWidth, chartHeight), vgimg.UseDPI(chartDPI))
+	dc := draw.New(img)
+
+	pad := vg.Points(10)
+	lw := lg.Rectangle(dc).Size().X + pad
+	p.Draw(draw.Crop(dc, 0, -lw-pad, 0, 0))
+	// Start the legend level with the top of the plotting area.
+	lc := draw.Crop(dc, dc.Size().X-lw, -pad, 0, -(p.Title.TextStyle.Height(p.Title.Text) + p.Title.Padding + pad))
+	lg.Draw(lc)
+	return encodePNG(img)
+}
+
+// renderOverview draws every chart in a 3x2 grid, with one shared legend in
+// the last tile.
+func renderOverview(charts []chart, ss []series, b band, offered bool) ([]byte, error) {
+	const rows, cols = 3, 2
+	grid := make([][]*plot.Plot, rows)
+	for r := range grid {
+		grid[r] = make([]*plot.Plot, cols)
+	}
+	for i, c := range charts {
+		if i >= rows*cols-1 {
+			break
+		}
+		p, err := newPlot(c, b, overviewStyle)
+		if err != nil {
+			return nil, err
+		}
+		grid[i/cols][i%cols] = p
+	}
+
+	var entries []legendEntry
+	for _, s := range ss {
+		entries = append(entries, legendEntry{text: s.name, color: s.color})
+	}
+	if offered {
+		entries = append(entries, legendEntry{text: "offered rate (throughput)", color: offeredColor, dashes: dashed})
+	}
+	entries = append(entries,
+		legendEntry{text: "p99 claim latency", color: color.Black},
+		legendEntry{text: "p50 claim latency", color: color.Black, dashes: dashed})
+	lg, err := newLegend(entries, overviewStyle.legend, overviewStyle.lineWidth)
+	if err != nil {
+		return nil, err
+	}
+	if b.ok {
+		lg.Add("stress phase", bandSwatch{})
+	}
+
+	img := vgimg.NewWith(vgimg.UseWH(overviewWidth, overviewHeight), vgimg.UseDPI(chartDPI))
+	dc := draw.New(img)
+	tiles := draw.Tiles{
+		Rows: rows, Cols: cols,
+		PadX: vg.Points(24), PadY: vg.Points(24),
+		PadTop: vg.Points(10), PadBottom: vg.Points(10),
+		PadLeft: vg.Points(10), PadRight: vg.Points(16),
+	}
+	canvases := plot.Align(grid, tiles, dc)
+	for r := range grid {
+		for c := range grid[r] {
+			if grid[r][c] != nil {
+				grid[r][c].Draw(canvases[r][c])
+			}
+		}
+	}
+	lc := tiles.At(dc, cols-1, rows-1)
+	lg.Draw(draw.Crop(lc, vg.Points(40), 0, 0, -vg.Points(30)))
+	return encodePNG(img)
+}
+
+// bandSwatch is the legend thumbnail for the stress band.
+type bandSwatch struct{}
+
+// Thumbnail implements plot.Thumbnailer.
+func (bandSwatch) Thumbnail(c *draw.Canvas) {
+	pts := []vg.Point{
+		{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y},
+		{X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y},
+	}
+	c.FillPolygon(color.NRGBA{R: 0xff, G: 0x30, B: 0x30, A: 0x50}, c.ClipPolygonXY(pts))
+}
+
+func encodePNG(img *vgimg.Canvas) ([]byte, error) {
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// humanTicks is plot.DefaultTicks with labels like 1.5k and 2M instead of
+// 1500 and 2e+06.
+type humanTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (humanTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = human(ts[i].Value)
+		}
+	}
+	return ts
+}
+
+// human formats v compactly: 950, 1.5k, 12M.
+func human(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 1e9:
+		return trim(v/1e9) + "G"
+	case a >= 1e6:
+		return trim(v/1e6) + "M"
+	case a >= 1e4:
+		return trim(v/1e3) + "k"
+	default:
+		return trim(v)
+	}
+}
+
+func trim(v float64) string {
+	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
+}

@@ -1,0 +1,344 @@
+// Package report draws the charts of a millrace bench run and writes them,
+// with a summary table, into a self-contained HTML report.
+//
+// Every strategy runs the same schedule one after another, so the charts put
+// all strategies on one x axis, the seconds since that strategy's own run
+// started, one line per strategy, each strategy always in the same colour.
+// The stress phase (a long transaction holding back the xmin horizon) is
+// shaded in light red.
+package report
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/millrace/millrace/internal/bench"
+)
+
+// HTMLFile is the name of the report Write puts next to the charts.
+const HTMLFile = "report.html"
+
+//go:embed report.html
+var reportTemplate string
+
+var tmpl = template.Must(template.New(HTMLFile).Parse(reportTemplate))
+
+// captions say, in one sentence each, what to look for in each chart.
+var captions = map[string]string{
+	fileOverview: "All charts at a glance; the red band is the stress phase, when a long transaction holds back the xmin horizon.",
+	fileBacklog: "Jobs enqueued but not yet completed: a strategy that keeps up stays flat near zero, " +
+		"one that collapses climbs during the stress band and takes long to drain after it.",
+	fileClaimLatency: "How long a worker waits to claim a job, on a log scale: watch p99 (solid) climb through the stress band " +
+		"as each claim has to step over more dead tuples.",
+	fileThroughput: "Jobs completed per second against the offered rate (dashed): a line that drops below the dashed one is falling behind.",
+	fileDeadTuples: "Dead tuples in the strategy's tables: they pile up while the xmin horizon is held, " +
+		"because vacuum cannot remove rows a running transaction might still see.",
+	fileXminAge: "How long the oldest snapshot has been held: this is the long transaction of the stress phase, " +
+		"and as long as it grows vacuum is stuck.",
+}
+
+// Write renders the charts as PNGs and report.html into dir, creating dir if
+// needed. sum may be nil, in which case the report has charts but no table.
+func Write(dir string, sum *bench.Summary, samples []bench.Sample) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	ss := groupSamples(samples)
+	b := stressBand(ss)
+	charts := buildCharts(ss)
+
+	images := map[string][]byte{}
+	for _, c := range charts {
+		png, err := renderChart(c, b)
+		if err != nil {
+			return fmt.Errorf("report: %s: %w", c.file, err)
+		}
+		images[c.file] = png
+	}
+	offered := false
+	for _, c := range charts {
+		for _, e := range c.legend {
+			offered = offered || (c.file == fileThroughput && e.text == "offered")
+		}
+	}
+	png, err := renderOverview(charts, ss, b, offered)
+	if err != nil {
+		return fmt.Errorf("report: %s: %w", fileOverview, err)
+	}
+	images[fileOverview] = png
+
+	for name, data := range images {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+
+	page := buildPage(sum, ss, images)
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, page); err != nil {
+		return fmt.Errorf("report: %s: %w", HTMLFile, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, HTMLFile), buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// ReadTimeseries reads a timeseries.jsonl file: one JSON bench.Sample per
+// line. Blank lines are skipped.
+func ReadTimeseries(path string) ([]bench.Sample, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReader(f))
+	var out []bench.Sample
+	for {
+		var s bench.Sample
+		err := dec.Decode(&s)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: sample %d (byte %d): %w", path, len(out)+1, dec.InputOffset(), err)
+		}
+		out = append(out, s)
+	}
+}
+
+// page is what report.html is executed with.
+type page struct {
+	Title      string
+	Scenario   string
+	Rate       string
+	Workers    string
+	WorkMS     string
+	Postgres   string
+	Strategies []strategyView
+	Overview   chartView
+	Charts     []chartView
+}
+
+type chartView struct {
+	File    string
+	Title   string
+	Caption string
+	Src     template.URL
+}
+
+type strategyView struct {
+	Name       string
+	Color      template.CSS
+	Lost       int64
+	Duplicates int64
+	Phases     []phaseView
+}
+
+type phaseView struct {
+	Name       string
+	Seconds    string
+	Completed  string
+	Offered    string
+	Behind     bool // completed well short of offered
+	ClaimP50   string
+	ClaimP99   string
+	E2EP50     string
+	E2EP99     string
+	BacklogEnd string
+	BacklogMax string
+	DeadMax    string
+	XminMax    string
+	PgCPU      string
+	WALPerJob  string
+}
+
+var phaseOrder = []string{bench.PhaseWarmup, bench.PhaseClean, bench.PhaseStress, bench.PhaseRecovery, bench.PhaseBurndown}
+
+func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
+	p := page{Title: "millrace bench", Scenario: "—", Rate: "—", Workers: "—", WorkMS: "—", Postgres: "—"}
+	colors := map[string]string{}
+	var order []string
+	for _, s := range ss {
+		order = append(order, s.name)
+		colors[s.name] = cssColor(s)
+	}
+	if sum != nil {
+		if sum.Scenario != "" {
+			p.Scenario = sum.Scenario
+			p.Title = "millrace bench: " + sum.Scenario
+		}
+		p.Rate = formatRate(sum.Rate)
+		p.Workers = fmt.Sprint(sum.Workers)
+		p.WorkMS = trim(sum.WorkMS) + " ms"
+		if sum.PostgresVersion != "" {
+			p.Postgres = sum.PostgresVersion
+		}
+		var extra []string
+		for name := range sum.Strategies {
+			if _, ok := colors[name]; !ok {
+				extra = append(extra, name)
+			}
+		}
+		sort.Strings(extra)
+		for _, name := range append(order, extra...) {
+			st := sum.Strategies[name]
+			if st == nil {
+				continue
+			}
+			v := strategyView{Name: name, Color: template.CSS(colors[name]), Lost: st.LostJobs, Duplicates: st.DuplicateJobs}
+			if v.Color == "" {
+				v.Color = "#7f7f7f"
+			}
+			for _, ph := range phaseNames(st.Phases) {
+				v.Phases = append(v.Phases, phaseRow(ph, st.Phases[ph]))
+			}
+			if len(v.Phases) == 0 {
+				v.Phases = []phaseView{{Name: "—"}}
+			}
+			p.Strategies = append(p.Strategies, v)
+		}
+	}
+
+	view := func(file, title string) chartView {
+		return chartView{
+			File:    file,
+			Title:   title,
+			Caption: captions[file],
+			Src:     template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(images[file])),
+		}
+	}
+	p.Overview = view(fileOverview, "Overview")
+	p.Charts = []chartView{
+		view(fileBacklog, "Backlog"),
+		view(fileClaimLatency, "Claim latency"),
+		view(fileThroughput, "Throughput"),
+		view(fileDeadTuples, "Dead tuples"),
+		view(fileXminAge, "Oldest xmin age"),
+	}
+	return p
+}
+
+// phaseNames is the phases present, in run order, then any unknown ones
+// sorted by name.
+func phaseNames(m map[string]*bench.PhaseSummary) []string {
+	var out []string
+	known := map[string]bool{}
+	for _, ph := range phaseOrder {
+		known[ph] = true
+		if m[ph] != nil {
+			out = append(out, ph)
+		}
+	}
+	var extra []string
+	for ph, v := range m {
+		if !known[ph] && v != nil {
+			extra = append(extra, ph)
+		}
+	}
+	sort.Strings(extra)
+	return append(out, extra...)
+}
+
+func phaseRow(name string, ps *bench.PhaseSummary) phaseView {
+	return phaseView{
+		Name:       name,
+		Seconds:    trim(ps.Seconds),
+		Completed:  fmtNum(ps.CompletedPerS),
+		Offered:    fmtNum(ps.OfferedPerS),
+		Behind:     ps.OfferedPerS > 0 && ps.CompletedPerS < 0.95*ps.OfferedPerS,
+		ClaimP50:   fmtMS(ps.ClaimP50MS),
+		ClaimP99:   fmtMS(ps.ClaimP99MS),
+		E2EP50:     fmtMS(ps.E2EP50MS),
+		E2EP99:     fmtMS(ps.E2EP99MS),
+		BacklogEnd: human(float64(ps.BacklogEnd)),
+		BacklogMax: human(float64(ps.BacklogMax)),
+		DeadMax:    human(float64(ps.DeadTuplesMax)),
+		XminMax:    fmtNum(ps.XminAgeMaxS) + " s",
+		PgCPU:      fmt.Sprintf("%.0f%%", ps.PgCPUPct),
+		WALPerJob:  fmtBytes(ps.WALBytesPerJob),
+	}
+}
+
+func cssColor(s series) string {
+	r, g, b, _ := s.color.RGBA()
+	return fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
+}
+
+// formatRate renders Summary.Rate: a number of jobs/s, or a word like "max".
+func formatRate(r any) string {
+	switch v := r.(type) {
+	case nil:
+		return "—"
+	case float64:
+		return fmtNum(v) + " jobs/s"
+	case int:
+		return fmt.Sprintf("%d jobs/s", v)
+	case int64:
+		return fmt.Sprintf("%d jobs/s", v)
+	case json.Number:
+		return v.String() + " jobs/s"
+	case string:
+		return v
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// fmtNum formats a rate or count: whole numbers without decimals, small
+// numbers with one.
+func fmtNum(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	if math.Abs(v) >= 100 || v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// fmtMS formats a latency in milliseconds with a precision that suits its
+// size.
+func fmtMS(v float64) string {
+	switch a := math.Abs(v); {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "—"
+	case a == 0:
+		return "0"
+	case a < 1:
+		return fmt.Sprintf("%.3f", v)
+	case a < 100:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.0f", v)
+	}
+}
+
+// fmtBytes formats a byte count: 812 B, 1.4 KiB, 3.2 MiB.
+func fmtBytes(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	units := []string{"B", "KiB", "MiB", "GiB"}
+	i := 0
+	for math.Abs(v) >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%.0f B", v)
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0") + " " + units[i]
+}
