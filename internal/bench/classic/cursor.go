@@ -2,6 +2,7 @@ package classic
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -9,14 +10,18 @@ import (
 	"github.com/millrace/millrace/internal/bench"
 )
 
-// CursorReset is how often a cursor worker goes back to id 0, ±20% jitter
-// per reset.
+// CursorReset is how often a cursor worker goes back to the start of the
+// queue, ±20% jitter per reset.
 const CursorReset = 10 * time.Second
 
 // The 2015 fix for SKIP LOCKED queues slowed by dead index entries at the
 // head of the queue: each worker claims from just past the last id it
 // worked, so it does not rescan the dead tuples its own and others' deletes
-// left behind, and goes back to 0 now and then for jobs it skipped.
+// left behind, and goes back to the start now and then for jobs it skipped.
+
+// cursorStart is the cursor at the start of the queue. It is below every id
+// rather than 0, since the bench numbers its jobs from 0.
+const cursorStart = math.MinInt64
 
 const cursorClaim = "SELECT id, payload FROM bench_cursor.jobs WHERE id > $1 ORDER BY id FOR UPDATE SKIP LOCKED LIMIT 1"
 
@@ -31,21 +36,21 @@ func init() {
 }
 
 func cursorStep(env bench.Env) step {
-	var last int64
+	var last int64 = cursorStart
 	resetAt := time.Now().Add(jitter(CursorReset))
 	return func(ctx context.Context, conn *pgx.Conn) (bool, error) {
 		if time.Now().After(resetAt) {
-			last, resetAt = 0, time.Now().Add(jitter(CursorReset))
+			last, resetAt = cursorStart, time.Now().Add(jitter(CursorReset))
 		}
 		ids, err := workInTx(ctx, conn, env, "bench_cursor.jobs", cursorClaim, last)
 		if err != nil {
 			return false, err
 		}
 		if len(ids) == 0 {
-			// Nothing past the cursor: start over from 0 at once if the
-			// cursor was ahead, else poll.
-			wasAhead := last > 0
-			last = 0
+			// Nothing past the cursor: start over at once if the cursor
+			// was ahead, else poll.
+			wasAhead := last != cursorStart
+			last = cursorStart
 			return wasAhead, nil
 		}
 		last = ids[len(ids)-1]
