@@ -123,13 +123,17 @@ func payloadText(p []byte) string {
 	return string(p)
 }
 
-// Remaining lists the bench ids of the jobs still in the table.
-func (s *strategy) Remaining(ctx context.Context) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, "SELECT id FROM "+s.table()+" ORDER BY id")
-	if err != nil {
-		return nil, err
+// Remaining lists the bench ids of the jobs still in the table. It tries
+// three times, since a pooled connection may have died with a restart of the
+// server during the run.
+func (s *strategy) Remaining(ctx context.Context) (ids []int64, err error) {
+	for range 3 {
+		rows, _ := s.pool.Query(ctx, "SELECT id FROM "+s.table()+" ORDER BY id")
+		if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err == nil || ctx.Err() != nil {
+			break
+		}
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
+	return ids, err
 }
 
 // Close releases the pool.

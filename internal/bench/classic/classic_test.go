@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/bench"
 	"github.com/millrace/millrace/internal/pgtest"
 )
@@ -189,6 +190,49 @@ func TestCancelLosesNothing(t *testing.T) {
 			stop()
 			c.check(t, s, n)
 			t.Logf("%s: %d jobs before the cancel", name, first)
+		})
+	}
+}
+
+// TestReconnect terminates the workers' connections mid-run: the workers
+// must reconnect and work every job (at least once: a job whose connection
+// dies between its work and its commit is worked again).
+func TestReconnect(t *testing.T) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s, url := setup(t, name)
+			const n = 500
+			enqueue(t, s, 0, n, 100)
+			killer, err := pgx.Connect(context.Background(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer killer.Close(context.Background())
+			c := counter{work: time.Millisecond}
+			stop := startWork(t, s, c.env(url))
+			for _, at := range []int{50, 200} {
+				c.waitFor(t, at)
+				var killed int
+				err := killer.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+					WHERE application_name = 'millrace-bench' AND datname = current_database()`).Scan(&killed)
+				if err != nil || killed == 0 {
+					t.Fatalf("terminated %d backends: %v", killed, err)
+				}
+			}
+			c.waitFor(t, n)
+			time.Sleep(50 * time.Millisecond)
+			stop()
+			if rem, err := s.Remaining(context.Background()); err != nil || len(rem) != 0 {
+				t.Errorf("Remaining = %v, %v; want none", rem, err)
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			again := 0
+			for _, r := range c.runs {
+				again += r - 1
+			}
+			t.Logf("%s: %d jobs worked again after a dropped connection", name, again)
 		})
 	}
 }
