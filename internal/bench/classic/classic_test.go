@@ -177,7 +177,8 @@ func TestCancelLosesNothing(t *testing.T) {
 			env := c.env(url)
 			stop := startWork(t, s, env)
 			c.waitFor(t, 100)
-			if took := stop(); took > 2*time.Second {
+			took := stop()
+			if took > 2*time.Second {
 				t.Errorf("Work took %v to return after cancel", took)
 			}
 			first := c.worked()
@@ -189,7 +190,7 @@ func TestCancelLosesNothing(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 			stop()
 			c.check(t, s, n)
-			t.Logf("%s: %d jobs before the cancel", name, first)
+			t.Logf("%s: %d jobs before the cancel; Work returned %v after it", name, first, took)
 		})
 	}
 }

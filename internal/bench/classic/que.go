@@ -60,15 +60,18 @@ const queLock = `WITH RECURSIVE jobs AS (
 )
 SELECT queue, priority, run_at, job_id, id, args FROM jobs WHERE locked LIMIT 1`
 
+// queKey picks one job by its primary key.
+const queKey = ` WHERE queue = $1 AND priority = $2 AND run_at = $3 AND job_id = $4`
+
 // queRecheck is Que's check that the job locked is still there: the CTE's
 // snapshot may predate another worker's DELETE and unlock.
-const queRecheck = `SELECT 1 FROM bench_que.jobs WHERE queue = $1 AND priority = $2 AND run_at = $3 AND job_id = $4`
+const queRecheck = `SELECT 1 FROM bench_que.jobs` + queKey
 
-const queDelete = `DELETE FROM bench_que.jobs WHERE queue = $1 AND priority = $2 AND run_at = $3 AND job_id = $4`
+const queDelete = `DELETE FROM bench_que.jobs` + queKey
 
 // queRetry is Que's failure path, without the backoff: count the error and
 // leave the job to be retried.
-const queRetry = `UPDATE bench_que.jobs SET error_count = error_count + 1 WHERE queue = $1 AND priority = $2 AND run_at = $3 AND job_id = $4`
+const queRetry = `UPDATE bench_que.jobs SET error_count = error_count + 1` + queKey
 
 func queStep(env bench.Env) step {
 	return func(ctx context.Context, conn *pgx.Conn) (bool, error) {
