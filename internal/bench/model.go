@@ -67,6 +67,12 @@ type StrategySummary struct {
 	LostJobs      int64                    `json:"lost_jobs"`
 	DuplicateJobs int64                    `json:"duplicate_jobs"`
 	Phases        map[string]*PhaseSummary `json:"phases"`
+
+	// EnqueueErrors counts enqueue calls that failed (their jobs are
+	// neither counted as enqueued nor as lost).
+	EnqueueErrors int64 `json:"enqueue_errors,omitempty"`
+	// Readers counts the analytics scenario's readers.
+	Readers *ReaderStats `json:"analytics_readers,omitempty"`
 }
 
 // PhaseSummary is one phase of one strategy. Latency percentiles come from

@@ -1,0 +1,106 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+const (
+	red   = "\033[31m"
+	bold  = "\033[1m"
+	reset = "\033[0m"
+)
+
+// live writes the live progress line: rewritten in place on a terminal,
+// a plain line otherwise (callers print less often then).
+func (c *Config) live(line string) {
+	if c.TTY {
+		fmt.Fprintf(c.Progress, "\r\033[K%s", line)
+		return
+	}
+	fmt.Fprintln(c.Progress, line)
+}
+
+// liveLine is the progress line for one sample.
+func liveLine(s *Sample) string {
+	l := fmt.Sprintf("%-16s %-8s %4.0fs  offered %6d/s  completed %6d/s  backlog %8d  claim p99 %8.2f ms",
+		s.Strategy, s.Phase, s.T, s.Offered, s.Completed, s.Backlog, s.ClaimP99)
+	if s.XminAgeS >= 1 {
+		l += fmt.Sprintf("  xmin held %.0fs", s.XminAgeS)
+	}
+	if s.Duplicates > 0 {
+		l += fmt.Sprintf("  duplicates %d", s.Duplicates)
+	}
+	return l
+}
+
+// strategyLine is printed when a strategy's run ends.
+func strategyLine(name string, ss *StrategySummary, color bool) string {
+	var b strings.Builder
+	if color {
+		b.WriteString("\r\033[K")
+	}
+	fmt.Fprintf(&b, "%s done:", name)
+	for _, p := range phaseOrder(ss) {
+		ps := ss.Phases[p]
+		fmt.Fprintf(&b, "  %s %.0f/%.0f jobs/s, claim p99 %.2f ms, backlog max %d;", p, ps.CompletedPerS, ps.OfferedPerS, ps.ClaimP99MS, ps.BacklogMax)
+	}
+	if ss.LostJobs > 0 {
+		fmt.Fprintf(&b, "  %s", paint(fmt.Sprintf("LOST %d JOBS", ss.LostJobs), red+bold, color))
+	}
+	return b.String()
+}
+
+func paint(s, code string, color bool) string {
+	if !color {
+		return s
+	}
+	return code + s + reset
+}
+
+func phaseOrder(ss *StrategySummary) []string {
+	var out []string
+	for _, p := range []string{PhaseBurndown, PhaseClean, PhaseStress, PhaseRecovery} {
+		if ss != nil && ss.Phases[p] != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// WriteTable writes the closing table of a run: one row per strategy and
+// phase, and a red line for every strategy that lost jobs.
+func WriteTable(w io.Writer, sum *Summary, color bool) {
+	names := make([]string, 0, len(sum.Strategies))
+	for n := range sum.Strategies {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tphase\toffered/s\tcompleted/s\tclaim p50 ms\tclaim p99 ms\te2e p50 ms\te2e p99 ms\tbacklog end\tbacklog max\tdead tuples max\txmin age max s\tpg cpu %\tWAL B/job\t")
+	for _, n := range names {
+		ss := sum.Strategies[n]
+		for _, p := range phaseOrder(ss) {
+			ps := ss.Phases[p]
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.2f\t%.2f\t%.1f\t%.1f\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t\n", n, p,
+				ps.OfferedPerS, ps.CompletedPerS, ps.ClaimP50MS, ps.ClaimP99MS, ps.E2EP50MS, ps.E2EP99MS,
+				ps.BacklogEnd, ps.BacklogMax, ps.DeadTuplesMax, ps.XminAgeMaxS, ps.PgCPUPct, ps.WALBytesPerJob)
+		}
+	}
+	tw.Flush()
+	for _, n := range names {
+		ss := sum.Strategies[n]
+		if ss.Readers != nil {
+			fmt.Fprintf(w, "%s: analytics readers started %d, finished %d, cancelled %d\n", n, ss.Readers.Started, ss.Readers.Finished, ss.Readers.Cancelled)
+		}
+		if ss.DuplicateJobs > 0 {
+			fmt.Fprintf(w, "%s: %d jobs worked more than once\n", n, ss.DuplicateJobs)
+		}
+		if ss.LostJobs > 0 {
+			fmt.Fprintln(w, paint(fmt.Sprintf("ERROR: %s lost %d jobs (enqueued, committed, never worked, no longer stored)", n, ss.LostJobs), red+bold, color))
+		}
+	}
+}

@@ -1,0 +1,439 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/jackc/pgx/v5"
+)
+
+// Config is one bench run: strategies, one after another, through the same
+// scenario and schedule on the same database.
+type Config struct {
+	URL        string // database the strategies work in
+	StandbyURL string // a hot standby of that database, for the standby scenario
+
+	Strategies []string
+	Scenario   string
+	Rate       float64 // jobs offered per second; 0 means as fast as each strategy keeps up
+	Jobs       int64   // jobs of the burndown scenario
+	Workers    int
+	Work       time.Duration
+
+	Warmup, Clean, Stress, Recovery time.Duration
+
+	Out string // directory for timeseries.jsonl and summary.json
+
+	// Progress receives the live progress line and per-strategy results;
+	// nil discards them. TTY makes the live line rewrite itself in place.
+	Progress io.Writer
+	TTY      bool
+
+	// Guard, when set, runs for each strategy's whole run (the guard of a
+	// --guard policy); it returns when its context is cancelled.
+	Guard func(ctx context.Context) error
+}
+
+// Result is what a run produced.
+type Result struct {
+	Summary *Summary
+	Samples []Sample
+}
+
+// Lost sums the lost jobs of every strategy.
+func (r *Result) Lost() int64 {
+	var n int64
+	for _, s := range r.Summary.Strategies {
+		n += s.LostJobs
+	}
+	return n
+}
+
+type span struct {
+	phase string
+	d     time.Duration
+}
+
+func (c *Config) schedule() []span {
+	if c.Scenario == ScenarioBurndown {
+		return []span{{PhaseBurndown, 0}}
+	}
+	var out []span
+	for _, s := range []span{{PhaseWarmup, c.Warmup}, {PhaseClean, c.Clean}, {PhaseStress, c.Stress}, {PhaseRecovery, c.Recovery}} {
+		if s.d > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (c *Config) check() error {
+	if _, ok := Scenarios[c.Scenario]; !ok {
+		return fmt.Errorf("unknown scenario %q", c.Scenario)
+	}
+	if len(c.Strategies) == 0 {
+		return errors.New("no strategies")
+	}
+	for _, n := range c.Strategies {
+		if _, err := Lookup(n); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.Workers < 1:
+		return errors.New("--workers must be at least 1")
+	case c.Work < 0:
+		return errors.New("--work must not be negative")
+	case c.Rate < 0:
+		return errors.New("--rate must be positive or max")
+	case c.Scenario == ScenarioBurndown && c.Jobs < 1:
+		return errors.New("the burndown scenario needs --jobs N (N >= 1)")
+	case c.Scenario != ScenarioBurndown && len(c.schedule()) == 0:
+		return errors.New("every phase is 0s: nothing to run")
+	}
+	return nil
+}
+
+// Run runs every strategy in turn and writes DIR/timeseries.jsonl and
+// DIR/summary.json. A strategy that cannot run fails the whole run; lost
+// jobs do not (they are in the summary, and Result.Lost counts them).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, err
+	}
+	ts, err := os.Create(filepath.Join(cfg.Out, "timeseries.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	defer ts.Close()
+
+	conn, err := pgx.Connect(ctx, cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	sum := &Summary{Scenario: cfg.Scenario, Workers: cfg.Workers, WorkMS: float64(cfg.Work) / float64(time.Millisecond),
+		Strategies: map[string]*StrategySummary{}}
+	if cfg.Rate > 0 {
+		sum.Rate = cfg.Rate
+	} else if cfg.Scenario != ScenarioBurndown {
+		sum.Rate = "max"
+	}
+	if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&sum.PostgresVersion); err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, setupSQL); err != nil {
+		return nil, fmt.Errorf("bench schema: %w", err)
+	}
+
+	res := &Result{Summary: sum}
+	enc := json.NewEncoder(ts)
+	for _, name := range cfg.Strategies {
+		ss, samples, err := runOne(ctx, &cfg, name, func(s Sample) error { return enc.Encode(s) })
+		res.Samples = append(res.Samples, samples...)
+		if ss != nil {
+			sum.Strategies[name] = ss
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Fprintln(cfg.Progress, strategyLine(name, ss, cfg.TTY))
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+	}
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return res, err
+	}
+	return res, os.WriteFile(filepath.Join(cfg.Out, "summary.json"), append(b, '\n'), 0o644)
+}
+
+// phaseHists are the claim and end-to-end histograms of one phase.
+type phaseHists struct{ claim, e2e *hdr.Histogram }
+
+// runOne runs one strategy through the schedule.
+func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) error) (*StrategySummary, []Sample, error) {
+	f, _ := Lookup(name)
+	s := f()
+	if err := s.Setup(ctx, cfg.URL); err != nil {
+		return nil, nil, fmt.Errorf("setup: %w", err)
+	}
+	defer s.Close()
+	pr, err := dialProbe(ctx, cfg.URL, s.Tables())
+	if err != nil {
+		return nil, nil, fmt.Errorf("sampler: %w", err)
+	}
+	defer pr.close()
+	// Start each strategy from a checkpoint so that none pays for the
+	// previous one's dirty pages (ignored where the role may not).
+	_, _ = pr.conn.Exec(ctx, "CHECKPOINT")
+
+	sched := cfg.schedule()
+	st, err := newStress(cfg.Scenario, cfg.URL, cfg.StandbyURL, cfg.Stress)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := newTracker(time.Now())
+	prod := &producer{s: s, t: t}
+	work := cfg.Work
+	env := Env{URL: cfg.URL, Workers: cfg.Workers,
+		Handle: func(ctx context.Context, j Job) error {
+			t.started(j.ID)
+			if work > 0 {
+				time.Sleep(work)
+			}
+			t.completed.Add(1)
+			return nil
+		},
+		ObserveClaim: func(d time.Duration, n int) { t.claim.observe(0, d) },
+	}
+
+	if cfg.Scenario == ScenarioBurndown {
+		last := time.Now()
+		err := prod.bulk(ctx, cfg.Jobs, func(done int64) {
+			if cfg.TTY && (time.Since(last) > 500*time.Millisecond || done == cfg.Jobs) {
+				last = time.Now()
+				cfg.live(fmt.Sprintf("%-16s inserting %d/%d jobs", name, done, cfg.Jobs))
+			}
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("bulk insert: %w", err)
+		}
+		// Counters restart with the workers: the burndown phase measures
+		// working down, not inserting.
+		t.offered.Store(0)
+	}
+
+	var phase atomic.Pointer[string]
+	phase.Store(&sched[0].phase)
+	start := time.Now()
+	t.start = start
+	// End-to-end latency of pre-inserted jobs would measure the insert,
+	// not the queue.
+	t.noE2E = cfg.Scenario == ScenarioBurndown
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	if cfg.Guard != nil {
+		gctx, stopGuard := context.WithCancel(ctx)
+		var gwg sync.WaitGroup
+		gwg.Add(1)
+		go func() { defer gwg.Done(); _ = cfg.Guard(gctx) }()
+		defer func() { stopGuard(); gwg.Wait() }()
+	}
+
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	workDone := make(chan error, 1)
+	go func() { workDone <- s.Work(workCtx, env) }()
+
+	prodCtx, stopProd := context.WithCancel(runCtx)
+	var prodWG sync.WaitGroup
+	switch {
+	case cfg.Scenario == ScenarioBurndown:
+	case cfg.Rate > 0:
+		conc := min(64, max(8, int(cfg.Rate/50)))
+		prodWG.Add(1)
+		go func() { defer prodWG.Done(); prod.paced(prodCtx, start, cfg.Rate, conc) }()
+	default:
+		limit := int64(max(4*min(s.MaxBatch(), 500), 20*cfg.Workers))
+		prodWG.Add(1)
+		go func() { defer prodWG.Done(); prod.flat(prodCtx, 4, limit) }()
+	}
+
+	// The sampler: one Sample a second until the schedule ends.
+	smp := &sampling{cfg: cfg, name: name, t: t, probe: pr, start: start, phases: map[string]*phaseHists{}}
+	var samplerWG sync.WaitGroup
+	samplerWG.Add(1)
+	samplerCtx, stopSampler := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		defer samplerWG.Done()
+		smp.loop(samplerCtx, &phase, emit)
+	}()
+
+	var runErr error
+	if cfg.Scenario == ScenarioBurndown {
+		for t.completed.Load() < t.enqueued.Load() && runCtx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		smp.burndown = time.Since(start)
+	} else {
+		for _, sp := range sched {
+			phase.Store(&sp.phase)
+			if sp.phase == PhaseStress && st != nil {
+				if err := st.start(runCtx); err != nil {
+					runErr = err
+					break
+				}
+			}
+			sleepCtx(runCtx, sp.d)
+			if sp.phase == PhaseStress && st != nil {
+				st.release()
+			}
+			if runCtx.Err() != nil {
+				break
+			}
+		}
+	}
+	if st != nil {
+		st.release() // also on Ctrl-C
+	}
+	stopProd()
+	prodWG.Wait()
+	stopSampler()
+	samplerWG.Wait()
+	stopWork()
+	select {
+	case err := <-workDone:
+		if err != nil && runErr == nil {
+			runErr = fmt.Errorf("work: %w", err)
+		}
+	case <-time.After(2 * time.Minute):
+		if runErr == nil {
+			runErr = errors.New("workers did not stop within 2 minutes")
+		}
+	}
+
+	ss := smp.summary(sched)
+	ss.DuplicateJobs = t.duplicates.Load()
+	if a, ok := st.(*analytics); ok {
+		ss.Readers = &a.stats
+	}
+	if prod.errors.Load() > 0 {
+		ss.EnqueueErrors = prod.errors.Load()
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	remaining, err := s.Remaining(rctx)
+	if err != nil {
+		return ss, smp.samples, fmt.Errorf("remaining: %w", err)
+	}
+	ss.LostJobs = int64(len(t.reconcile(remaining)))
+	return ss, smp.samples, runErr
+}
+
+// sampling turns counters, histograms and probe reads into one Sample a
+// second, and phase summaries at the end.
+type sampling struct {
+	cfg   *Config
+	name  string
+	t     *tracker
+	probe *probe
+	start time.Time
+
+	samples  []Sample
+	phases   map[string]*phaseHists
+	burndown time.Duration // how long the burndown took
+
+	offered, enqueued, completed int64
+}
+
+func (m *sampling) loop(ctx context.Context, phase *atomic.Pointer[string], emit func(Sample) error) {
+	claim, e2e := newHist(), newHist()
+	for k := 1; ; k++ {
+		if !sleepCtx(ctx, time.Until(m.start.Add(time.Duration(k)*time.Second))) {
+			return
+		}
+		p := *phase.Load()
+		claim.Reset()
+		e2e.Reset()
+		m.t.claim.drain(claim)
+		m.t.e2e.drain(e2e)
+		s := Sample{Strategy: m.name, Phase: p, T: float64(k), Unix: float64(time.Now().UnixMilli()) / 1000}
+		off, enq, done := m.t.offered.Load(), m.t.enqueued.Load(), m.t.completed.Load()
+		s.Offered, s.Enqueued, s.Completed = off-m.offered, enq-m.enqueued, done-m.completed
+		m.offered, m.enqueued, m.completed = off, enq, done
+		s.Backlog = enq - done
+		s.ClaimP50, s.ClaimP99, s.ClaimMax = ms(claim, 50), ms(claim, 99), float64(claim.Max())/1000
+		s.E2EP50, s.E2EP99 = ms(e2e, 50), ms(e2e, 99)
+		s.Duplicates = m.t.duplicates.Load()
+		if err := m.probe.read(ctx, &s); err != nil && ctx.Err() == nil {
+			s.XminHolder = "sampler error: " + err.Error()
+		}
+		ph := m.phases[p]
+		if ph == nil {
+			ph = &phaseHists{newHist(), newHist()}
+			m.phases[p] = ph
+		}
+		ph.claim.Merge(claim)
+		ph.e2e.Merge(e2e)
+		m.samples = append(m.samples, s)
+		_ = emit(s)
+		if m.cfg.TTY || k%10 == 0 {
+			m.cfg.live(liveLine(&s))
+		}
+	}
+}
+
+// summary aggregates the samples of each phase.
+func (m *sampling) summary(sched []span) *StrategySummary {
+	ss := &StrategySummary{Phases: map[string]*PhaseSummary{}}
+	for _, sp := range sched {
+		if sp.phase == PhaseWarmup {
+			continue
+		}
+		ps := &PhaseSummary{}
+		var offered, completed, wal, cpu float64
+		for _, s := range m.samples {
+			if s.Phase != sp.phase {
+				continue
+			}
+			ps.Seconds++
+			offered += float64(s.Offered)
+			completed += float64(s.Completed)
+			wal += float64(s.WALBytes)
+			cpu += s.PgCPUPct
+			ps.BacklogEnd = s.Backlog
+			ps.BacklogMax = max(ps.BacklogMax, s.Backlog)
+			ps.DeadTuplesMax = max(ps.DeadTuplesMax, s.DeadTuples)
+			ps.XminAgeMaxS = max(ps.XminAgeMaxS, s.XminAgeS)
+		}
+		if sp.phase == PhaseBurndown && m.burndown > 0 {
+			// The burndown is timed to its last job, not in whole seconds.
+			ps.Seconds = m.burndown.Seconds()
+			offered, completed = float64(m.t.enqueued.Load()), float64(m.t.completed.Load())
+		}
+		if ps.Seconds == 0 {
+			continue
+		}
+		ps.OfferedPerS = round(offered / ps.Seconds)
+		ps.CompletedPerS = round(completed / ps.Seconds)
+		ps.PgCPUPct = round(cpu / float64(countPhase(m.samples, sp.phase)))
+		if completed > 0 {
+			ps.WALBytesPerJob = round(wal / completed)
+		}
+		if h := m.phases[sp.phase]; h != nil {
+			ps.ClaimP50MS, ps.ClaimP99MS = ms(h.claim, 50), ms(h.claim, 99)
+			ps.E2EP50MS, ps.E2EP99MS = ms(h.e2e, 50), ms(h.e2e, 99)
+		}
+		ss.Phases[sp.phase] = ps
+	}
+	return ss
+}
+
+func countPhase(samples []Sample, phase string) int {
+	n := 0
+	for _, s := range samples {
+		if s.Phase == phase {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+func round(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }

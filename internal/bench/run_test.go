@@ -1,0 +1,173 @@
+package bench_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/millrace/millrace/internal/bench"
+	_ "github.com/millrace/millrace/internal/bench/classic"
+	_ "github.com/millrace/millrace/internal/bench/native"
+	"github.com/millrace/millrace/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// TestRunIdleXid runs two strategies through a short idle-xid schedule and
+// checks what the run writes: the phases, the pin seen in stress and gone
+// in recovery, every job accounted for, and both output files.
+func TestRunIdleXid(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	out := t.TempDir()
+	cfg := bench.Config{URL: url, Strategies: []string{"skiplocked", "millrace"}, Scenario: bench.ScenarioIdleXid,
+		Rate: 200, Workers: 4, Work: time.Millisecond,
+		Clean: 3 * time.Second, Stress: 4 * time.Second, Recovery: 3 * time.Second, Out: out}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range cfg.Strategies {
+		ss := res.Summary.Strategies[name]
+		if ss == nil {
+			t.Fatalf("%s: no summary", name)
+		}
+		if ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+			t.Errorf("%s: lost %d, duplicated %d", name, ss.LostJobs, ss.DuplicateJobs)
+		}
+		for _, p := range []string{bench.PhaseClean, bench.PhaseStress, bench.PhaseRecovery} {
+			ps := ss.Phases[p]
+			if ps == nil {
+				t.Fatalf("%s: no %s phase", name, p)
+			}
+			if ps.OfferedPerS < 150 || ps.OfferedPerS > 250 {
+				t.Errorf("%s %s: offered %.1f/s, want about 200", name, p, ps.OfferedPerS)
+			}
+			if ps.CompletedPerS < 100 {
+				t.Errorf("%s %s: completed %.1f/s", name, p, ps.CompletedPerS)
+			}
+			if ps.ClaimP50MS <= 0 || ps.E2EP50MS <= 0 {
+				t.Errorf("%s %s: no latency recorded: %+v", name, p, ps)
+			}
+		}
+		if got := ss.Phases[bench.PhaseStress].XminAgeMaxS; got < 2.5 {
+			t.Errorf("%s: stress xmin age max %.1fs, want the idle transaction's age (>= 2s)", name, got)
+		}
+		if got := ss.Phases[bench.PhaseRecovery].XminAgeMaxS; got > 1 {
+			t.Errorf("%s: recovery xmin age max %.1fs, want ~0 once released", name, got)
+		}
+		if ss.Phases[bench.PhaseStress].DeadTuplesMax == 0 && name == "skiplocked" {
+			t.Errorf("skiplocked: no dead tuples seen in stress")
+		}
+	}
+
+	// summary.json carries exactly the documented fields.
+	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"scenario", "postgres_version", "rate", "workers", "work_ms", "strategies"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("summary.json lacks %q", k)
+		}
+	}
+	phase := doc["strategies"].(map[string]any)["skiplocked"].(map[string]any)["phases"].(map[string]any)["stress"].(map[string]any)
+	var keys []string
+	for k := range phase {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	want := []string{"backlog_end", "backlog_max", "claim_p50_ms", "claim_p99_ms", "completed_per_s", "dead_tuples_max",
+		"e2e_p50_ms", "e2e_p99_ms", "offered_per_s", "pg_cpu_pct", "seconds", "wal_bytes_per_job", "xmin_age_max_s"}
+	if len(keys) != len(want) {
+		t.Errorf("phase fields = %v, want %v", keys, want)
+	}
+	for i := range want {
+		if i < len(keys) && keys[i] != want[i] {
+			t.Errorf("phase fields = %v, want %v", keys, want)
+			break
+		}
+	}
+
+	// timeseries.jsonl: one line per strategy per second, in phase order.
+	f, err := os.Open(filepath.Join(out, "timeseries.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var s bench.Sample
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatalf("bad line %q: %v", sc.Text(), err)
+		}
+		lines[s.Strategy]++
+		if s.Phase == bench.PhaseStress && s.XminHolder == "" {
+			t.Errorf("stress sample without a horizon holder: %+v", s)
+		}
+	}
+	for _, name := range cfg.Strategies {
+		if n := lines[name]; n < 8 || n > 11 {
+			t.Errorf("%s: %d samples, want about 10", name, n)
+		}
+	}
+}
+
+// TestRunBurndown inserts jobs first and works them down.
+func TestRunBurndown(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	cfg := bench.Config{URL: url, Strategies: []string{"millrace", "skiplocked-batch"}, Scenario: bench.ScenarioBurndown,
+		Jobs: 3000, Workers: 8, Out: t.TempDir()}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range cfg.Strategies {
+		ss := res.Summary.Strategies[name]
+		ps := ss.Phases[bench.PhaseBurndown]
+		if ps == nil {
+			t.Fatalf("%s: no burndown phase: %+v", name, ss)
+		}
+		if ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+			t.Errorf("%s: lost %d, duplicated %d", name, ss.LostJobs, ss.DuplicateJobs)
+		}
+		if ps.CompletedPerS <= 0 || ps.Seconds <= 0 {
+			t.Errorf("%s: burndown %+v", name, ps)
+		}
+		if got := ps.CompletedPerS * ps.Seconds; got < 2990 || got > 3010 {
+			t.Errorf("%s: completed/s x seconds = %.0f, want 3000", name, got)
+		}
+	}
+	if res.Summary.Rate != nil {
+		t.Errorf("burndown rate = %v, want none", res.Summary.Rate)
+	}
+}
+
+// TestRunRejectsBadConfig checks errors name the problem before anything runs.
+func TestRunRejectsBadConfig(t *testing.T) {
+	base := bench.Config{URL: "postgres://127.0.0.1:1/x", Strategies: []string{"skiplocked"}, Scenario: bench.ScenarioClean,
+		Rate: 10, Workers: 1, Clean: time.Second, Out: t.TempDir()}
+	cases := map[string]func(c *bench.Config){
+		"unknown scenario": func(c *bench.Config) { c.Scenario = "nope" },
+		"unknown strategy": func(c *bench.Config) { c.Strategies = []string{"nope"} },
+		"workers":          func(c *bench.Config) { c.Workers = 0 },
+		"all phases zero":  func(c *bench.Config) { c.Clean = 0 },
+		"burndown no jobs": func(c *bench.Config) { c.Scenario = bench.ScenarioBurndown },
+	}
+	for name, mod := range cases {
+		c := base
+		mod(&c)
+		if _, err := bench.Run(context.Background(), c); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

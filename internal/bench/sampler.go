@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// probe reads, on its own connection, what the server says about one
+// strategy's tables and about the horizon: the database half of a Sample.
+type probe struct {
+	conn   *pgx.Conn
+	tables []string
+
+	postmaster int                  // pid of the local postmaster, 0 when the server is not local
+	cpuTicks   int64                // Postgres processes' CPU ticks at the last read
+	cpuAt      time.Time            // when cpuTicks was read
+	walLSN     int64                // WAL position at the last read
+	firstSeen  map[string]time.Time // holder+xmin -> when first seen, for holders without a start time
+}
+
+// dialProbe opens the sampler's connection.
+func dialProbe(ctx context.Context, url string, tables []string) (*probe, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["application_name"] = "millrace-bench-sampler"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &probe{conn: conn, tables: tables, firstSeen: map[string]time.Time{}}
+	var checkpointer int
+	if conn.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'`).Scan(&checkpointer) == nil {
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", checkpointer)); strings.TrimSpace(string(comm)) == "postgres" {
+			p.postmaster = parentOf(checkpointer) // the server runs on this machine
+		}
+	}
+	p.cpuTicks, p.cpuAt = p.cpu(), time.Now()
+	_ = conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&p.walLSN)
+	return p, nil
+}
+
+func (p *probe) close() { p.conn.Close(context.Background()) }
+
+const tableStatsSQL = `
+SELECT s.schemaname || '.' || s.relname, s.n_dead_tup, s.n_live_tup,
+       pg_relation_size(s.relid), pg_indexes_size(s.relid)
+FROM pg_stat_user_tables s
+WHERE s.schemaname || '.' || s.relname = ANY($1)`
+
+// horizonSQL lists what holds back the horizon of this database, oldest
+// first: sessions of this database (their snapshot or their xid),
+// standbys through hot_standby_feedback, replication slots and prepared
+// transactions. Seconds are known for sessions and prepared transactions;
+// for the others the probe remembers when it first saw that xmin.
+const horizonSQL = `
+WITH h(holder, xmin, age_xids, held_s) AS (
+  SELECT format('session pid %s (%s%s)', pid, coalesce(state, '?'),
+                coalesce(', ' || nullif(application_name, ''), '')),
+         coalesce(backend_xid, backend_xmin)::text,
+         greatest(age(backend_xmin), age(backend_xid)),
+         extract(epoch FROM clock_timestamp() - xact_start)::float8
+  FROM pg_stat_activity
+  WHERE datname = current_database() AND pid <> pg_backend_pid()
+    AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)
+  UNION ALL
+  SELECT format('standby %s (hot_standby_feedback)', coalesce(nullif(application_name, ''), client_addr::text, pid::text)),
+         backend_xmin::text, age(backend_xmin), NULL
+  FROM pg_stat_replication WHERE backend_xmin IS NOT NULL
+  UNION ALL
+  SELECT format('replication slot %s (%s)', slot_name, CASE WHEN active THEN 'active' ELSE 'inactive' END),
+         xmin::text, age(xmin), NULL
+  FROM pg_replication_slots WHERE xmin IS NOT NULL
+  UNION ALL
+  SELECT format('prepared transaction %s', gid), transaction::text, age(transaction),
+         extract(epoch FROM clock_timestamp() - prepared)::float8
+  FROM pg_prepared_xacts
+)
+SELECT holder, xmin, age_xids, held_s FROM h ORDER BY age_xids DESC NULLS LAST, held_s DESC NULLS LAST LIMIT 1`
+
+// read fills the database fields of s.
+func (p *probe) read(ctx context.Context, s *Sample) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	rows, err := p.conn.Query(ctx, tableStatsSQL, p.tables)
+	if err != nil {
+		return err
+	}
+	s.Tables = map[string]TableStats{}
+	for rows.Next() {
+		var name string
+		var ts TableStats
+		if err := rows.Scan(&name, &ts.DeadTuples, &ts.LiveTuples, &ts.HeapBytes, &ts.IndexBytes); err != nil {
+			rows.Close()
+			return err
+		}
+		s.Tables[name] = ts
+		s.DeadTuples += ts.DeadTuples
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+
+	var holder, xmin string
+	var age *int64
+	var held *float64
+	err = p.conn.QueryRow(ctx, horizonSQL).Scan(&holder, &xmin, &age, &held)
+	switch {
+	case err == pgx.ErrNoRows:
+	case err != nil:
+		return err
+	default:
+		now := time.Now()
+		if age != nil {
+			s.XminAge = *age
+		}
+		if held != nil {
+			s.XminAgeS = *held
+		} else {
+			key := holder + "@" + xmin
+			first, ok := p.firstSeen[key]
+			if !ok {
+				first = now
+				p.firstSeen[key] = now
+			}
+			s.XminAgeS = now.Sub(first).Seconds()
+		}
+		s.XminHolder = holder
+	}
+
+	var lsn int64
+	if err := p.conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&lsn); err != nil {
+		return err
+	}
+	s.WALBytes, p.walLSN = lsn-p.walLSN, lsn
+	if s.Completed > 0 {
+		s.WALBytesPerJob = float64(s.WALBytes) / float64(s.Completed)
+	}
+
+	if p.postmaster != 0 {
+		ticks, at := p.cpu(), time.Now()
+		if secs := at.Sub(p.cpuAt).Seconds(); secs > 0 {
+			// USER_HZ is 100 on Linux: a tick is 10 ms, so ticks per
+			// second are already a percentage of one core.
+			s.PgCPUPct = float64(ticks-p.cpuTicks) / secs
+		}
+		p.cpuTicks, p.cpuAt = ticks, at
+	}
+	return nil
+}
+
+// cpu sums user and system CPU ticks of the postmaster and its children.
+func (p *probe) cpu() int64 {
+	if p.postmaster == 0 {
+		return 0
+	}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var total int64
+	for _, d := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		f := procStat(pid)
+		if len(f) < 15 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		if pid != p.postmaster && ppid != p.postmaster {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		total += ut + st
+	}
+	return total
+}
+
+// procStat returns the fields of /proc/PID/stat after the command name
+// (state first), or nil.
+func procStat(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(s[i+1:])
+}
+
+// parentOf returns pid's parent pid, or 0 when pid is not a local process.
+func parentOf(pid int) int {
+	f := procStat(pid)
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}

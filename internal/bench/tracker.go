@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// The tracker follows every job the bench enqueues by its id: when its
+// enqueue committed and how many times its work started. Ids are dense
+// (1, 2, 3, ...) so the state lives in fixed-size chunks of atomics that
+// workers update without locks, however many jobs a run makes.
+const (
+	chunkBits = 16
+	chunkSize = 1 << chunkBits
+	maxChunks = 1 << 14 // 2^30 jobs per run
+)
+
+type chunk struct {
+	enqueued [chunkSize]atomic.Int64  // ns since run start when the enqueue committed; 0 = not (yet) enqueued
+	runs     [chunkSize]atomic.Uint32 // times the job's work started
+	failed   [chunkSize]atomic.Bool   // the enqueue returned an error: the job may or may not exist
+}
+
+// tracker is one strategy run's job ledger and counters.
+type tracker struct {
+	start  time.Time
+	chunks [maxChunks]atomic.Pointer[chunk]
+	grow   sync.Mutex
+	nextID atomic.Int64
+
+	offered, enqueued, completed, duplicates atomic.Int64
+
+	claim, e2e *recorder
+	noE2E      bool // jobs were inserted before the run: no end-to-end latency
+}
+
+func newTracker(start time.Time) *tracker {
+	return &tracker{start: start, claim: newRecorder(), e2e: newRecorder()}
+}
+
+// newID hands out the next job id.
+func (t *tracker) newID() int64 { return t.nextID.Add(1) }
+
+func (t *tracker) chunkOf(id int64) *chunk {
+	i := id >> chunkBits
+	if c := t.chunks[i].Load(); c != nil {
+		return c
+	}
+	t.grow.Lock()
+	defer t.grow.Unlock()
+	if c := t.chunks[i].Load(); c != nil {
+		return c
+	}
+	c := new(chunk)
+	t.chunks[i].Store(c)
+	return c
+}
+
+// markEnqueued records that the enqueue of ids committed now.
+func (t *tracker) markEnqueued(ids []int64) {
+	now := int64(time.Since(t.start))
+	if now < 1 {
+		now = 1
+	}
+	for _, id := range ids {
+		t.chunkOf(id).enqueued[id&(chunkSize-1)].Store(now)
+	}
+	t.enqueued.Add(int64(len(ids)))
+}
+
+// markFailed records that the enqueue of ids returned an error: whether
+// they committed is unknown, so they count neither as lost nor as enqueued.
+func (t *tracker) markFailed(ids []int64) {
+	for _, id := range ids {
+		t.chunkOf(id).failed[id&(chunkSize-1)].Store(true)
+	}
+}
+
+// started records the start of a job's work and its end-to-end latency.
+func (t *tracker) started(id int64) {
+	if id <= 0 || id > t.nextID.Load() {
+		return
+	}
+	c := t.chunkOf(id)
+	k := id & (chunkSize - 1)
+	if c.runs[k].Add(1) > 1 {
+		t.duplicates.Add(1)
+	}
+	if t.noE2E {
+		return
+	}
+	if enq := c.enqueued[k].Load(); enq > 0 {
+		t.e2e.observe(uint64(id), time.Duration(int64(time.Since(t.start))-enq))
+	} else {
+		// The worker saw the job before the producer returned from its
+		// commit: the end-to-end latency is as small as it gets.
+		t.e2e.observe(uint64(id), 0)
+	}
+}
+
+// reconcile counts lost jobs: enqueued (committed) jobs whose work never
+// started and that the strategy no longer stores.
+func (t *tracker) reconcile(remaining []int64) (lost []int64) {
+	left := make(map[int64]bool, len(remaining))
+	for _, id := range remaining {
+		left[id] = true
+	}
+	last := t.nextID.Load()
+	for id := int64(1); id <= last; id++ {
+		c := t.chunks[id>>chunkBits].Load()
+		if c == nil {
+			continue
+		}
+		k := id & (chunkSize - 1)
+		if c.enqueued[k].Load() > 0 && c.runs[k].Load() == 0 && !left[id] && !c.failed[k].Load() {
+			lost = append(lost, id)
+		}
+	}
+	return lost
+}
+
+// recorder is a latency histogram that many goroutines record into:
+// sharded so that workers rarely contend, drained once a second.
+type recorder struct {
+	next   atomic.Uint64
+	shards [16]struct {
+		mu sync.Mutex
+		h  *hdr.Histogram
+	}
+}
+
+// Histograms count microseconds from 1 µs to 1 h with 3 significant digits.
+func newHist() *hdr.Histogram { return hdr.New(1, int64(time.Hour/time.Microsecond), 3) }
+
+func newRecorder() *recorder {
+	r := &recorder{}
+	for i := range r.shards {
+		r.shards[i].h = newHist()
+	}
+	return r
+}
+
+// observe records d; key spreads records over the shards (0 picks one).
+func (r *recorder) observe(key uint64, d time.Duration) {
+	if key == 0 {
+		key = r.next.Add(1)
+	}
+	us := int64(d / time.Microsecond)
+	us = min(max(us, 1), int64(time.Hour/time.Microsecond))
+	s := &r.shards[key%uint64(len(r.shards))]
+	s.mu.Lock()
+	_ = s.h.RecordValue(us) // in range by the clamp above
+	s.mu.Unlock()
+}
+
+// drain moves everything recorded since the last drain into into.
+func (r *recorder) drain(into *hdr.Histogram) {
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		into.Merge(s.h)
+		s.h.Reset()
+		s.mu.Unlock()
+	}
+}
+
+// ms returns the q-th percentile of h in milliseconds, 0 when h is empty.
+func ms(h *hdr.Histogram, q float64) float64 {
+	if h.TotalCount() == 0 {
+		return 0
+	}
+	return float64(h.ValueAtQuantile(q)) / 1000
+}
