@@ -10,25 +10,24 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Action is what the guard does to a session that breaks its class's
-// policy.
-type Action string
+// ActionKind is what the guard does to a holder that breaks the policy.
+type ActionKind string
 
 // The actions a class can take.
 const (
 	// ActionWarn only logs.
-	ActionWarn Action = "warn"
+	ActionWarn ActionKind = "warn"
 	// ActionCancel cancels the running statement (pg_cancel_backend). A
 	// session idle in a transaction has no statement to cancel, so cancel
 	// escalates to terminate for it.
-	ActionCancel Action = "cancel"
+	ActionCancel ActionKind = "cancel"
 	// ActionTerminate ends the session (pg_terminate_backend); its
 	// transaction rolls back.
-	ActionTerminate Action = "terminate"
+	ActionTerminate ActionKind = "terminate"
 	// ActionDropSlot drops an inactive replication slot (opt-in).
-	ActionDropSlot Action = "drop_slot"
+	ActionDropSlot ActionKind = "drop_slot"
 	// ActionRollbackPrepared rolls back a prepared transaction (opt-in).
-	ActionRollbackPrepared Action = "rollback_prepared"
+	ActionRollbackPrepared ActionKind = "rollback_prepared"
 )
 
 // Match selects the sessions of a class. Every field given must match;
@@ -61,7 +60,7 @@ type Class struct {
 	// member is acted on (0: no limit).
 	HorizonWindow time.Duration
 	// Action is applied to members breaking a limit (default warn).
-	Action Action
+	Action ActionKind
 	// Line is the line of the class in the policy file.
 	Line int
 }
@@ -310,9 +309,9 @@ func (d *decoder) classes(n *yaml.Node, p *Policy) error {
 				if err != nil {
 					return err
 				}
-				switch Action(s) {
+				switch ActionKind(s) {
 				case ActionWarn, ActionCancel, ActionTerminate:
-					c.Action = Action(s)
+					c.Action = ActionKind(s)
 				default:
 					return d.errf(v, ctx, "action: %q is not one of warn, cancel, terminate", s)
 				}
