@@ -184,8 +184,8 @@ func buildCharts(ss []series) []chart {
 		}
 		return v
 	}
-	latency := chart{file: fileClaimLatency, title: "Claim latency (p99 solid, p50 dashed)",
-		ylabel: "claim latency (ms, log scale)", log: true}
+	latency := chart{file: fileClaimLatency, title: "Claim latency, log scale (p99 solid, p50 dashed)",
+		ylabel: "claim latency (ms)", log: true}
 	for _, s := range ss {
 		latency.lines = append(latency.lines,
 			line{color: s.color, xys: xys(s.samples, func(x bench.Sample) float64 { return clamp(x.ClaimP99) })},
@@ -222,9 +222,9 @@ func buildCharts(ss []series) []chart {
 		}
 	}
 
-	dead := metric(fileDeadTuples, "Dead tuples", "dead tuples (sum over the strategy's tables)",
+	dead := metric(fileDeadTuples, "Dead tuples (all of the strategy's tables)", "dead tuples",
 		func(s bench.Sample) float64 { return float64(s.DeadTuples) })
-	xmin := metric(fileXminAge, "Oldest xmin age", "xmin horizon held (s)",
+	xmin := metric(fileXminAge, "Age of the oldest xmin", "xmin held (s)",
 		func(s bench.Sample) float64 { return s.XminAgeS })
 
 	return []chart{backlog, latency, throughput, dead, xmin}
@@ -263,6 +263,7 @@ func newPlot(c chart, b band, st style) (*plot.Plot, error) {
 	p.Title.Padding = vg.Points(6)
 	p.X.Label.Text = "time since the strategy's run started (s)"
 	p.Y.Label.Text = c.ylabel
+	p.X.Tick.Marker = humanTicks{}
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
 		a.Label.TextStyle.Font.Size = st.label
 		a.Tick.Label.Font.Size = st.tick
@@ -298,8 +299,21 @@ func newPlot(c chart, b band, st style) (*plot.Plot, error) {
 		if ymax <= ymin {
 			ymax = ymin * 10
 		}
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		// The axis is linear in log10(y) rather than a plot.LogScale:
+		// gonum places the y axis label at the arithmetic middle of the
+		// range, which on a log scale pushes it (and the padding it
+		// reserves) far above the plot.
+		ymin, ymax = math.Log10(ymin), math.Log10(ymax)
+		p.Y.Tick.Marker = log10Ticks{}
+		lines := make([]line, len(c.lines))
+		for i, l := range c.lines {
+			l.xys = append(plotter.XYs(nil), l.xys...)
+			for j := range l.xys {
+				l.xys[j].Y = math.Log10(math.Max(l.xys[j].Y, latencyFloorMS))
+			}
+			lines[i] = l
+		}
+		c.lines = lines
 	} else {
 		if math.IsInf(ymin, 0) || math.IsInf(ymax, 0) {
 			ymin, ymax = 0, 1
@@ -494,16 +508,62 @@ func encodePNG(img *vgimg.Canvas) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// humanTicks is plot.DefaultTicks with labels like 1.5k and 2M instead of
-// 1500 and 2e+06.
+// humanTicks puts about six labelled ticks on a linear axis, at steps of
+// 1, 2, 2.5 or 5 times a power of ten, with a minor tick between each, and
+// labels like 1.5k and 2M instead of 1500 and 2e+06.
 type humanTicks struct{}
 
 // Ticks implements plot.Ticker.
 func (humanTicks) Ticks(min, max float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = human(ts[i].Value)
+	if !(max > min) || math.IsInf(max-min, 0) {
+		return plot.DefaultTicks{}.Ticks(min, max)
+	}
+	const want = 6
+	raw := (max - min) / want
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 2.5, 5} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var ts []plot.Tick
+	first := math.Ceil(min/step) * step
+	if first-step/2 >= min {
+		ts = append(ts, plot.Tick{Value: first - step/2})
+	}
+	for i := 0; ; i++ {
+		v := first + float64(i)*step
+		if v > max+step*1e-9 {
+			break
+		}
+		if math.Abs(v) < step*1e-9 {
+			v = 0
+		}
+		ts = append(ts, plot.Tick{Value: v, Label: human(v)})
+		if v+step/2 <= max {
+			ts = append(ts, plot.Tick{Value: v + step/2})
+		}
+	}
+	return ts
+}
+
+// log10Ticks labels an axis whose values are log10 of the data: a major
+// tick at every power of ten, minor ticks at 2..9 times it.
+type log10Ticks struct{}
+
+// Ticks implements plot.Ticker.
+func (log10Ticks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for k := math.Floor(min); k <= math.Ceil(max); k++ {
+		if k >= min-1e-9 && k <= max+1e-9 {
+			ts = append(ts, plot.Tick{Value: k, Label: human(math.Pow(10, k))})
+		}
+		for i := 2; i < 10; i++ {
+			if v := k + math.Log10(float64(i)); v >= min && v <= max {
+				ts = append(ts, plot.Tick{Value: v})
+			}
 		}
 	}
 	return ts
@@ -525,5 +585,8 @@ func human(v float64) string {
 }
 
 func trim(v float64) string {
+	if a := math.Abs(v); a > 0 && a < 0.1 {
+		return strconv.FormatFloat(v, 'g', 2, 64)
+	}
 	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 }

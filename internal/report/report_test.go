@@ -1,0 +1,351 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/millrace/millrace/internal/bench"
+)
+
+var allPNGs = []string{fileBacklog, fileClaimLatency, fileThroughput, fileDeadTuples, fileXminAge, fileOverview}
+
+// synthetic builds a clean/stress/recovery run of two strategies at 1000
+// jobs/s: millrace keeps up, skiplocked collapses during the stress phase
+// (backlog and claim latency run away, dead tuples pile up) and drains
+// slowly afterwards.
+func synthetic() []bench.Sample {
+	const rate = 1000
+	phase := func(t int) string {
+		switch {
+		case t < 30:
+			return bench.PhaseClean
+		case t < 90:
+			return bench.PhaseStress
+		default:
+			return bench.PhaseRecovery
+		}
+	}
+	var out []bench.Sample
+	start := 1.7e9
+	for _, name := range []string{"millrace", "skiplocked"} {
+		var backlog, dead int64
+		for t := range 150 {
+			ph := phase(t)
+			s := bench.Sample{Strategy: name, Phase: ph, T: float64(t), Unix: start + float64(t),
+				Offered: rate, Enqueued: rate, PgCPUPct: 80, WALBytes: 300_000, WALBytesPerJob: 300}
+			wobble := 20 * math.Sin(float64(t)/3)
+			held := 0.0
+			if ph == bench.PhaseStress {
+				held = float64(t - 29)
+				s.XminAge = int64(held * rate)
+			}
+			s.XminAgeS = held
+			switch name {
+			case "millrace":
+				s.Completed = rate + int64(wobble)
+				backlog = max(0, backlog+rate-s.Completed)
+				dead = 2000 + int64(10*wobble)
+				s.ClaimP50, s.ClaimP99 = 0.3, 1.5
+				if t%17 == 0 {
+					s.ClaimP50 = 0 // an idle second: must survive the log scale
+				}
+			case "skiplocked":
+				switch ph {
+				case bench.PhaseStress:
+					s.Completed = max(150, rate-int64(held*15))
+					dead += 5 * rate
+				case bench.PhaseRecovery:
+					s.Completed = 1400
+					dead = 3000
+				default:
+					s.Completed = rate + int64(wobble)
+					dead = 3000
+				}
+				backlog = max(0, backlog+rate-s.Completed)
+				s.ClaimP50 = 0.5 + float64(dead)/20000
+				s.ClaimP99 = 3 + float64(dead)/2000
+			}
+			s.Backlog = backlog
+			s.DeadTuples = dead
+			s.E2EP50, s.E2EP99 = s.ClaimP50+10, s.ClaimP99+12+float64(backlog)/rate*1000
+			s.Tables = map[string]bench.TableStats{name + "_jobs": {DeadTuples: dead, LiveTuples: backlog, HeapBytes: 8192 * (1 + dead/50)}}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func syntheticSummary(samples []bench.Sample) *bench.Summary {
+	sum := &bench.Summary{Scenario: "long-transaction", PostgresVersion: "17.2", Rate: float64(1000), Workers: 16, WorkMS: 5,
+		Strategies: map[string]*bench.StrategySummary{}}
+	for _, s := range samples {
+		st := sum.Strategies[s.Strategy]
+		if st == nil {
+			st = &bench.StrategySummary{Phases: map[string]*bench.PhaseSummary{}}
+			sum.Strategies[s.Strategy] = st
+		}
+		ps := st.Phases[s.Phase]
+		if ps == nil {
+			ps = &bench.PhaseSummary{}
+			st.Phases[s.Phase] = ps
+		}
+		n := ps.Seconds
+		ps.Seconds++
+		avg := func(old, v float64) float64 { return (old*n + v) / (n + 1) }
+		ps.OfferedPerS = avg(ps.OfferedPerS, float64(s.Offered))
+		ps.CompletedPerS = avg(ps.CompletedPerS, float64(s.Completed))
+		ps.ClaimP50MS = avg(ps.ClaimP50MS, s.ClaimP50)
+		ps.ClaimP99MS = max(ps.ClaimP99MS, s.ClaimP99)
+		ps.E2EP50MS = avg(ps.E2EP50MS, s.E2EP50)
+		ps.E2EP99MS = max(ps.E2EP99MS, s.E2EP99)
+		ps.BacklogEnd = s.Backlog
+		ps.BacklogMax = max(ps.BacklogMax, s.Backlog)
+		ps.DeadTuplesMax = max(ps.DeadTuplesMax, s.DeadTuples)
+		ps.XminAgeMaxS = max(ps.XminAgeMaxS, s.XminAgeS)
+		ps.PgCPUPct = avg(ps.PgCPUPct, s.PgCPUPct)
+		ps.WALBytesPerJob = avg(ps.WALBytesPerJob, s.WALBytesPerJob)
+	}
+	sum.Strategies["skiplocked"].LostJobs = 3
+	sum.Strategies["skiplocked"].DuplicateJobs = 1
+	return sum
+}
+
+func checkPNGs(t *testing.T, dir string) {
+	t.Helper()
+	for _, name := range allPNGs {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		cfg, err := png.DecodeConfig(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: not a PNG: %v", name, err)
+		}
+		if cfg.Width <= 0 || cfg.Height <= 0 {
+			t.Fatalf("%s: %dx%d", name, cfg.Width, cfg.Height)
+		}
+		if name != fileOverview && (cfg.Width != 1000 || cfg.Height != 500) {
+			t.Errorf("%s: %dx%d, want 1000x500", name, cfg.Width, cfg.Height)
+		}
+		// Decode the whole image too, not just the header.
+		data, _ := os.ReadFile(filepath.Join(dir, name))
+		if _, err := png.Decode(bytes.NewReader(data)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	samples := synthetic()
+	if err := Write(dir, syntheticSummary(samples), samples); err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, dir)
+
+	raw, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(raw)
+
+	external := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?\s*(https?:)?//`)
+	if m := external.FindString(html); m != "" {
+		t.Errorf("report.html references an external resource: %q", m)
+	}
+	if strings.Contains(html, "http://") || strings.Contains(html, "https://") {
+		t.Errorf("report.html contains an http(s) URL")
+	}
+	for _, want := range []string{"millrace", "skiplocked", "long-transaction", "17.2", "1000 jobs/s", "16", "5 ms"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if n := strings.Count(html, `src="data:image/png;base64,`); n != len(allPNGs) {
+		t.Errorf("report.html has %d inline PNGs, want %d", n, len(allPNGs))
+	}
+	if strings.Contains(html, "ZgotmplZ") {
+		t.Errorf("html/template rejected a value (ZgotmplZ)")
+	}
+	if !regexp.MustCompile(`class="bad">3<`).MatchString(html) {
+		t.Errorf("lost jobs > 0 not shown with the bad class")
+	}
+	if !regexp.MustCompile(`class="ok">0<`).MatchString(html) {
+		t.Errorf("lost jobs == 0 not shown with the ok class")
+	}
+	if !strings.Contains(html, `style="background: #2ca02c"`) {
+		t.Errorf("millrace swatch colour missing")
+	}
+}
+
+// TestWriteNoStress covers runs without a stress band (burndown) and with no
+// summary.
+func TestWriteNoStress(t *testing.T) {
+	var samples []bench.Sample
+	for i := range 60 {
+		samples = append(samples, bench.Sample{Strategy: "other", Phase: bench.PhaseBurndown, T: float64(i),
+			Backlog: int64(60000 - 1000*i), Completed: 1000})
+	}
+	if b := stressBand(groupSamples(samples)); b.ok {
+		t.Fatalf("band without stress samples: %+v", b)
+	}
+	dir := t.TempDir()
+	if err := Write(dir, nil, samples); err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, dir)
+}
+
+func TestWriteEmpty(t *testing.T) {
+	dir := t.TempDir()
+	if err := Write(dir, &bench.Summary{Rate: "max"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, dir)
+}
+
+// TestLogScaleZeroLatency: all-zero latencies must clamp to the floor, not
+// make the log scale panic or error.
+func TestLogScaleZeroLatency(t *testing.T) {
+	var samples []bench.Sample
+	for _, name := range []string{"millrace", "que"} {
+		for i := range 20 {
+			ph := bench.PhaseClean
+			if i >= 5 && i < 10 {
+				ph = bench.PhaseStress
+			}
+			samples = append(samples, bench.Sample{Strategy: name, Phase: ph, T: float64(i), ClaimP50: 0, ClaimP99: 0})
+		}
+	}
+	ss := groupSamples(samples)
+	charts := buildCharts(ss)
+	for _, c := range charts {
+		if c.file != fileClaimLatency {
+			continue
+		}
+		for _, l := range c.lines {
+			for _, p := range l.xys {
+				if p.Y != latencyFloorMS {
+					t.Fatalf("latency %v not clamped to %v", p.Y, latencyFloorMS)
+				}
+			}
+		}
+		data, err := renderChart(c, stressBand(ss))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.Decode(bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Write(t.TempDir(), nil, samples); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStressBand(t *testing.T) {
+	samples := synthetic()
+	b := stressBand(groupSamples(samples))
+	if !b.ok || b.from != 30 || b.to != 89 {
+		t.Fatalf("band = %+v, want 30..89", b)
+	}
+}
+
+func TestColorsStable(t *testing.T) {
+	ss := groupSamples([]bench.Sample{{Strategy: "zeta"}, {Strategy: "river"}, {Strategy: "alpha"}, {Strategy: "millrace"}})
+	got := map[string]string{}
+	for _, s := range ss {
+		got[s.name] = cssColor(s)
+	}
+	if got["millrace"] != "#2ca02c" || got["river"] != "#8c564b" {
+		t.Errorf("known colours: %v", got)
+	}
+	if got["zeta"] == got["alpha"] {
+		t.Errorf("two unknown strategies share a colour: %v", got)
+	}
+	if ss[0].name != "zeta" || ss[3].name != "millrace" {
+		t.Errorf("strategies not in run order: %v", ss)
+	}
+}
+
+func TestReadTimeseries(t *testing.T) {
+	want := synthetic()[:40]
+	want[3].Lost, want[3].Duplicates, want[3].XminHolder = 2, 1, "session pid 42 (idle in transaction)"
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i, s := range want {
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if i == 10 {
+			buf.WriteString("\n") // a blank line is tolerated
+		}
+	}
+	path := filepath.Join(t.TempDir(), "timeseries.jsonl")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadTimeseries(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("round trip differs: got %d samples, want %d", len(got), len(want))
+	}
+
+	if err := os.WriteFile(path, []byte(`{"strategy":"x","t":1}`+"\n{not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadTimeseries(path); err == nil || !strings.Contains(err.Error(), "sample 2") {
+		t.Fatalf("bad line: err = %v", err)
+	}
+	if _, err := ReadTimeseries(filepath.Join(t.TempDir(), "missing.jsonl")); err == nil {
+		t.Fatal("missing file: no error")
+	}
+}
+
+// TestDemo writes the synthetic report to $MILLRACE_REPORT_DEMO, for looking
+// at the charts by eye.
+func TestDemo(t *testing.T) {
+	dir := os.Getenv("MILLRACE_REPORT_DEMO")
+	if dir == "" {
+		t.Skip("set MILLRACE_REPORT_DEMO=/some/dir to write the demo report")
+	}
+	samples := synthetic()
+	if err := Write(dir, syntheticSummary(samples), samples); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHumanTicks(t *testing.T) {
+	for _, r := range [][2]float64{{0, 149}, {0, 1}, {0, 31500}, {-5, 5}, {0.3, 0.9}, {0, 3e6}} {
+		ts := humanTicks{}.Ticks(r[0], r[1])
+		labelled := 0
+		for _, tk := range ts {
+			if tk.Value < r[0]-1e-9 || tk.Value > r[1]+1e-9 {
+				t.Errorf("%v: tick %v out of range", r, tk.Value)
+			}
+			if tk.Label != "" {
+				labelled++
+			}
+		}
+		if labelled < 3 || labelled > 8 {
+			t.Errorf("%v: %d labelled ticks: %v", r, labelled, ts)
+		}
+	}
+	if got := human(25000); got != "25k" {
+		t.Errorf("human(25000) = %q", got)
+	}
+	if got := human(0.01); got != "0.01" {
+		t.Errorf("human(0.01) = %q", got)
+	}
+}
