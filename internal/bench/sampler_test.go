@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace/internal/pgtest"
+)
+
+// TestProbe checks the sampler's database half against known states: dead
+// tuples left by a DELETE under a held xid, the holder named, its age
+// growing, a prepared transaction found once the session is gone, WAL
+// counted and the local server's CPU read.
+func TestProbe(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	db, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	if _, err := db.Exec(ctx, `CREATE TABLE q (id int PRIMARY KEY); INSERT INTO q SELECT generate_series(1, 1000)`); err != nil {
+		t.Fatal(err)
+	}
+	p, err := dialProbe(ctx, url, []string{"public.q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	if c, _ := pgtest.Shared(); c != nil && p.postmaster != c.PID() {
+		t.Errorf("postmaster = %d, want %d", p.postmaster, c.PID())
+	}
+
+	hold, err := connectAs(ctx, url, AppLongrunner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close(ctx)
+	if _, err := hold.Exec(ctx, "BEGIN; SELECT pg_current_xact_id()"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DELETE FROM q`, `VACUUM q`} {
+		if _, err := db.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _ = db.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
+
+	var s Sample
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s = Sample{Completed: 10}
+		if err := p.read(ctx, &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Tables["public.q"].DeadTuples >= 1000 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := s.Tables["public.q"]; got.DeadTuples < 1000 || got.HeapBytes == 0 || got.IndexBytes == 0 {
+		t.Errorf("table stats = %+v, want 1000 dead tuples VACUUM could not remove", got)
+	}
+	if s.DeadTuples != s.Tables["public.q"].DeadTuples {
+		t.Errorf("dead tuple sum %d", s.DeadTuples)
+	}
+	if !strings.Contains(s.XminHolder, "idle in transaction") || !strings.Contains(s.XminHolder, AppLongrunner) {
+		t.Errorf("holder = %q, want the idle session", s.XminHolder)
+	}
+	if s.WALBytes <= 0 || s.WALBytesPerJob <= 0 {
+		t.Errorf("WAL %d bytes, %.1f per job", s.WALBytes, s.WALBytesPerJob)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := db.Exec(ctx, `SELECT count(*) FROM generate_series(1, 3000000)`); err != nil {
+		t.Fatal(err)
+	}
+	var later Sample
+	if err := p.read(ctx, &later); err != nil {
+		t.Fatal(err)
+	}
+	if later.XminAgeS < s.XminAgeS+1 || later.XminAge < 1 {
+		t.Errorf("held %.2fs then %.2fs (%d xids): the age does not grow", s.XminAgeS, later.XminAgeS, later.XminAge)
+	}
+	if p.postmaster != 0 && later.PgCPUPct <= 0 {
+		t.Errorf("pg cpu %.1f%%, want > 0 after a VACUUM and queries", later.PgCPUPct)
+	}
+
+	// A prepared transaction outlives its session and holds the horizon.
+	if _, err := hold.Exec(ctx, "PREPARE TRANSACTION 'bench_probe'"); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Exec(ctx, "ROLLBACK PREPARED 'bench_probe'")
+	hold.Close(ctx)
+	var prep Sample
+	if err := p.read(ctx, &prep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(prep.XminHolder, "prepared transaction bench_probe") || prep.XminAge < 1 {
+		t.Errorf("holder = %q (%d xids), want the prepared transaction", prep.XminHolder, prep.XminAge)
+	}
+}
