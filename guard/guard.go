@@ -274,7 +274,7 @@ func (g *Guard) Step(ctx context.Context) ([]Action, error) {
 	seen := map[string]bool{}
 	for i := range actions {
 		a := &actions[i]
-		key := fmt.Sprintf("%s/%s/%d/%s/%s/%s/%s", a.Source, a.Node, a.PID, a.Slot, a.GID, a.Rule, a.Kind)
+		key := fmt.Sprintf("%s/%s/%d/%d/%s/%s/%s/%s", a.Source, a.Node, a.PID, a.XactStart.UnixMicro(), a.Slot, a.GID, a.Rule, a.Kind)
 		seen[key] = true
 		quiet := a.Kind == ActionWarn || a.DryRun
 		if quiet && g.logged[key] {

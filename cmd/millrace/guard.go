@@ -141,7 +141,7 @@ type checkResult struct {
 	line   string
 }
 
-func (c checkResult) Error() string { return c.line }
+func (c checkResult) Error() string { return fmt.Sprintf("status %s (exit %d)", c.status, int(c.status)) }
 func (c checkResult) ExitCode() int { return int(c.status) }
 
 func runGuardCheck(ctx context.Context, args []string) error {
@@ -150,8 +150,8 @@ func runGuardCheck(ctx context.Context, args []string) error {
 	if st == guard.OK {
 		return nil
 	}
-	// main prints the error on stderr too; the line on stdout is what a
-	// monitoring system reads.
+	// The line on stdout is what a monitoring system reads; main also
+	// notes the status on stderr and exits with it.
 	return checkResult{st, line}
 }
 
