@@ -101,7 +101,7 @@ type Action struct {
 	// XactStart is the session's transaction start: the guard signals the
 	// session only while it is still in that transaction.
 	XactStart time.Time
-	DryRun           bool
+	DryRun    bool
 	// Done reports that the signal was delivered, the slot dropped or the
 	// prepared transaction rolled back.
 	Done bool

@@ -141,7 +141,9 @@ type checkResult struct {
 	line   string
 }
 
-func (c checkResult) Error() string { return fmt.Sprintf("status %s (exit %d)", c.status, int(c.status)) }
+func (c checkResult) Error() string {
+	return fmt.Sprintf("status %s (exit %d)", c.status, int(c.status))
+}
 func (c checkResult) ExitCode() int { return int(c.status) }
 
 func runGuardCheck(ctx context.Context, args []string) error {
