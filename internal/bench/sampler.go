@@ -63,8 +63,9 @@ WHERE s.schemaname || '.' || s.relname = ANY($1)`
 // for the others the probe remembers when it first saw that xmin.
 const horizonSQL = `
 WITH h(holder, xmin, age_xids, held_s) AS (
-  SELECT format('session pid %s (%s%s)', pid, coalesce(state, '?'),
-                coalesce(', ' || nullif(application_name, ''), '')),
+  SELECT format('session pid %s (%s%s): %s', pid, coalesce(state, '?'),
+                coalesce(', ' || nullif(application_name, ''), ''),
+                left(regexp_replace(query, '\s+', ' ', 'g'), 60)),
          coalesce(backend_xid, backend_xmin)::text,
          greatest(age(backend_xmin), age(backend_xid)),
          extract(epoch FROM clock_timestamp() - xact_start)::float8

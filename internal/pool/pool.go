@@ -68,7 +68,7 @@ type Pool struct {
 	owner  atomic.Int32
 	queues map[string]*queue
 
-	acks    chan storage.Ack
+	acks chan storage.Ack
 
 	claimCtx    context.Context
 	stopClaims  context.CancelFunc

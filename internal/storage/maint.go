@@ -79,7 +79,7 @@ undone AS (
     WHERE NOT t.carried AND NOT EXISTS (
         SELECT 1 FROM (%s) d WHERE d.queue = t.queue AND d.tick_id = t.tick_id)
     GROUP BY t.queue),
-wm AS (
+wm AS MATERIALIZED (
     SELECT q.queue, (
         SELECT t.snap FROM ticks t
         WHERE t.queue = q.queue AND (u.tick_id IS NULL OR t.tick_id < u.tick_id)

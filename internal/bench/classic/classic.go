@@ -81,7 +81,7 @@ func (s *strategy) Setup(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
-	cfg.MaxConns = 8
+	cfg.MaxConns = 32 // the paced producer enqueues from up to 64 goroutines
 	cfg.ConnConfig.RuntimeParams["application_name"] = applicationName
 	if s.pool != nil {
 		s.pool.Close()

@@ -1,0 +1,292 @@
+// Package cli is `millrace bench`: flags, the embedded cluster, the run and
+// the report. It is shared by the millrace binary and by the River bench
+// program (bench/river), which adds one strategy to the same command.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/guard"
+	"github.com/millrace/millrace/internal/bench"
+	_ "github.com/millrace/millrace/internal/bench/classic" // que, skiplocked, skiplocked-batch, cursor
+	_ "github.com/millrace/millrace/internal/bench/native"  // millrace
+	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/report"
+)
+
+// The defaults make `millrace bench` with no flags a comparison of about
+// five minutes on a 2-core machine that shows the collapse: three
+// strategies through the idle-xid scenario at a rate where a pinned
+// horizon takes the classic queues down within the stress phase.
+const (
+	defaultStrategies = "skiplocked,que,millrace"
+	defaultScenario   = bench.ScenarioIdleXid
+	defaultRate       = "800"
+	defaultWorkers    = 32
+	defaultWork       = 10 * time.Millisecond
+	defaultWarmup     = 5 * time.Second
+	defaultClean      = 20 * time.Second
+	defaultStress     = 45 * time.Second
+	defaultRecovery   = 20 * time.Second
+)
+
+// Error is a failed bench run with the exit status it calls for.
+type Error struct {
+	Msg  string
+	Code int
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// ExitCode is the process exit status for this error.
+func (e *Error) ExitCode() int { return e.Code }
+
+// Bench runs `millrace bench` with args (the flags after "bench").
+func Bench(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	strategies := fs.String("strategies", defaultStrategies, "comma-separated strategies: "+strings.Join(append(bench.Names(), "river"), ", "))
+	scenario := fs.String("scenario", defaultScenario, "scenario: "+scenarioList())
+	rate := fs.String("rate", defaultRate, "jobs offered per second, or max (as fast as each strategy keeps up)")
+	jobs := fs.Int64("jobs", 0, "jobs to insert first and work down (burndown scenario)")
+	workers := fs.Int("workers", defaultWorkers, "concurrent workers per strategy")
+	work := fs.Duration("work", defaultWork, "time each job's work takes")
+	warmup := fs.Duration("warmup", defaultWarmup, "warm-up phase (not in the summary)")
+	clean := fs.Duration("clean", defaultClean, "clean phase")
+	stress := fs.Duration("stress", defaultStress, "stress phase: the scenario pins the horizon")
+	recovery := fs.Duration("recovery", defaultRecovery, "recovery phase: the pin is released")
+	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "server to run on (default $DATABASE_URL; empty: a throwaway cluster from the local PostgreSQL binaries)")
+	standbyURL := fs.String("standby-url", "", "a hot standby (hot_standby_feedback=on) of --database-url, for the standby scenario")
+	out := fs.String("out", "", "report directory (default bench-results/SCENARIO-TIME)")
+	policy := fs.String("guard", "", "run millrace guard with this policy file during the run")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: millrace bench [flags]\n\nRuns strategies one after another through a scenario on one Postgres and writes\ntimeseries.jsonl, summary.json, PNG charts and report.html.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &Error{Msg: err.Error(), Code: 2}
+	}
+	if fs.NArg() > 0 {
+		return &Error{Msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), Code: 2}
+	}
+	cfg := bench.Config{Scenario: *scenario, Jobs: *jobs, Workers: *workers, Work: *work,
+		Warmup: *warmup, Clean: *clean, Stress: *stress, Recovery: *recovery, StandbyURL: *standbyURL}
+	if *rate != "max" {
+		r, err := strconv.ParseFloat(*rate, 64)
+		if err != nil || r <= 0 {
+			return &Error{Msg: fmt.Sprintf("--rate %q: want a positive number of jobs per second, or max", *rate), Code: 2}
+		}
+		cfg.Rate = r
+	}
+	for _, s := range strings.Split(*strategies, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cfg.Strategies = append(cfg.Strategies, s)
+		}
+	}
+	if _, ok := bench.Scenarios[cfg.Scenario]; !ok {
+		return &Error{Msg: fmt.Sprintf("unknown scenario %q (have: %s)", cfg.Scenario, scenarioList()), Code: 2}
+	}
+	var missing []string
+	for _, s := range cfg.Strategies {
+		if _, err := bench.Lookup(s); err != nil {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) == 1 && missing[0] == "river" {
+		return runRiver(ctx, args)
+	}
+	if len(missing) > 0 {
+		return &Error{Msg: fmt.Sprintf("unknown strategy %q (have: %s)", missing[0], strings.Join(append(bench.Names(), "river"), ", ")), Code: 2}
+	}
+	if cfg.Scenario == bench.ScenarioBurndown && cfg.Jobs < 1 {
+		return &Error{Msg: "the burndown scenario needs --jobs N", Code: 2}
+	}
+	var pol *guard.Policy
+	if *policy != "" {
+		p, err := guard.LoadPolicy(*policy)
+		if err != nil {
+			return &Error{Msg: err.Error(), Code: 2}
+		}
+		pol = p
+	}
+	cfg.Out = *out
+	if cfg.Out == "" {
+		cfg.Out = filepath.Join("bench-results", cfg.Scenario+"-"+time.Now().Format("20060102-150405"))
+	}
+	cfg.Progress = os.Stdout
+	cfg.TTY = isTerminal(os.Stdout)
+
+	// The server: the given one, or a throwaway cluster torn down on return
+	// (also on Ctrl-C: the context is cancelled and the run unwinds).
+	if *dbURL != "" {
+		cfg.URL = *dbURL
+		if cfg.Scenario == bench.ScenarioStandby && cfg.StandbyURL == "" {
+			return &Error{Msg: "the standby scenario on --database-url (or DATABASE_URL) needs --standby-url: a hot standby of that server with hot_standby_feedback=on", Code: 2}
+		}
+	} else {
+		fmt.Println("starting a throwaway PostgreSQL cluster from the local binaries ...")
+		c, err := pgtest.Start(ctx, pgtest.Options{})
+		if err != nil {
+			return err
+		}
+		defer c.Stop()
+		if cfg.URL, err = c.CreateDatabase(ctx, "millrace_bench"); err != nil {
+			return err
+		}
+		if cfg.Scenario == bench.ScenarioStandby {
+			fmt.Println("adding a hot standby (pg_basebackup, hot_standby_feedback=on) ...")
+			sb, err := c.AddStandby(ctx, pgtest.Options{})
+			if err != nil {
+				return fmt.Errorf("standby: %w", err)
+			}
+			defer sb.Stop()
+			cfg.StandbyURL = sb.URL("millrace_bench")
+		}
+	}
+	if pol != nil {
+		pool, err := pgxpool.New(ctx, cfg.URL)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+			return err
+		}
+		glog, err := os.Create(filepath.Join(cfg.Out, "guard.log"))
+		if err != nil {
+			return err
+		}
+		defer glog.Close()
+		// Every guard action, as structured JSON, next to the report.
+		opts := guard.Options{Logger: slog.New(slog.NewJSONHandler(glog, nil))}
+		if cfg.StandbyURL != "" {
+			opts.StandbyURLs = []string{cfg.StandbyURL}
+		}
+		cfg.Guard = func(ctx context.Context) error { return guard.New(pool, pol, opts).Run(ctx) }
+	}
+
+	fmt.Printf("millrace bench: %s, strategies %s, rate %s, %d workers, %v work; writing %s\n",
+		cfg.Scenario, strings.Join(cfg.Strategies, ","), *rate, cfg.Workers, cfg.Work, cfg.Out)
+	res, runErr := bench.Run(ctx, cfg)
+	if cfg.TTY {
+		fmt.Print("\r\033[K")
+	}
+	if res != nil && len(res.Summary.Strategies) > 0 {
+		fmt.Println()
+		bench.WriteTable(os.Stdout, res.Summary, cfg.TTY)
+		if err := report.Write(cfg.Out, res.Summary, res.Samples); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		fmt.Printf("\nreport: %s\n", filepath.Join(cfg.Out, "report.html"))
+	}
+	if left := leftovers(cfg.URL, cfg.StandbyURL); left != "" {
+		fmt.Fprintln(os.Stderr, "warning:", left)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if n := res.Lost(); n > 0 {
+		return &Error{Msg: fmt.Sprintf("%d jobs lost", n), Code: 1}
+	}
+	return nil
+}
+
+func scenarioList() string {
+	names := make([]string, 0, len(bench.Scenarios))
+	for n := range bench.Scenarios {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// leftovers checks that no stress session of the bench is still connected,
+// on the primary or the standby, and ends any it finds.
+func leftovers(urls ...string) string {
+	var found []string
+	for _, u := range urls {
+		if u == "" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		conn, err := pgx.Connect(ctx, u)
+		if err != nil {
+			cancel()
+			continue
+		}
+		var n int
+		_ = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ANY($1)`,
+			[]string{bench.AppLongrunner, bench.AppAnalytics}).Scan(&n)
+		conn.Close(ctx)
+		cancel()
+		if n > 0 {
+			found = append(found, fmt.Sprintf("%d stress sessions were still connected and were terminated", n))
+		}
+	}
+	return strings.Join(found, "; ")
+}
+
+// runRiver runs the bench through the River bench program (its own Go
+// module under bench/river), built from this source checkout.
+func runRiver(ctx context.Context, args []string) error {
+	dir, err := riverDir()
+	if err != nil {
+		return &Error{Msg: "strategy \"river\" lives in its own Go module (bench/river) and needs a source checkout: " + err.Error(), Code: 2}
+	}
+	bin := filepath.Join(os.TempDir(), "millrace-river-bench")
+	fmt.Println("building the River bench program (bench/river) ...")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Dir, build.Stdout, build.Stderr = dir, os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building bench/river: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, bin, append([]string{"bench"}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = time.Minute
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return &Error{Msg: "river bench failed", Code: ee.ExitCode()}
+		}
+		return err
+	}
+	return nil
+}
+
+// riverDir finds bench/river above the working directory.
+func riverDir() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		p := filepath.Join(d, "bench", "river", "go.mod")
+		if _, err := os.Stat(p); err == nil {
+			return filepath.Dir(p), nil
+		}
+		if filepath.Dir(d) == d {
+			return "", errors.New("bench/river/go.mod not found above " + wd)
+		}
+	}
+}
