@@ -197,6 +197,10 @@ func Bench(ctx context.Context, args []string) error {
 	if left := leftovers(cfg.URL, cfg.StandbyURL); left != "" {
 		fmt.Fprintln(os.Stderr, "warning:", left)
 	}
+	if ctx.Err() != nil {
+		// Interrupted: everything the run started has been torn down.
+		return &Error{Msg: "interrupted", Code: 130}
+	}
 	if runErr != nil {
 		return runErr
 	}
