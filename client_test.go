@@ -67,6 +67,18 @@ func (s *seen) add(n int) {
 	s.n.Add(1)
 }
 
+// countingWorkers is a worker set whose "count" worker records each run in
+// s, after sleeping for work.
+func countingWorkers(s *seen, work time.Duration) *millrace.Workers {
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		time.Sleep(work)
+		s.add(j.Args.N)
+		return nil
+	}))
+	return workers
+}
+
 func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -82,11 +94,7 @@ func TestInsertWorkExactlyOnce(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
 	s := &seen{runs: map[int]int{}}
-	workers := millrace.NewWorkers()
-	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
-		s.add(j.Args.N)
-		return nil
-	}))
+	workers := countingWorkers(s, 0)
 	client, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
 		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}}, RotateAfter: 300 * time.Millisecond,
 		MaintenanceEvery: 100 * time.Millisecond})
@@ -134,11 +142,7 @@ func TestRolledBackInsertNeverRuns(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
 	s := &seen{runs: map[int]int{}}
-	workers := millrace.NewWorkers()
-	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
-		s.add(j.Args.N)
-		return nil
-	}))
+	workers := countingWorkers(s, 0)
 	client, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
 		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 2}}})
 	if err := client.Start(ctx); err != nil {

@@ -127,12 +127,7 @@ func TestPostgresRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &seen{runs: map[int]int{}}
-	workers := millrace.NewWorkers()
-	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
-		time.Sleep(2 * time.Millisecond)
-		s.add(j.Args.N)
-		return nil
-	}))
+	workers := countingWorkers(s, 2*time.Millisecond)
 	client, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
 		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}}, PollInterval: 200 * time.Millisecond})
 	if err := client.Start(ctx); err != nil {
