@@ -407,6 +407,8 @@ func (m *sampling) summary(sched []span) *StrategySummary {
 			// The burndown is timed to its last job, not in whole seconds.
 			ps.Seconds = m.burndown.Seconds()
 			offered, completed = float64(m.t.enqueued.Load()), float64(m.t.completed.Load())
+			// The last sample may predate the last job; the end is exact.
+			ps.BacklogEnd = max(0, m.t.enqueued.Load()-m.t.completed.Load())
 		}
 		if ps.Seconds == 0 {
 			continue

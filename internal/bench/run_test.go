@@ -146,6 +146,9 @@ func TestRunBurndown(t *testing.T) {
 		if got := ps.CompletedPerS * ps.Seconds; got < 2990 || got > 3010 {
 			t.Errorf("%s: completed/s x seconds = %.0f, want 3000", name, got)
 		}
+		if ps.BacklogEnd != 0 {
+			t.Errorf("%s: backlog at the end of the burndown = %d, want 0", name, ps.BacklogEnd)
+		}
 	}
 	if res.Summary.Rate != nil {
 		t.Errorf("burndown rate = %v, want none", res.Summary.Rate)
