@@ -158,7 +158,9 @@ func (p *probe) read(ctx context.Context, s *Sample) error {
 	return nil
 }
 
-// cpu sums user and system CPU ticks of the postmaster and its children.
+// cpu sums user and system CPU ticks of the postmaster and its children,
+// including the children that have exited (the postmaster's cutime and
+// cstime), so that a backend ending does not take its CPU out of the total.
 func (p *probe) cpu() int64 {
 	if p.postmaster == 0 {
 		return 0
@@ -168,7 +170,7 @@ func (p *probe) cpu() int64 {
 	for _, d := range dirs {
 		pid, _ := strconv.Atoi(filepath.Base(d))
 		f := procStat(pid)
-		if len(f) < 15 {
+		if len(f) < 15 { // through cstime
 			continue
 		}
 		ppid, _ := strconv.Atoi(f[1])
@@ -178,6 +180,11 @@ func (p *probe) cpu() int64 {
 		ut, _ := strconv.ParseInt(f[11], 10, 64)
 		st, _ := strconv.ParseInt(f[12], 10, 64)
 		total += ut + st
+		if pid == p.postmaster {
+			cut, _ := strconv.ParseInt(f[13], 10, 64)
+			cst, _ := strconv.ParseInt(f[14], 10, 64)
+			total += cut + cst
+		}
 	}
 	return total
 }

@@ -88,6 +88,35 @@ func TestProbe(t *testing.T) {
 		t.Errorf("pg cpu %.1f%%, want > 0 after a VACUUM and queries", later.PgCPUPct)
 	}
 
+	// CPU spent by a backend that has since exited still counts.
+	if p.postmaster != 0 {
+		burner, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.read(ctx, &Sample{}); err != nil { // the burner is now in the baseline
+			t.Fatal(err)
+		}
+		if _, err := burner.Exec(ctx, `SELECT count(*) FROM generate_series(1, 3000000)`); err != nil {
+			t.Fatal(err)
+		}
+		burner.Close(ctx)
+		pid := 0
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if db.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name = ''`).Scan(&pid) != nil {
+				break // gone
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // the postmaster reaps it
+		var after Sample
+		if err := p.read(ctx, &after); err != nil {
+			t.Fatal(err)
+		}
+		if after.PgCPUPct < 5 {
+			t.Errorf("pg cpu %.1f%% after a backend burned CPU and exited, want it counted", after.PgCPUPct)
+		}
+	}
+
 	// A prepared transaction outlives its session and holds the horizon.
 	if _, err := hold.Exec(ctx, "PREPARE TRANSACTION 'bench_probe'"); err != nil {
 		t.Fatal(err)
