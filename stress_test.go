@@ -90,7 +90,16 @@ func TestCrashStress(t *testing.T) {
 		}
 	}()
 
-	const runFor = 25 * time.Second
+	// MILLRACE_STRESS_DURATION lengthens the run (and so how long the late
+	// committers hold their transactions), e.g. to minutes: 25s by default.
+	runFor := 25 * time.Second
+	if v := os.Getenv("MILLRACE_STRESS_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Second {
+			t.Fatalf("MILLRACE_STRESS_DURATION=%q: want a Go duration of at least 10s", v)
+		}
+		runFor = d
+	}
 	pctx, stopProducers := context.WithTimeout(ctx, runFor)
 	defer stopProducers()
 	var next atomic.Int64
