@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -220,8 +219,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		t.offered.Store(0)
 	}
 
-	var phase atomic.Pointer[string]
-	phase.Store(&sched[0].phase)
+	phase := &phaseState{name: sched[0].phase}
 	start := time.Now()
 	t.start = start
 	// End-to-end latency of pre-inserted jobs would measure the insert,
@@ -263,7 +261,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	samplerCtx, stopSampler := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
 		defer samplerWG.Done()
-		smp.loop(samplerCtx, &phase, emit)
+		smp.loop(samplerCtx, phase, emit)
 	}()
 
 	var runErr error
@@ -274,24 +272,30 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		smp.burndown = time.Since(start)
 	} else {
 		for _, sp := range sched {
-			phase.Store(&sp.phase)
-			if sp.phase == PhaseStress && st != nil {
-				if err := st.start(runCtx); err != nil {
-					runErr = err
-					break
-				}
-			}
-			sleepCtx(runCtx, sp.d)
-			if sp.phase == PhaseStress && st != nil {
+			// The label and the stress change together, so that a sample
+			// labelled stress is always read while the stress holds.
+			phase.mu.Lock()
+			if phase.name == PhaseStress && st != nil {
 				st.release()
 			}
+			phase.name = sp.phase
+			if sp.phase == PhaseStress && st != nil {
+				runErr = st.start(runCtx)
+			}
+			phase.mu.Unlock()
+			if runErr != nil {
+				break
+			}
+			sleepCtx(runCtx, sp.d)
 			if runCtx.Err() != nil {
 				break
 			}
 		}
 	}
 	if st != nil {
-		st.release() // also on Ctrl-C
+		phase.mu.Lock()
+		st.release() // a last stress phase, and on Ctrl-C
+		phase.mu.Unlock()
 	}
 	stopProd()
 	prodWG.Wait()
@@ -343,13 +347,22 @@ type sampling struct {
 	offered, enqueued, completed int64
 }
 
-func (m *sampling) loop(ctx context.Context, phase *atomic.Pointer[string], emit func(Sample) error) {
+// phaseState is the current phase's name; the run holds mu while it
+// changes the phase and starts or releases the stress, the sampler while it
+// reads a sample.
+type phaseState struct {
+	mu   sync.Mutex
+	name string
+}
+
+func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample) error) {
 	claim, e2e := newHist(), newHist()
 	for k := 1; ; k++ {
 		if !sleepCtx(ctx, time.Until(m.start.Add(time.Duration(k)*time.Second))) {
 			return
 		}
-		p := *phase.Load()
+		phase.mu.Lock()
+		p := phase.name
 		claim.Reset()
 		e2e.Reset()
 		m.t.claim.drain(claim)
@@ -365,6 +378,7 @@ func (m *sampling) loop(ctx context.Context, phase *atomic.Pointer[string], emit
 		if err := m.probe.read(ctx, &s); err != nil && ctx.Err() == nil {
 			s.XminHolder = "sampler error: " + err.Error()
 		}
+		phase.mu.Unlock()
 		ph := m.phases[p]
 		if ph == nil {
 			ph = &phaseHists{newHist(), newHist()}
