@@ -420,9 +420,10 @@ func (m *sampling) summary(sched []span) *StrategySummary {
 		if sp.phase == PhaseBurndown && m.burndown > 0 {
 			// The burndown is timed to its last job, not in whole seconds.
 			ps.Seconds = m.burndown.Seconds()
-			offered, completed = float64(m.t.enqueued.Load()), float64(m.t.completed.Load())
+			enq, done := m.t.enqueued.Load(), m.t.completed.Load()
+			offered, completed = float64(enq), float64(done)
 			// The last sample may predate the last job; the end is exact.
-			ps.BacklogEnd = max(0, m.t.enqueued.Load()-m.t.completed.Load())
+			ps.BacklogEnd = max(0, enq-done)
 		}
 		if ps.Seconds == 0 {
 			continue

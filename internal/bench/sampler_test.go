@@ -94,6 +94,10 @@ func TestProbe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var pid int
+		if err := burner.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
 		if err := p.read(ctx, &Sample{}); err != nil { // the burner is now in the baseline
 			t.Fatal(err)
 		}
@@ -101,13 +105,13 @@ func TestProbe(t *testing.T) {
 			t.Fatal(err)
 		}
 		burner.Close(ctx)
-		pid := 0
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if db.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name = ''`).Scan(&pid) != nil {
-				break // gone
+		// Its /proc entry goes when the postmaster reaps it and adds its CPU
+		// to cutime and cstime.
+		for deadline := time.Now().Add(10 * time.Second); procStat(pid) != nil; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("backend %d not reaped after 10s", pid)
 			}
 		}
-		time.Sleep(200 * time.Millisecond) // the postmaster reaps it
 		var after Sample
 		if err := p.read(ctx, &after); err != nil {
 			t.Fatal(err)
