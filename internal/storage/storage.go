@@ -166,8 +166,8 @@ func EnqueueMany(ctx context.Context, tx pgx.Tx, jobs []NewJob) (int64, error) {
 	return n, nil
 }
 
-// claimSQL takes a batch. It runs in one implicit transaction with
-// asyncCommit, which lets that transaction commit without waiting for its
+// Claim sends claimSQL behind asyncCommit in one pgx batch, which Postgres
+// runs as one implicit transaction: the claim's commit does not wait for its
 // WAL to reach disk.
 const (
 	asyncCommit = "SELECT set_config('synchronous_commit', 'off', true)"
@@ -183,15 +183,10 @@ const (
 // up to and past the tick's commit record. A tick lost in a crash of
 // Postgres only means its jobs, none of them acked, are claimed again.
 func (s *Store) Claim(ctx context.Context, queue string, owner int32) (*Batch, error) {
-	conn, err := s.Pool.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Release()
 	var b pgx.Batch
 	b.Queue(asyncCommit)
 	b.Queue(claimSQL, queue, owner)
-	br := conn.SendBatch(ctx, &b)
+	br := s.Pool.SendBatch(ctx, &b) // Close releases the connection
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return nil, err

@@ -63,7 +63,10 @@ func TestClaimRacingRotationLosesNoJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &Store{Pool: pool}
-	if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1}, false); err != nil {
+	enqueue := func() (int64, error) {
+		return s.Enqueue(ctx, pool, NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1}, false)
+	}
+	if _, err := enqueue(); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := s.Claim(ctx, "q", 1); err != nil || b == nil || len(b.Jobs) != 1 {
@@ -71,7 +74,7 @@ func TestClaimRacingRotationLosesNoJob(t *testing.T) {
 	}
 
 	// A job the racing claim returns, so that it records its snapshot.
-	if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1}, false); err != nil {
+	if _, err := enqueue(); err != nil {
 		t.Fatal(err)
 	}
 	blocker, err := pool.Begin(ctx)
@@ -109,7 +112,7 @@ func TestClaimRacingRotationLosesNoJob(t *testing.T) {
 	if _, err := pool.Exec(ctx, "INSERT INTO millrace.rotation (id, segment) VALUES (nextval('millrace.rotation_id_seq'), 1)"); err != nil {
 		t.Fatal(err)
 	}
-	late, err := s.Enqueue(ctx, pool, NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1}, false)
+	late, err := enqueue()
 	if err != nil {
 		t.Fatal(err)
 	}
