@@ -16,6 +16,7 @@ import (
 	"github.com/millrace/millrace/internal/notifier"
 	"github.com/millrace/millrace/internal/pool"
 	"github.com/millrace/millrace/internal/schema"
+	"github.com/millrace/millrace/internal/session"
 	"github.com/millrace/millrace/internal/storage"
 )
 
@@ -47,9 +48,23 @@ type Config struct {
 	// PollInterval is the fallback claim interval of an idle queue when no
 	// notification arrives (default 1s). Notifications are the normal path.
 	PollInterval time.Duration
-	// RotateAfter is the minimum life of a segment before the leader
-	// rotates it (default 10s).
+	// RotateAfter is how long a slot of the ring stays current, and how long
+	// a slot that left use waits before the leader reclaims it (default
+	// 10s). Completed jobs' rows are gone 2 to 3 periods after they finish.
 	RotateAfter time.Duration
+	// StuckAfter is how long a claimed batch may stay unfinished, its
+	// holder alive, before the leader releases it to other claimers (the
+	// holder's late acks are then dropped and the jobs run again). It
+	// rescues work from a process that is stopped or hung. Default 1h;
+	// keep it well above the longest job.
+	StuckAfter time.Duration
+	// MaxBatchJobs caps the jobs one claim takes (default 1000, and never
+	// more than the queue's MaxWorkers): a bulk insert is shared by every
+	// process working its queue.
+	MaxBatchJobs int
+	// MaxBatchBytes caps the bytes of arguments one claim takes (default
+	// 8 MiB; a claim takes at least one job).
+	MaxBatchBytes int64
 	// MaintenanceEvery is the leader's maintenance cadence (default 1s).
 	MaintenanceEvery time.Duration
 	// OnClaim observes every claim that returned jobs: its duration and size.
@@ -75,7 +90,7 @@ type Client struct {
 	started bool
 	workers *pool.Pool
 	cancel  context.CancelFunc
-	done    chan struct{}
+	session *session.Session
 }
 
 // DefaultQueue is the queue of jobs inserted without one.
@@ -220,7 +235,8 @@ func (c *Client) InsertManyTx(ctx context.Context, tx pgx.Tx, jobs []InsertManyP
 		}
 		nj[i] = j
 	}
-	return storage.EnqueueMany(ctx, tx, nj)
+	ids, err := storage.EnqueueMany(ctx, tx, nj)
+	return int64(len(ids)), err
 }
 
 func (c *Client) notify(queue string) {
@@ -252,98 +268,29 @@ func (c *Client) Start(ctx context.Context) error {
 	var ws *Workers = c.cfg.Workers
 	handle := func(ctx context.Context, j *storage.Job) error { return ws.handle(ctx, j) }
 	c.workers = pool.New(pool.Config{Store: c.store, Queues: queues, Handle: handle, Logger: c.cfg.Logger,
-		Backoff: c.cfg.Backoff, Poll: c.cfg.PollInterval, OnClaim: c.cfg.OnClaim})
-	conn, err := c.connect(ctx)
+		Backoff: c.cfg.Backoff, Poll: c.cfg.PollInterval, OnClaim: c.cfg.OnClaim,
+		MaxBatchJobs: c.cfg.MaxBatchJobs, MaxBatchBytes: c.cfg.MaxBatchBytes})
+	runCtx, cancel := context.WithCancel(context.Background())
+	sess, err := session.Start(ctx, runCtx, session.Config{
+		Connect: func(ctx context.Context) (*pgx.Conn, error) {
+			return pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig.Copy())
+		},
+		Name: c.cfg.Name, Logger: c.cfg.Logger,
+		SetOwner: c.workers.SetOwner, Wake: c.workers.Wake, WakeAll: c.workers.WakeAll,
+		Lead: func(ctx context.Context) {
+			maint.Run(ctx, maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
+				RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter})
+		},
+	})
 	if err != nil {
+		cancel()
 		return err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.done = make(chan struct{})
+	c.session = sess
 	c.started = true
 	c.workers.Start()
-	go c.supervise(runCtx, conn)
 	return nil
-}
-
-// connect opens the process's own connection and registers an identity on it.
-func (c *Client) connect(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig.Copy())
-	if err != nil {
-		return nil, err
-	}
-	id, err := storage.Register(ctx, conn, c.cfg.Name)
-	if err != nil {
-		conn.Close(ctx)
-		return nil, err
-	}
-	c.workers.SetOwner(id)
-	return conn, nil
-}
-
-// supervise keeps the listener connection (which carries the liveness lock)
-// alive: when it fails, the process's identity is gone, so it registers a new
-// one and the leader re-leases what the old identity held.
-func (c *Client) supervise(ctx context.Context, conn *pgx.Conn) {
-	defer close(c.done)
-	backoff := 100 * time.Millisecond
-	for {
-		err := c.listen(ctx, conn)
-		conn.Close(context.Background())
-		if ctx.Err() != nil {
-			return
-		}
-		c.cfg.Logger.Warn("millrace: lost the listener connection; registering again", "err", err)
-		c.workers.SetOwner(0)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			var cerr error
-			conn, cerr = c.connect(ctx)
-			if cerr == nil {
-				backoff = 100 * time.Millisecond
-				break
-			}
-			backoff = min(backoff*2, 5*time.Second)
-		}
-		c.workers.WakeAll()
-	}
-}
-
-// listen runs the notifier on conn and, when this process wins the leader
-// lock, the maintenance loop beside it.
-func (c *Client) listen(ctx context.Context, conn *pgx.Conn) error {
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	leading := false
-	var maintDone chan struct{}
-	defer func() {
-		cancel()
-		if maintDone != nil {
-			<-maintDone
-		}
-	}()
-	tick := func(ctx context.Context, conn *pgx.Conn) error {
-		if leading {
-			return nil
-		}
-		ok, err := storage.TryLead(ctx, conn)
-		if err != nil || !ok {
-			return err
-		}
-		leading = true
-		maintDone = make(chan struct{})
-		go func() {
-			defer close(maintDone)
-			maint.Run(lctx, maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
-				RotateAfter: c.cfg.RotateAfter, Owner: c.workers.Owner, Rescued: c.workers.Inject})
-		}()
-		return nil
-	}
-	return notifier.Listen(lctx, conn, time.Second, c.workers.Wake, tick)
 }
 
 // Stop stops claiming, waits for running jobs until ctx ends (then cancels
@@ -360,7 +307,7 @@ func (c *Client) Stop(ctx context.Context) error {
 	c.mu.Unlock()
 	err := c.workers.Stop(ctx)
 	c.cancel()
-	<-c.done
+	<-c.session.Done()
 	c.sender.Close()
 	return err
 }

@@ -1,6 +1,7 @@
 // Package maint runs the protocol's maintenance in the leader process, at
-// maintenance cadence: promote due scheduled jobs, rescue the batches of dead
-// processes, and rotate segments. Nothing here runs per job.
+// maintenance cadence: promote due scheduled jobs, release the batches of
+// dead or stuck holders to any claimer, and rotate and reclaim the ring.
+// Nothing here runs per job.
 package maint
 
 import (
@@ -17,33 +18,54 @@ type Config struct {
 	Logger *slog.Logger
 	// Every is the maintenance cadence (default 1s).
 	Every time.Duration
-	// RotateAfter is the minimum age of the current segment before
-	// rotation (default 10s).
+	// RotateAfter is the life of a slot as current, and the grace before
+	// a slot that left use is reclaimed (default 10s).
 	RotateAfter time.Duration
-	// Owner returns this process's identity (rescued batches are leased to it).
-	Owner func() int32
-	// Rescued receives re-leased batches to run.
-	Rescued func([]*storage.Batch)
-	// OnRotate observes each rotation attempt (for tests and metrics).
-	OnRotate func(rotated bool, reason string)
+	// StuckAfter releases a batch whose lease is older than this even
+	// though its holder lives (default 1h).
+	StuckAfter time.Duration
+	// CompactMin is the least number of promoted jobs between two
+	// compactions of the schedule (default 10000).
+	CompactMin int64
+	// LogEvery rate-limits the log line that says why a slot cannot be
+	// reclaimed or the ring cannot rotate (default 30s per reason kind).
+	LogEvery time.Duration
+	// OnRotate observes each round's actions (for tests and metrics).
+	OnRotate func([]storage.RingAction)
+	// OnRelease observes each batch released to other claimers.
+	OnRelease func(storage.Released)
 }
 
-// Run loops until ctx ends. It is called only while this process holds the
-// leader lock; errors are logged and retried at the next tick.
-func Run(ctx context.Context, cfg Config) {
+func (cfg *Config) defaults() {
 	if cfg.Every <= 0 {
 		cfg.Every = time.Second
 	}
 	if cfg.RotateAfter <= 0 {
 		cfg.RotateAfter = 10 * time.Second
 	}
+	if cfg.StuckAfter <= 0 {
+		cfg.StuckAfter = time.Hour
+	}
+	if cfg.CompactMin <= 0 {
+		cfg.CompactMin = 10000
+	}
+	if cfg.LogEvery <= 0 {
+		cfg.LogEvery = 30 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+}
+
+// Run loops until ctx ends. It is called only while this process holds the
+// leader lock; errors are logged and retried at the next round.
+func Run(ctx context.Context, cfg Config) {
+	cfg.defaults()
+	m := &Maintainer{cfg: cfg, logged: map[string]time.Time{}}
 	t := time.NewTicker(cfg.Every)
 	defer t.Stop()
 	for {
-		Step(ctx, cfg)
+		m.Step(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -52,40 +74,74 @@ func Run(ctx context.Context, cfg Config) {
 	}
 }
 
+// Maintainer is one leader's maintenance state (what it logged when).
+type Maintainer struct {
+	cfg    Config
+	logged map[string]time.Time
+}
+
+// New makes a Maintainer whose Step tests can call directly.
+func New(cfg Config) *Maintainer {
+	cfg.defaults()
+	return &Maintainer{cfg: cfg, logged: map[string]time.Time{}}
+}
+
 // Step runs one round of maintenance.
-func Step(ctx context.Context, cfg Config) {
-	if n, err := cfg.Store.Promote(ctx); err != nil {
+func (m *Maintainer) Step(ctx context.Context) {
+	cfg := &m.cfg
+	if n, err := cfg.Store.Promote(ctx, cfg.CompactMin); err != nil {
 		if ctx.Err() == nil {
 			cfg.Logger.Warn("millrace: promoting scheduled jobs failed", "err", err)
 		}
 	} else if n > 0 {
 		cfg.Logger.Debug("millrace: promoted scheduled jobs", "n", n)
 	}
-	if owner := cfg.Owner(); owner != 0 {
-		batches, err := cfg.Store.Rescue(ctx, owner)
-		if err != nil && ctx.Err() == nil {
-			cfg.Logger.Warn("millrace: rescue failed", "err", err)
+	released, err := cfg.Store.Rescue(ctx, cfg.StuckAfter)
+	if err != nil && ctx.Err() == nil {
+		cfg.Logger.Warn("millrace: rescue failed", "err", err)
+	}
+	for _, r := range released {
+		lvl := slog.LevelInfo
+		if r.Reason == "stuck" {
+			lvl = slog.LevelWarn
 		}
-		if len(batches) > 0 {
-			n := 0
-			for _, b := range batches {
-				n += len(b.Jobs)
-			}
-			cfg.Logger.Info("millrace: rescued batches of dead processes", "batches", len(batches), "jobs", n)
-			cfg.Rescued(batches)
+		cfg.Logger.Log(ctx, lvl, "millrace: released a batch to other claimers", "queue", r.Queue, "tick", r.TickID,
+			"holder", r.Owner, "reason", r.Reason)
+		if cfg.OnRelease != nil {
+			cfg.OnRelease(r)
 		}
 	}
-	rotated, reason, err := cfg.Store.Rotate(ctx, cfg.RotateAfter)
+	actions, err := cfg.Store.Rotate(ctx, cfg.RotateAfter)
 	if err != nil {
 		if ctx.Err() == nil {
 			cfg.Logger.Warn("millrace: rotation failed", "err", err)
 		}
 		return
 	}
+	for _, a := range actions {
+		switch a.Action {
+		case "rotated", "reclaimed":
+			cfg.Logger.Debug("millrace: "+a.Action, "detail", a.Detail)
+		case "blocked", "waiting":
+			// Rate-limited: one line per kind of obstacle and slot per LogEvery.
+			key := a.Action + string(rune('0'+a.Segment))
+			if time.Since(m.logged[key]) >= cfg.LogEvery {
+				m.logged[key] = time.Now()
+				m.warnBehind(ctx, a)
+			}
+		}
+	}
 	if cfg.OnRotate != nil {
-		cfg.OnRotate(rotated, reason)
+		cfg.OnRotate(actions)
 	}
-	if rotated {
-		cfg.Logger.Debug("millrace: rotated", "detail", reason)
+}
+
+// warnBehind logs why the ring could not move and how far behind it is.
+func (m *Maintainer) warnBehind(ctx context.Context, a storage.RingAction) {
+	attrs := []any{"detail", a.Detail}
+	if st, err := storage.Ring(ctx, m.cfg.Store.Pool); err == nil {
+		attrs = append(attrs, "current_slot", st.Current, "current_for", time.Since(st.Since).Round(time.Second),
+			"last_reclaim_ago", time.Since(st.LastReclaim).Round(time.Second))
 	}
+	m.cfg.Logger.Warn("millrace: rotation is held back", attrs...)
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,12 @@ type Config struct {
 	OnClaim func(queue string, d time.Duration, n int)
 	// OnFenced is told when a flush found a batch re-leased elsewhere.
 	OnFenced func(tick int64)
+	// MaxBatchJobs caps the jobs of one claim (default 1000; a claim never
+	// takes more than the queue's workers).
+	MaxBatchJobs int
+	// MaxBatchBytes caps the bytes of args of one claim (default 8 MiB;
+	// a claim takes at least one job).
+	MaxBatchBytes int64
 }
 
 // item is one job of a leased batch.
@@ -82,6 +89,7 @@ type Pool struct {
 	ackerDone   chan struct{}
 	inFlight    atomic.Int64
 	identityGen atomic.Int64
+	flushSeq    atomic.Int64
 }
 
 // New makes a pool; Start runs it.
@@ -97,6 +105,12 @@ func New(cfg Config) *Pool {
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.MaxBatchJobs <= 0 {
+		cfg.MaxBatchJobs = 1000
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = 8 << 20
 	}
 	p := &Pool{cfg: cfg, queues: map[string]*queue{}, acks: make(chan storage.Ack, 4096), ackerDone: make(chan struct{})}
 	for name, n := range cfg.Queues {
@@ -159,33 +173,17 @@ func (p *Pool) WakeAll() {
 	}
 }
 
-// Inject hands re-leased batches (from a rescue) to their queues' workers.
-func (p *Pool) Inject(batches []*storage.Batch) {
-	for _, sb := range batches {
-		q, ok := p.queues[sb.Queue]
-		if !ok {
-			p.cfg.Logger.Warn("millrace: rescued a batch of a queue this process does not work; it stays leased here until a process with that queue rescues it after this one exits",
-				"queue", sb.Queue, "tick", sb.TickID)
-			continue
-		}
-		b := &batch{Batch: sb, owner: p.Owner()}
-		b.remaining.Store(int32(len(sb.Jobs)))
-		go func() {
-			for _, j := range sb.Jobs {
-				select {
-				case q.jobs <- item{batch: b, job: j}:
-				case <-p.claimCtx.Done():
-					return
-				}
-			}
-		}()
-	}
-}
-
 func (p *Pool) claim(q *queue) {
 	defer p.claimersWG.Done()
 	ctx := p.claimCtx
 	backoff := 10 * time.Millisecond
+	lim := storage.Limits{MaxJobs: min(p.cfg.MaxBatchJobs, q.workers), MaxBytes: p.cfg.MaxBatchBytes}
+	// req numbers this claimer's calls. After an error the same req is
+	// sent again with retry set: if the failed call committed and only its
+	// reply was lost, its batch comes back instead of being stranded.
+	var req int64
+	retry := false
+	retryOwner := int32(0)
 	for ctx.Err() == nil {
 		// Claim only when the workers have room: the buffer holds at most
 		// one job per worker, and a new batch is taken once it has drained.
@@ -207,12 +205,19 @@ func (p *Pool) claim(q *queue) {
 			}
 			continue
 		}
+		if retry && owner != retryOwner {
+			retry = false // the old identity's batches are released by the leader
+		}
+		if !retry {
+			req++
+		}
 		start := time.Now()
-		sb, err := p.cfg.Store.Claim(ctx, q.name, owner)
+		sb, err := p.cfg.Store.Claim(ctx, q.name, owner, req, retry, lim)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
+			retry, retryOwner = true, owner
 			p.cfg.Logger.Warn("millrace: claim failed; retrying", "queue", q.name, "err", err)
 			select {
 			case <-ctx.Done():
@@ -223,6 +228,7 @@ func (p *Pool) claim(q *queue) {
 			continue
 		}
 		backoff = 10 * time.Millisecond
+		retry = false
 		if sb == nil {
 			select {
 			case <-ctx.Done():
@@ -235,6 +241,8 @@ func (p *Pool) claim(q *queue) {
 		if p.cfg.OnClaim != nil {
 			p.cfg.OnClaim(q.name, time.Since(start), len(sb.Jobs))
 		}
+		// A claim returns jobs in commit order; run the batch by priority.
+		sort.SliceStable(sb.Jobs, func(i, j int) bool { return sb.Jobs[i].Priority < sb.Jobs[j].Priority })
 		b := &batch{Batch: sb, owner: owner}
 		b.remaining.Store(int32(len(sb.Jobs)))
 		for _, j := range sb.Jobs {
@@ -357,28 +365,72 @@ func (p *Pool) flush(pending []storage.Ack) {
 			acks = append(acks, a)
 		}
 	}
+	p.flushParts(acks, done)
+}
+
+// flushParts writes acks, then done, and never drops them. A flush the
+// server rejects (as opposed to a lost connection) is split in halves
+// until the ack it rejects is alone; that ack is then written with a
+// placeholder error text. Batches are closed with the last part.
+func (p *Pool) flushParts(acks []storage.Ack, done []*storage.Batch) {
+	err := p.flushOnce(acks, done)
+	if err == nil {
+		return
+	}
+	if len(acks) > 1 {
+		half := len(acks) / 2
+		p.flushParts(acks[:half], nil)
+		p.flushParts(acks[half:], done)
+		return
+	}
+	if len(acks) == 1 && acks[0].Err != unstorable {
+		p.cfg.Logger.Error("millrace: the server rejected an ack; storing it with a placeholder error", "job", acks[0].Job.ID, "err", err)
+		a := acks[0]
+		a.Err = unstorable
+		p.flushParts([]storage.Ack{a}, done)
+		return
+	}
+	// Nothing left to simplify: keep trying, slowly, and say so.
+	for attempt := 0; ; attempt++ {
+		p.cfg.Logger.Error("millrace: the server keeps rejecting an ack flush; retrying", "acks", len(acks), "done", len(done), "err", err)
+		time.Sleep(min(time.Second<<min(attempt, 5), 30*time.Second))
+		if err = p.flushOnce(acks, done); err == nil {
+			return
+		}
+	}
+}
+
+// unstorable replaces an error text the server would not store.
+const unstorable = "millrace: the job's error text could not be stored"
+
+// flushOnce writes one flush under one sequence number, retrying while the
+// connection or server is away (a replay of a flush that did commit is a
+// no-op). It returns the error of a flush the server rejected.
+func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
+	owner := p.Owner()
+	for owner == 0 {
+		time.Sleep(20 * time.Millisecond) // registering a new identity
+		owner = p.Owner()
+	}
+	seq := p.flushSeq.Add(1)
 	backoff := 5 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		fenced, err := p.cfg.Store.Flush(ctx, acks, done)
+		fenced, err := p.cfg.Store.Flush(ctx, owner, seq, acks, done)
 		cancel()
 		if err == nil {
-			for t := range fenced {
-				p.cfg.Logger.Warn("millrace: batch was re-leased by another process; its acks from here were dropped", "tick", t)
+			for _, t := range fenced {
+				p.cfg.Logger.Warn("millrace: batch was released to another process; its acks from here were dropped", "tick", t)
 				if p.cfg.OnFenced != nil {
 					p.cfg.OnFenced(t)
 				}
 			}
-			return
+			return nil
 		}
-		// Keep the acks and retry: a dropped connection or a restart of
-		// Postgres must not lose outcomes. If the lease is lost meanwhile,
-		// the flush is fenced and the new holder decides.
+		if !storage.IsConnError(err) {
+			return err
+		}
 		p.cfg.Logger.Warn("millrace: ack flush failed; retrying", "acks", len(acks), "err", err, "attempt", attempt)
-		if attempt > 0 && !storage.IsConnError(err) && attempt >= 20 {
-			p.cfg.Logger.Error("millrace: giving up on acks the server keeps rejecting; their jobs will run again", "acks", len(acks), "err", err)
-			return
-		}
 		time.Sleep(backoff)
 		backoff = min(backoff*2, time.Second)
 	}

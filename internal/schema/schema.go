@@ -214,6 +214,20 @@ func Down(ctx context.Context, pool *pgxpool.Pool, target int) ([]int, error) {
 		if err != nil {
 			return err
 		}
+		if target == 0 && len(have) > 0 {
+			// Down to 0 removes the schema whatever it holds: migration 1's
+			// down, without stepping through versions that cannot be
+			// reverted in place.
+			if _, err := conn.Exec(ctx, all[0].Down); err != nil {
+				return fmt.Errorf("schema: removing the schema: %w", err)
+			}
+			for i := len(all) - 1; i >= 0; i-- {
+				if _, ok := have[all[i].Version]; ok {
+					done = append(done, all[i].Version)
+				}
+			}
+			return nil
+		}
 		for i := len(all) - 1; i >= target; i-- {
 			m := all[i]
 			if _, ok := have[m.Version]; !ok {

@@ -1,34 +1,31 @@
 // Package storage is the Go side of the millrace storage protocol: enqueue,
-// claim of a batch by snapshot tick, per-job acks flushed in bulk with
-// fencing, and the maintenance steps (rotation, rescue, promotion) that are
-// the only writers allowed to run at maintenance cadence. See
-// docs/architecture.md for the invariants each statement keeps.
+// claim of a capped batch by snapshot tick, per-job acks flushed in bulk
+// with fencing and idempotence, and the maintenance steps (rotation and
+// reclaim of the ring, rescue, promotion) that are the only writers allowed
+// to run at maintenance cadence. Every statement calls a function of schema
+// millrace (internal/schema/migrations); see docs/architecture.md for the
+// invariants each keeps.
 package storage
 
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Segments is the number of rotating segments of every growing table.
-const Segments = 3
-
-// LockSpace is the first key of millrace's two-int advisory locks
-// (millrace.lock_space() in SQL). Second keys: 0 the leader, a process id for
-// process liveness; batch fencing uses FenceSpace.
+// LockSpace is the first key of millrace's process and leader advisory
+// locks (millrace.lock_space() in SQL). Second keys: 0 the leader, a
+// process id for process liveness. Claims, fences, flushes and maintenance
+// each have their own key space (millrace.claim_space() and so on).
 const LockSpace = 1836412274
 
-// FenceSpace is the first key of the per-batch fencing locks: rescue takes
-// (FenceSpace, tick) exclusively, an ack flush takes it shared.
-const FenceSpace = 1836412275
-
-// Ack states, as stored in ack_N.state.
+// Ack states, as stored in millrace.ack.state.
 const (
 	AckCompleted int16 = 1
 	AckRetried   int16 = 2
@@ -47,13 +44,12 @@ type Job struct {
 	CreatedAt   time.Time
 }
 
-// Batch is a claimed tick: the jobs of one queue that committed between two
+// Batch is a claimed tick: jobs of one queue that committed between two
 // snapshots, leased to one process under a fencing token.
 type Batch struct {
 	Queue  string
 	TickID int64
-	Seg    int16 // segment holding the tick, its acks and its done row
-	Token  int64 // fencing token: TickID for the first lease, higher for rescues
+	Token  int64 // fencing token: TickID for the first lease, higher after a release
 	Jobs   []Job
 }
 
@@ -77,93 +73,61 @@ type Ack struct {
 	RetryAt time.Time
 }
 
+// Limits bound one claim.
+type Limits struct {
+	MaxJobs  int   // at most this many jobs
+	MaxBytes int64 // stop once the batch's args reach this many bytes (at least one job)
+}
+
 // Store runs the protocol's statements on a pool.
 type Store struct {
 	Pool *pgxpool.Pool
 }
 
-// ErrFenced is reported for acks of a batch that another process has
-// re-claimed since: they are dropped, the newer lease decides.
-var ErrFenced = errors.New("storage: batch lease was taken over (fenced)")
+// Querier is what Enqueue needs: a pool, a connection or a transaction.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
 
-// Enqueue inserts one job and commits it. notify asks Postgres for a NOTIFY
-// in the same transaction (the client usually passes false and coalesces its
-// own notifications).
+// Enqueue inserts one job through millrace.enqueue on q (inside q's
+// transaction if q is one) and returns its id. notify asks Postgres for a
+// NOTIFY in the same transaction (the client usually passes false and
+// coalesces its own notifications).
 func (s *Store) Enqueue(ctx context.Context, q Querier, j NewJob, notify bool) (int64, error) {
 	var runAt any
 	if !j.RunAt.IsZero() {
 		runAt = j.RunAt
 	}
 	var id int64
-	err := q.QueryRow(ctx, "SELECT millrace.enqueue($1, $2::jsonb, $3, $4::smallint, $5, $6, $7)",
-		j.Kind, string(j.Args), j.Queue, j.Priority, runAt, j.MaxAttempts, notify).Scan(&id)
+	err := q.QueryRow(ctx, "SELECT millrace.enqueue($1, $2::jsonb, $3, $4::int, $5, $6, $7)",
+		j.Kind, string(j.Args), j.Queue, int(j.Priority), runAt, j.MaxAttempts, notify).Scan(&id)
 	return id, err
 }
 
-// Querier is what Enqueue needs: a pool, a connection or a transaction.
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// CurrentSegment reads the newest rotation row.
-func CurrentSegment(ctx context.Context, q Querier) (int16, error) {
-	var seg int16
-	err := q.QueryRow(ctx, "SELECT segment FROM millrace.rotation ORDER BY id DESC LIMIT 1").Scan(&seg)
-	return seg, err
-}
-
-// EnqueueMany inserts jobs with COPY inside tx (the caller commits), jobs
-// due now into the current job segment and later ones into its schedule.
-// It sends one NOTIFY per queue for the whole batch.
-func EnqueueMany(ctx context.Context, tx pgx.Tx, jobs []NewJob) (int64, error) {
-	seg, err := CurrentSegment(ctx, tx)
+// EnqueueMany inserts jobs in one statement through millrace.enqueue_many
+// (inside q's transaction if q is one) and returns their ids in order. It
+// sends one NOTIFY per queue that got a job due now.
+func EnqueueMany(ctx context.Context, q Querier, jobs []NewJob) ([]int64, error) {
+	n := len(jobs)
+	kinds, queues := make([]string, n), make([]string, n)
+	args := make([]string, n)
+	prios, maxAtt := make([]int32, n), make([]int32, n)
+	runAt := make([]*time.Time, n)
+	for i, j := range jobs {
+		kinds[i], queues[i], args[i] = j.Kind, j.Queue, string(j.Args)
+		prios[i], maxAtt[i] = int32(j.Priority), int32(j.MaxAttempts)
+		if !j.RunAt.IsZero() {
+			t := j.RunAt
+			runAt[i] = &t
+		}
+	}
+	rows, err := q.Query(ctx, "SELECT millrace.enqueue_many($1, $2::jsonb[], $3, $4, $5, $6)",
+		kinds, args, queues, prios, runAt, maxAtt)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	now := time.Now()
-	var due, later [][]any
-	queues := map[string]bool{}
-	for _, j := range jobs {
-		if j.RunAt.After(now) {
-			later = append(later, []any{j.Queue, j.Kind, string(j.Args), j.Priority, 0, j.MaxAttempts, now, j.RunAt})
-			continue
-		}
-		due = append(due, []any{j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts})
-		queues[j.Queue] = true
-	}
-	var n int64
-	if len(due) > 0 {
-		c, err := tx.CopyFrom(ctx, pgx.Identifier{"millrace", fmt.Sprintf("job_%d", seg)},
-			[]string{"queue", "kind", "args", "priority", "max_attempts"}, pgx.CopyFromRows(due))
-		if err != nil {
-			return 0, err
-		}
-		n += c
-	}
-	if len(later) > 0 {
-		// sched rows need an id from the job sequence; COPY cannot call
-		// nextval per row through a default here, so insert with unnest.
-		cols := make([][]any, 8)
-		for _, r := range later {
-			for i := range cols {
-				cols[i] = append(cols[i], r[i])
-			}
-		}
-		tag, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO millrace.sched_%d (id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at)
-			SELECT nextval('millrace.job_id_seq'), q, k, a::jsonb, p, 0, m, c, d
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::smallint[], $5::int[], $6::timestamptz[], $7::timestamptz[]) AS u(q, k, a, p, m, c, d)`, seg),
-			cols[0], cols[1], cols[2], cols[3], cols[5], cols[6], cols[7])
-		if err != nil {
-			return 0, err
-		}
-		n += tag.RowsAffected()
-	}
-	for q := range queues {
-		if _, err := tx.Exec(ctx, "SELECT pg_notify('millrace', $1)", q); err != nil {
-			return 0, err
-		}
-	}
-	return n, nil
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 // Claim sends claimSQL behind asyncCommit in one pgx batch, which Postgres
@@ -171,21 +135,28 @@ func EnqueueMany(ctx context.Context, tx pgx.Tx, jobs []NewJob) (int64, error) {
 // WAL to reach disk.
 const (
 	asyncCommit = "SELECT set_config('synchronous_commit', 'off', true)"
-	claimSQL    = "SELECT tick_id, tick_seg, id, kind, args, priority, attempt, max_attempts, created_at FROM millrace.claim($1, $2)"
+	claimSQL    = "SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at FROM millrace.claim($1, $2, $3, $4, $5, $6)"
 )
 
-// Claim takes the next batch of queue for process owner. It returns nil when
-// nothing new has committed since the queue's previous tick.
+// Claim takes the next batch of queue for process owner: a batch whose reply
+// an earlier call with the same req lost (when retry is set), a batch
+// released by the leader, or the next jobs committed since the queue's
+// newest tick, within lim. It returns nil when there is nothing to run.
+//
+// req identifies the call: after an error that may have come after the
+// server committed (a lost reply), call again with the same req and retry
+// set, and the batch that call committed comes back instead of being
+// stranded.
 //
 // The claim commits asynchronously: its tick row does not wait for a WAL
 // flush. That is safe because nothing durable depends on a tick before an
 // ack of its batch commits, and an ack's synchronous commit flushes the WAL
 // up to and past the tick's commit record. A tick lost in a crash of
 // Postgres only means its jobs, none of them acked, are claimed again.
-func (s *Store) Claim(ctx context.Context, queue string, owner int32) (*Batch, error) {
+func (s *Store) Claim(ctx context.Context, queue string, owner int32, req int64, retry bool, lim Limits) (*Batch, error) {
 	var b pgx.Batch
 	b.Queue(asyncCommit)
-	b.Queue(claimSQL, queue, owner)
+	b.Queue(claimSQL, queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes)
 	br := s.Pool.SendBatch(ctx, &b) // Close releases the connection
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
@@ -198,15 +169,14 @@ func (s *Store) Claim(ctx context.Context, queue string, owner int32) (*Batch, e
 	defer rows.Close()
 	var batch *Batch
 	for rows.Next() {
-		var tick int64
-		var seg int16
+		var tick, token int64
 		var j Job
-		if err := rows.Scan(&tick, &seg, &j.ID, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt); err != nil {
+		if err := rows.Scan(&tick, &token, &j.ID, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt); err != nil {
 			return nil, err
 		}
 		j.Queue = queue
 		if batch == nil {
-			batch = &Batch{Queue: queue, TickID: tick, Seg: seg, Token: tick}
+			batch = &Batch{Queue: queue, TickID: tick, Token: token}
 		}
 		batch.Jobs = append(batch.Jobs, j)
 	}
@@ -217,127 +187,77 @@ func (s *Store) Claim(ctx context.Context, queue string, owner int32) (*Batch, e
 	return batch, br.Close()
 }
 
-// Flush writes acks and done records in one transaction: COPY of the acks
-// into their batches' segments, retries into the current schedule segment,
-// discarded jobs into millrace.discarded, then one done row per finished
-// batch. Batches re-claimed by another process since their lease are fenced:
-// their acks and done rows are dropped and reported in the returned set.
-func (s *Store) Flush(ctx context.Context, acks []Ack, done []*Batch) (fenced map[int64]bool, err error) {
+// MaxErrorBytes caps the error text stored with an ack.
+const MaxErrorBytes = 16 << 10
+
+// CleanText makes s storable as Postgres text: invalid UTF-8 becomes U+FFFD,
+// NUL bytes become the two characters `\0`, and the result is cut to at
+// most MaxErrorBytes bytes on a character boundary.
+func CleanText(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", `\0`)
+	}
+	if len(s) > MaxErrorBytes {
+		cut := MaxErrorBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
+}
+
+// Flush writes acks and the batches they complete through millrace.flush,
+// in one transaction, once per (owner, seq): replaying a flush whose reply
+// was lost changes nothing. Batches re-leased since (released by the leader
+// or adopted by another process) are fenced: their acks and done rows are
+// dropped and their ticks returned.
+func (s *Store) Flush(ctx context.Context, owner int32, seq int64, acks []Ack, done []*Batch) (fenced []int64, err error) {
 	if len(acks) == 0 && len(done) == 0 {
 		return nil, nil
 	}
-	tokens := map[int64]int64{}
-	for _, a := range acks {
-		tokens[a.Batch.TickID] = a.Batch.Token
+	n := len(acks)
+	var (
+		jobIDs, ticks, tokens = make([]int64, n), make([]int64, n), make([]int64, n)
+		states                = make([]int16, n)
+		attempts, maxAtt      = make([]int32, n), make([]*int32, n)
+		errs                  = make([]*string, n)
+		retryAt, createdAt    = make([]*time.Time, n), make([]*time.Time, n)
+		queues, kinds, args   = make([]*string, n), make([]*string, n), make([]*string, n)
+		prios                 = make([]*int16, n)
+	)
+	for i, a := range acks {
+		j := a.Job
+		jobIDs[i], ticks[i], tokens[i], states[i] = j.ID, a.Batch.TickID, a.Batch.Token, a.State
+		attempts[i] = int32(j.Attempt + 1)
+		if a.Err != "" {
+			e := CleanText(a.Err)
+			errs[i] = &e
+		}
+		if a.State == AckCompleted {
+			continue
+		}
+		if a.State == AckRetried {
+			t := a.RetryAt
+			retryAt[i] = &t
+		}
+		q, k, ar, p, m, c := j.Queue, j.Kind, string(j.Args), j.Priority, int32(j.MaxAttempts), j.CreatedAt
+		queues[i], kinds[i], args[i], prios[i], maxAtt[i], createdAt[i] = &q, &k, &ar, &p, &m, &c
 	}
-	for _, b := range done {
-		tokens[b.TickID] = b.Token
+	doneTicks, doneTokens, doneQueues := make([]int64, len(done)), make([]int64, len(done)), make([]string, len(done))
+	for i, b := range done {
+		doneTicks[i], doneTokens[i], doneQueues[i] = b.TickID, b.Token, b.Queue
 	}
-	ticks := make([]int64, 0, len(tokens))
-	for t := range tokens {
-		ticks = append(ticks, t)
+	rows, err := s.Pool.Query(ctx, `SELECT millrace.flush($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb[], $13, $14, $15, $16, $17, $18)`,
+		owner, seq, jobIDs, ticks, tokens, states, attempts, errs, retryAt, queues, kinds, args, prios, maxAtt, createdAt,
+		doneTicks, doneTokens, doneQueues)
+	if err != nil {
+		return nil, err
 	}
-	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		// Fencing: hold each batch's fence lock shared while checking that
-		// no newer lease exists; a rescue takes it exclusively.
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock_shared($1, (t % 2147483647)::int) FROM unnest($2::bigint[]) t", FenceSpace, ticks); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT tick_id, max(token) FROM (
-			SELECT tick_id, token FROM millrace.claim_0 WHERE tick_id = ANY($1)
-			UNION ALL SELECT tick_id, token FROM millrace.claim_1 WHERE tick_id = ANY($1)
-			UNION ALL SELECT tick_id, token FROM millrace.claim_2 WHERE tick_id = ANY($1)) c GROUP BY tick_id`, ticks)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var t, tok int64
-			if err := rows.Scan(&t, &tok); err != nil {
-				return err
-			}
-			if tok > tokens[t] {
-				if fenced == nil {
-					fenced = map[int64]bool{}
-				}
-				fenced[t] = true
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		var bySeg [Segments][][]any
-		var retries []Ack
-		var discards []Ack
-		for _, a := range acks {
-			if fenced[a.Batch.TickID] {
-				continue
-			}
-			var errText any
-			if a.Err != "" {
-				errText = a.Err
-			}
-			bySeg[a.Batch.Seg] = append(bySeg[a.Batch.Seg], []any{a.Job.ID, a.Batch.TickID, a.Batch.Token, a.State, a.Job.Attempt + 1, errText})
-			switch a.State {
-			case AckRetried:
-				retries = append(retries, a)
-			case AckDiscarded:
-				discards = append(discards, a)
-			}
-		}
-		for seg, rows := range bySeg {
-			if len(rows) == 0 {
-				continue
-			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"millrace", fmt.Sprintf("ack_%d", seg)},
-				[]string{"job_id", "tick_id", "token", "state", "attempt", "error"}, pgx.CopyFromRows(rows)); err != nil {
-				return err
-			}
-		}
-		if len(retries) > 0 {
-			seg, err := CurrentSegment(ctx, tx)
-			if err != nil {
-				return err
-			}
-			rows := make([][]any, len(retries))
-			for i, a := range retries {
-				j := a.Job
-				rows[i] = []any{j.ID, j.Queue, j.Kind, string(j.Args), j.Priority, j.Attempt + 1, j.MaxAttempts, j.CreatedAt, a.RetryAt, a.Err}
-			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"millrace", fmt.Sprintf("sched_%d", seg)},
-				[]string{"id", "queue", "kind", "args", "priority", "attempt", "max_attempts", "created_at", "due_at", "last_error"}, pgx.CopyFromRows(rows)); err != nil {
-				return err
-			}
-		}
-		if len(discards) > 0 {
-			rows := make([][]any, len(discards))
-			for i, a := range discards {
-				j := a.Job
-				rows[i] = []any{j.ID, j.Queue, j.Kind, string(j.Args), j.Priority, j.Attempt + 1, j.MaxAttempts, j.CreatedAt, a.Err}
-			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"millrace", "discarded"},
-				[]string{"id", "queue", "kind", "args", "priority", "attempt", "max_attempts", "created_at", "error"}, pgx.CopyFromRows(rows)); err != nil {
-				return err
-			}
-		}
-		var doneSeg [Segments][][]any
-		for _, b := range done {
-			if fenced[b.TickID] {
-				continue
-			}
-			doneSeg[b.Seg] = append(doneSeg[b.Seg], []any{b.Queue, b.TickID})
-		}
-		for seg, rows := range doneSeg {
-			if len(rows) == 0 {
-				continue
-			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"millrace", fmt.Sprintf("done_%d", seg)},
-				[]string{"queue", "tick_id"}, pgx.CopyFromRows(rows)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return fenced, err
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 // IsConnError reports whether err means the connection or server went away

@@ -5,16 +5,15 @@ package native
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/bench"
-	"github.com/millrace/millrace/internal/storage"
 )
 
 func init() { bench.Register("millrace", func() bench.Strategy { return &Strategy{} }) }
@@ -63,15 +62,17 @@ func quiet() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
 }
 
-// Tables lists every table of the schema that grows with jobs.
+// Tables lists every table of the schema that grows with jobs: the
+// partitions of the ring and the plain tables, read from the catalog.
 func (s *Strategy) Tables() []string {
-	var out []string
-	for _, t := range []string{"job", "sched", "tick", "claim", "ack", "done", "promote"} {
-		for seg := 0; seg < storage.Segments; seg++ {
-			out = append(out, fmt.Sprintf("millrace.%s_%d", t, seg))
-		}
+	rows, err := s.pool.Query(context.Background(), `SELECT format('%I.%I', n.nspname, c.relname)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'millrace' AND c.relkind = 'r' ORDER BY c.relname`)
+	if err != nil {
+		return nil
 	}
-	return append(out, "millrace.rotation", "millrace.process", "millrace.discarded")
+	out, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+	return out
 }
 
 // MaxBatch is the largest InsertMany the producer sends.
@@ -122,31 +123,14 @@ func (s *Strategy) Work(ctx context.Context, env bench.Env) error {
 	return c.Stop(sctx)
 }
 
-// Remaining lists the bench ids of jobs stored without a final ack.
+// Remaining lists the bench ids of jobs not yet finished (the public view
+// millrace.jobs).
 func (s *Strategy) Remaining(ctx context.Context) ([]int64, error) {
-	q := ""
-	for seg := 0; seg < storage.Segments; seg++ {
-		if seg > 0 {
-			q += " UNION "
-		}
-		q += fmt.Sprintf(`SELECT (j.args->>'id')::bigint FROM millrace.job_%d j WHERE NOT EXISTS (
-			SELECT 1 FROM (SELECT job_id, state FROM millrace.ack_0 UNION ALL SELECT job_id, state FROM millrace.ack_1
-			UNION ALL SELECT job_id, state FROM millrace.ack_2) a WHERE a.job_id = j.id AND a.state IN (1, 3))`, seg)
-	}
-	rows, err := s.pool.Query(ctx, q)
+	rows, err := s.pool.Query(ctx, "SELECT DISTINCT (args->>'id')::bigint FROM millrace.jobs")
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 // Close releases the pool.
