@@ -51,7 +51,13 @@ func newDB(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+// quietLogger discards the client's logs; MILLRACE_TEST_LOG=1 shows them.
+func quietLogger() *slog.Logger {
+	if os.Getenv("MILLRACE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
 
 // seen records how many times each job ran.
 type seen struct {
@@ -79,12 +85,18 @@ func countingWorkers(s *seen, work time.Duration) *millrace.Workers {
 	return workers
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
+// waitFor polls ok until it holds or d passes; on time-out it fails the
+// test, with the output of the optional explain funcs.
+func waitFor(t *testing.T, what string, d time.Duration, ok func() bool, explain ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !ok() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			msg := ""
+			for _, e := range explain {
+				msg += "; " + e()
+			}
+			t.Fatalf("timed out waiting for %s%s", what, msg)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -655,6 +655,27 @@ BEGIN
     DELETE FROM millrace.process p WHERE NOT millrace.process_alive(p.id);
 END $$;
 
+-- unclaimed returns the jobs of slot p_slot that no tick covers yet: for
+-- each queue with jobs in the slot (found by skip scan), the rows its
+-- newest tick's snapshot does not see, or that lie in the rest of a range
+-- that tick stopped at its cap.
+CREATE FUNCTION millrace.unclaimed(p_slot smallint) RETURNS SETOF millrace.job
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    WITH RECURSIVE qs AS (
+        (SELECT j.queue FROM millrace.job j WHERE j.slot = p_slot ORDER BY j.queue LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.queue FROM millrace.job j WHERE j.slot = p_slot AND j.queue > qs.queue ORDER BY j.queue LIMIT 1)
+        FROM qs WHERE qs.queue IS NOT NULL),
+    f AS (
+        SELECT qs.queue, t.prev_snap, t.snap, t.more, t.upto_txid, t.upto_id FROM qs
+        LEFT JOIN LATERAL (SELECT * FROM millrace.tick t WHERE t.queue = qs.queue ORDER BY t.tick_id DESC LIMIT 1) t ON true
+        WHERE qs.queue IS NOT NULL)
+    SELECT j.* FROM f JOIN millrace.job j ON j.slot = p_slot AND j.queue = f.queue
+    WHERE f.snap IS NULL
+       OR NOT pg_visible_in_snapshot(j.txid, f.snap)
+       OR (f.more AND NOT pg_visible_in_snapshot(j.txid, f.prev_snap) AND (j.txid, j.id) > (f.upto_txid, f.upto_id))
+$$;
+
 -- reclaim_slot empties slot p_slot into slot p_into. The caller holds
 -- ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that
 -- read or wrote them is still running. Everything still needed moves
@@ -670,22 +691,10 @@ DECLARE
     v_total bigint := 0;
     v_open bigint[];
 BEGIN
-    -- Jobs not yet claimed: not covered by their queue's newest tick.
-    WITH RECURSIVE qs AS (
-        (SELECT j.queue FROM millrace.job j WHERE j.slot = p_slot ORDER BY j.queue LIMIT 1)
-        UNION ALL
-        SELECT (SELECT j.queue FROM millrace.job j WHERE j.slot = p_slot AND j.queue > qs.queue ORDER BY j.queue LIMIT 1)
-        FROM qs WHERE qs.queue IS NOT NULL),
-    f AS (
-        SELECT qs.queue, t.prev_snap, t.snap, t.more, t.upto_txid, t.upto_id FROM qs
-        LEFT JOIN LATERAL (SELECT * FROM millrace.tick t WHERE t.queue = qs.queue ORDER BY t.tick_id DESC LIMIT 1) t ON true
-        WHERE qs.queue IS NOT NULL)
+    -- Jobs not yet claimed.
     INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, txid)
     SELECT p_into, j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at, j.txid
-    FROM f JOIN millrace.job j ON j.slot = p_slot AND j.queue = f.queue
-    WHERE f.snap IS NULL
-       OR NOT pg_visible_in_snapshot(j.txid, f.snap)
-       OR (f.more AND NOT pg_visible_in_snapshot(j.txid, f.prev_snap) AND (j.txid, j.id) > (f.upto_txid, f.upto_id));
+    FROM millrace.unclaimed(p_slot) j;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_total := v_total + v_n;
 
@@ -748,10 +757,14 @@ END $$;
 -- 1. reclaim every slot that is not current, not clean, and stopped being
 --    current at least p_after ago (or any such slot when no slot is clean),
 --    each under ACCESS EXCLUSIVE NOWAIT locks tried a few times: a slot in
---    use is skipped and named, never waited for;
+--    use is skipped and named, never waited for. A slot that still holds
+--    more than p_max_carry jobs not yet claimed (a backlog) is left where
+--    it is until they are claimed: copying a backlog at every turn of the
+--    ring would cost more than the space it frees, and claims read every
+--    slot anyway;
 -- 2. make the next clean slot current once the current one is p_after old.
 -- It returns one row per action or obstacle.
-CREATE FUNCTION millrace.rotate(p_after interval)
+CREATE FUNCTION millrace.rotate(p_after interval, p_max_carry bigint DEFAULT 5000)
 RETURNS TABLE (action text, segment smallint, detail text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '50ms' AS $$
 #variable_conflict use_column
@@ -792,6 +805,14 @@ BEGIN
                 WHERE g <> v_cur.segment
                   AND coalesce((SELECT max(c.id) FROM millrace.reclaim c WHERE c.segment = g), 0)
                     > coalesce((SELECT max(r.id) FROM millrace.rotation r WHERE r.segment = g), 0));
+        END IF;
+        SELECT count(*) INTO v_n FROM (SELECT 1 FROM millrace.unclaimed(v_slot.slot) LIMIT p_max_carry + 1) u;
+        IF v_n > p_max_carry THEN
+            action := 'blocked'; segment := v_slot.slot;
+            detail := format('slot %s holds more than %s jobs not yet claimed (a backlog); it is reclaimed once they are',
+                             v_slot.slot, p_max_carry);
+            RETURN NEXT;
+            CONTINUE;
         END IF;
         v_copied := NULL;
         FOR v_try IN 1 .. 20 LOOP
