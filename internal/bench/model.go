@@ -30,8 +30,13 @@ type Sample struct {
 	E2EP50   float64 `json:"e2e_p50_ms"`
 	E2EP99   float64 `json:"e2e_p99_ms"`
 
-	DeadTuples int64                 `json:"dead_tuples"` // sum over the strategy's tables
-	Tables     map[string]TableStats `json:"tables"`
+	DeadTuples   int64                 `json:"dead_tuples"`   // sum over the strategy's tables
+	StorageBytes int64                 `json:"storage_bytes"` // heap + indexes + TOAST of the strategy's tables
+	Tables       map[string]TableStats `json:"tables"`
+
+	// Rotations is the number of segment rotations of the strategy during
+	// this second (strategies that rotate, see Rotator; 0 otherwise).
+	Rotations int64 `json:"rotations,omitempty"`
 
 	XminAge        int64   `json:"xmin_age_xids"` // age in transactions of the oldest xmin
 	XminAgeS       float64 `json:"xmin_age_s"`    // how long that horizon has been held
@@ -50,6 +55,7 @@ type TableStats struct {
 	LiveTuples int64 `json:"n_live_tup"`
 	HeapBytes  int64 `json:"heap_bytes"`
 	IndexBytes int64 `json:"index_bytes"`
+	TotalBytes int64 `json:"total_bytes"` // pg_total_relation_size: heap, indexes and TOAST
 }
 
 // Summary is summary.json: one run, for scripts.
@@ -91,4 +97,10 @@ type PhaseSummary struct {
 	XminAgeMaxS    float64 `json:"xmin_age_max_s"`
 	PgCPUPct       float64 `json:"pg_cpu_pct"`
 	WALBytesPerJob float64 `json:"wal_bytes_per_job"`
+	// StorageBytesMax is the largest per-second sum of pg_total_relation_size
+	// (heap, indexes, TOAST) over the strategy's tables during the phase.
+	StorageBytesMax int64 `json:"storage_bytes_max"`
+	// Rotations counts the segment rotations during the phase; nil (left
+	// out) for strategies that do not rotate (see Rotator).
+	Rotations *int64 `json:"rotations,omitempty"`
 }

@@ -80,14 +80,19 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 	}
 	sort.Strings(names)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tphase\toffered/s\tcompleted/s\tclaim p50 ms\tclaim p99 ms\te2e p50 ms\te2e p99 ms\tbacklog end\tbacklog max\tdead tuples max\txmin age max s\tpg cpu %\tWAL B/job\t")
+	fmt.Fprintln(tw, "strategy\tphase\toffered/s\tcompleted/s\tclaim p50 ms\tclaim p99 ms\te2e p50 ms\te2e p99 ms\tbacklog end\tbacklog max\tdead tuples max\tstorage max MB\trotations\txmin age max s\tpg cpu %\tWAL B/job\t")
 	for _, n := range names {
 		ss := sum.Strategies[n]
 		for _, p := range phaseOrder(ss) {
 			ps := ss.Phases[p]
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.2f\t%.2f\t%.1f\t%.1f\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t\n", n, p,
+			rot := "-"
+			if ps.Rotations != nil {
+				rot = fmt.Sprint(*ps.Rotations)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.2f\t%.2f\t%.1f\t%.1f\t%d\t%d\t%d\t%.1f\t%s\t%.0f\t%.0f\t%.0f\t\n", n, p,
 				ps.OfferedPerS, ps.CompletedPerS, ps.ClaimP50MS, ps.ClaimP99MS, ps.E2EP50MS, ps.E2EP99MS,
-				ps.BacklogEnd, ps.BacklogMax, ps.DeadTuplesMax, ps.XminAgeMaxS, ps.PgCPUPct, ps.WALBytesPerJob)
+				ps.BacklogEnd, ps.BacklogMax, ps.DeadTuplesMax, float64(ps.StorageBytesMax)/1e6, rot,
+				ps.XminAgeMaxS, ps.PgCPUPct, ps.WALBytesPerJob)
 		}
 	}
 	tw.Flush()

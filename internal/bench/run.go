@@ -256,6 +256,10 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 
 	// The sampler: one Sample a second until the schedule ends.
 	smp := &sampling{cfg: cfg, name: name, t: t, probe: pr, start: start, phases: map[string]*phaseHists{}}
+	if r, ok := s.(Rotator); ok {
+		smp.rotator = r
+		smp.readRotations(ctx) // the baseline: rotations before the run are not counted
+	}
 	var samplerWG sync.WaitGroup
 	samplerWG.Add(1)
 	samplerCtx, stopSampler := context.WithCancel(context.WithoutCancel(ctx))
@@ -345,6 +349,28 @@ type sampling struct {
 	burndown time.Duration // how long the burndown took
 
 	offered, enqueued, completed int64
+
+	rotator   Rotator // nil when the strategy does not rotate
+	rotations int64   // cumulative rotations at the last successful read
+	rotRead   bool    // rotations holds a successful read
+}
+
+// readRotations reads the strategy's cumulative rotation count and returns
+// how many rotations happened since the last successful read. A failed read
+// counts nothing; the next good one catches up.
+func (m *sampling) readRotations(ctx context.Context) int64 {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	n, err := m.rotator.Rotations(ctx)
+	if err != nil {
+		return 0
+	}
+	var d int64
+	if m.rotRead {
+		d = max(0, n-m.rotations)
+	}
+	m.rotations, m.rotRead = n, true
+	return d
 }
 
 // phaseState is the current phase's name; the run holds mu while it
@@ -378,6 +404,9 @@ func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample
 		if err := m.probe.read(ctx, &s); err != nil && ctx.Err() == nil {
 			s.XminHolder = "sampler error: " + err.Error()
 		}
+		if m.rotator != nil {
+			s.Rotations = m.readRotations(ctx)
+		}
 		phase.mu.Unlock()
 		ph := m.phases[p]
 		if ph == nil {
@@ -403,6 +432,7 @@ func (m *sampling) summary(sched []span) *StrategySummary {
 		}
 		ps := &PhaseSummary{}
 		var offered, completed, wal, cpu float64
+		var rotations int64
 		for _, s := range m.samples {
 			if s.Phase != sp.phase {
 				continue
@@ -415,6 +445,8 @@ func (m *sampling) summary(sched []span) *StrategySummary {
 			ps.BacklogEnd = s.Backlog
 			ps.BacklogMax = max(ps.BacklogMax, s.Backlog)
 			ps.DeadTuplesMax = max(ps.DeadTuplesMax, s.DeadTuples)
+			ps.StorageBytesMax = max(ps.StorageBytesMax, s.StorageBytes)
+			rotations += s.Rotations
 			ps.XminAgeMaxS = max(ps.XminAgeMaxS, s.XminAgeS)
 		}
 		if sp.phase == PhaseBurndown && m.burndown > 0 {
@@ -433,6 +465,9 @@ func (m *sampling) summary(sched []span) *StrategySummary {
 		ps.PgCPUPct = round(cpu / float64(countPhase(m.samples, sp.phase)))
 		if completed > 0 {
 			ps.WALBytesPerJob = round(wal / completed)
+		}
+		if m.rotator != nil {
+			ps.Rotations = &rotations
 		}
 		if h := m.phases[sp.phase]; h != nil {
 			ps.ClaimP50MS, ps.ClaimP99MS = ms(h.claim, 50), ms(h.claim, 99)

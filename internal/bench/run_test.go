@@ -63,6 +63,11 @@ func TestRunIdleXid(t *testing.T) {
 		if ss.Phases[bench.PhaseStress].DeadTuplesMax == 0 && name == "skiplocked" {
 			t.Errorf("skiplocked: no dead tuples seen in stress")
 		}
+		for p, ps := range ss.Phases {
+			if ps.StorageBytesMax <= 0 {
+				t.Errorf("%s %s: storage_bytes_max %d", name, p, ps.StorageBytesMax)
+			}
+		}
 	}
 
 	// summary.json carries exactly the documented fields.
@@ -86,7 +91,7 @@ func TestRunIdleXid(t *testing.T) {
 	}
 	sort.Strings(keys)
 	want := []string{"backlog_end", "backlog_max", "claim_p50_ms", "claim_p99_ms", "completed_per_s", "dead_tuples_max",
-		"e2e_p50_ms", "e2e_p99_ms", "offered_per_s", "pg_cpu_pct", "seconds", "wal_bytes_per_job", "xmin_age_max_s"}
+		"e2e_p50_ms", "e2e_p99_ms", "offered_per_s", "pg_cpu_pct", "seconds", "storage_bytes_max", "wal_bytes_per_job", "xmin_age_max_s"}
 	if len(keys) != len(want) {
 		t.Errorf("phase fields = %v, want %v", keys, want)
 	}

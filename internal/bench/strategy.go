@@ -65,6 +65,15 @@ type Strategy interface {
 	Close() error
 }
 
+// Rotator is implemented by strategies that reclaim space by rotating
+// segments. The sampler calls Rotations once a second, on its own schedule,
+// to count the rotations of each second and phase.
+type Rotator interface {
+	// Rotations returns the cumulative number of segment rotations since
+	// the strategy's schema was installed.
+	Rotations(ctx context.Context) (int64, error)
+}
+
 // Factory makes a fresh Strategy.
 type Factory func() Strategy
 

@@ -47,6 +47,8 @@ var captions = map[string]string{
 		"because vacuum cannot remove rows a running transaction might still see.",
 	fileXminAge: "How long the oldest snapshot has been held: this is the long transaction of the stress phase, " +
 		"and as long as it grows vacuum is stuck.",
+	fileStorage: "Disk space of the strategy's tables (heap, indexes and TOAST, pg_total_relation_size): " +
+		"a queue that reclaims space while the horizon is held stays level; one that cannot grows through the stress band.",
 }
 
 // Write renders the charts as PNGs and report.html into dir, creating dir if
@@ -160,6 +162,8 @@ type phaseView struct {
 	BacklogEnd string
 	BacklogMax string
 	DeadMax    string
+	StorageMax string
+	Rotations  string
 	XminMax    string
 	PgCPU      string
 	WALPerJob  string
@@ -227,6 +231,7 @@ func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 		view(fileThroughput, "Throughput"),
 		view(fileDeadTuples, "Dead tuples"),
 		view(fileXminAge, "Oldest xmin age"),
+		view(fileStorage, "Storage"),
 	}
 	return p
 }
@@ -266,10 +271,21 @@ func phaseRow(name string, ps *bench.PhaseSummary) phaseView {
 		BacklogEnd: human(float64(ps.BacklogEnd)),
 		BacklogMax: human(float64(ps.BacklogMax)),
 		DeadMax:    human(float64(ps.DeadTuplesMax)),
+		StorageMax: fmtBytes(float64(ps.StorageBytesMax)),
+		Rotations:  rotations(ps.Rotations),
 		XminMax:    fmtNum(ps.XminAgeMaxS) + " s",
 		PgCPU:      fmt.Sprintf("%.0f%%", ps.PgCPUPct),
 		WALPerJob:  fmtBytes(ps.WALBytesPerJob),
 	}
+}
+
+// rotations renders a phase's rotation count: "—" for strategies that do
+// not rotate.
+func rotations(n *int64) string {
+	if n == nil {
+		return "—"
+	}
+	return fmt.Sprint(*n)
 }
 
 func cssColor(s series) string {
