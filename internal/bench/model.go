@@ -64,6 +64,7 @@ type Summary struct {
 	PostgresVersion string                      `json:"postgres_version"`
 	Rate            any                         `json:"rate"` // jobs/s, or "max"
 	Workers         int                         `json:"workers"`
+	Processes       int                         `json:"processes"`
 	WorkMS          float64                     `json:"work_ms"`
 	Strategies      map[string]*StrategySummary `json:"strategies"`
 }
@@ -79,6 +80,9 @@ type StrategySummary struct {
 	EnqueueErrors int64 `json:"enqueue_errors,omitempty"`
 	// Readers counts the analytics scenario's readers.
 	Readers *ReaderStats `json:"analytics_readers,omitempty"`
+	// PerProcessCompleted counts, per process (--processes), the jobs its
+	// workers completed over the whole run.
+	PerProcessCompleted []int64 `json:"per_process_completed"`
 }
 
 // PhaseSummary is one phase of one strategy. Latency percentiles come from

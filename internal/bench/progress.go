@@ -98,6 +98,9 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 	tw.Flush()
 	for _, n := range names {
 		ss := sum.Strategies[n]
+		if len(ss.PerProcessCompleted) > 1 {
+			fmt.Fprintf(w, "%s: completed per process:%s\n", n, perProcess(ss.PerProcessCompleted))
+		}
 		if ss.Readers != nil {
 			fmt.Fprintf(w, "%s: analytics readers started %d, finished %d, cancelled %d\n", n, ss.Readers.Started, ss.Readers.Finished, ss.Readers.Cancelled)
 		}
@@ -108,4 +111,21 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 			fmt.Fprintln(w, paint(fmt.Sprintf("ERROR: %s lost %d jobs (enqueued, committed, never worked, no longer stored)", n, ss.LostJobs), red+bold, color))
 		}
 	}
+}
+
+// perProcess formats per-process counts with their shares of the total.
+func perProcess(counts []int64) string {
+	var total int64
+	for _, c := range counts {
+		total += c
+	}
+	var b strings.Builder
+	for i, c := range counts {
+		share := 0.0
+		if total > 0 {
+			share = 100 * float64(c) / float64(total)
+		}
+		fmt.Fprintf(&b, " #%d %d (%.1f%%)", i, c, share)
+	}
+	return b.String()
 }

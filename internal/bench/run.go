@@ -25,8 +25,11 @@ type Config struct {
 	Scenario   string
 	Rate       float64 // jobs offered per second; 0 means as fast as each strategy keeps up
 	Jobs       int64   // jobs of the burndown scenario
-	Workers    int
-	Work       time.Duration
+	Workers    int     // workers over all processes
+	// Processes splits the workers into that many independent clients
+	// (each with its own connections), as processes would; 0 means 1.
+	Processes int
+	Work      time.Duration
 
 	Warmup, Clean, Stress, Recovery time.Duration
 
@@ -75,21 +78,25 @@ func (c *Config) schedule() []span {
 	return out
 }
 
-func (c *Config) check() error {
+func (c *Config) processes() int { return max(c.Processes, 1) }
+
+// Check reports what is wrong with the configuration before anything runs:
+// unknown names, impossible values, and strategies that cannot run the
+// scenario or --processes asked for.
+func (c *Config) Check() error {
 	if _, ok := Scenarios[c.Scenario]; !ok {
 		return fmt.Errorf("unknown scenario %q", c.Scenario)
 	}
 	if len(c.Strategies) == 0 {
 		return errors.New("no strategies")
 	}
-	for _, n := range c.Strategies {
-		if _, err := Lookup(n); err != nil {
-			return err
-		}
-	}
 	switch {
 	case c.Workers < 1:
 		return errors.New("--workers must be at least 1")
+	case c.Processes < 0:
+		return errors.New("--processes must be at least 1")
+	case c.processes() > c.Workers:
+		return fmt.Errorf("--processes %d is more than --workers %d: every process needs a worker", c.Processes, c.Workers)
 	case c.Work < 0:
 		return errors.New("--work must not be negative")
 	case c.Rate < 0:
@@ -99,6 +106,16 @@ func (c *Config) check() error {
 	case c.Scenario != ScenarioBurndown && len(c.schedule()) == 0:
 		return errors.New("every phase is 0s: nothing to run")
 	}
+	for _, n := range c.Strategies {
+		f, err := Lookup(n)
+		if err != nil {
+			return err
+		}
+		s := f()
+		if m, ok := s.(Multiprocess); c.processes() > 1 && !(ok && m.Multiprocess()) {
+			return fmt.Errorf("strategy %q runs as one process only: --processes %d is not supported for it", n, c.Processes)
+		}
+	}
 	return nil
 }
 
@@ -106,7 +123,7 @@ func (c *Config) check() error {
 // DIR/summary.json. A strategy that cannot run fails the whole run; lost
 // jobs do not (they are in the summary, and Result.Lost counts them).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	if cfg.Progress == nil {
@@ -126,7 +143,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.Background())
-	sum := &Summary{Scenario: cfg.Scenario, Workers: cfg.Workers, WorkMS: float64(cfg.Work) / float64(time.Millisecond),
+	sum := &Summary{Scenario: cfg.Scenario, Workers: cfg.Workers, Processes: cfg.processes(), WorkMS: float64(cfg.Work) / float64(time.Millisecond),
 		Strategies: map[string]*StrategySummary{}}
 	if cfg.Rate > 0 {
 		sum.Rate = cfg.Rate
@@ -188,16 +205,16 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	if err != nil {
 		return nil, nil, err
 	}
-	t := newTracker(time.Now())
+	t := newTracker(time.Now(), cfg.processes())
 	prod := &producer{s: s, t: t}
 	work := cfg.Work
-	env := Env{URL: cfg.URL, Workers: cfg.Workers,
+	env := Env{URL: cfg.URL, Workers: cfg.Workers, Processes: cfg.processes(),
 		Handle: func(ctx context.Context, j Job) error {
 			t.started(j.ID)
 			if work > 0 {
 				time.Sleep(work)
 			}
-			t.completed.Add(1)
+			t.finished(j.ID, j.Process)
 			return nil
 		},
 		ObserveClaim: func(d time.Duration, n int) { t.claim.observe(0, d) },
@@ -319,6 +336,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 
 	ss := smp.summary(sched)
 	ss.DuplicateJobs = t.duplicates.Load()
+	ss.PerProcessCompleted = t.perProcess()
 	if a, ok := st.(*analytics); ok {
 		ss.Readers = &a.stats
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,16 +161,77 @@ func TestRunBurndown(t *testing.T) {
 	}
 }
 
+// TestRunProcesses works a burndown down with 6 workers in 3 processes
+// and checks per_process_completed: one count per process, adding up to the
+// jobs, and for a classic strategy (whose workers poll) every process busy.
+func TestRunProcesses(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	out := t.TempDir()
+	cfg := bench.Config{URL: url, Strategies: []string{"skiplocked-batch"}, Scenario: bench.ScenarioBurndown,
+		Jobs: 3000, Workers: 6, Processes: 3, Work: time.Millisecond, Out: out}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Processes != 3 {
+		t.Errorf("summary processes = %d, want 3", res.Summary.Processes)
+	}
+	for _, name := range cfg.Strategies {
+		ss := res.Summary.Strategies[name]
+		if ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+			t.Errorf("%s: lost %d, duplicated %d", name, ss.LostJobs, ss.DuplicateJobs)
+		}
+		per := ss.PerProcessCompleted
+		if len(per) != 3 {
+			t.Fatalf("%s: per_process_completed = %v, want 3 counts", name, per)
+		}
+		var sum int64
+		for _, n := range per {
+			sum += n
+		}
+		if sum != 3000 {
+			t.Errorf("%s: per_process_completed = %v, adds up to %d, want 3000", name, per, sum)
+		}
+		if !strings.HasPrefix(name, "millrace") {
+			for i, n := range per {
+				if n == 0 {
+					t.Errorf("%s: process %d completed nothing: %v", name, i, per)
+				}
+			}
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"per_process_completed": [`) {
+		t.Errorf("summary.json lacks per_process_completed:\n%s", raw)
+	}
+}
+
+// singleProcess is a strategy that does not say it can run as several
+// processes.
+type singleProcess struct{ bench.Strategy }
+
+func init() {
+	bench.Register("test-single-process", func() bench.Strategy {
+		f, _ := bench.Lookup("skiplocked")
+		return singleProcess{f()}
+	})
+}
+
 // TestRunRejectsBadConfig checks errors name the problem before anything runs.
 func TestRunRejectsBadConfig(t *testing.T) {
 	base := bench.Config{URL: "postgres://127.0.0.1:1/x", Strategies: []string{"skiplocked"}, Scenario: bench.ScenarioClean,
 		Rate: 10, Workers: 1, Clean: time.Second, Out: t.TempDir()}
 	cases := map[string]func(c *bench.Config){
-		"unknown scenario": func(c *bench.Config) { c.Scenario = "nope" },
-		"unknown strategy": func(c *bench.Config) { c.Strategies = []string{"nope"} },
-		"workers":          func(c *bench.Config) { c.Workers = 0 },
-		"all phases zero":  func(c *bench.Config) { c.Clean = 0 },
-		"burndown no jobs": func(c *bench.Config) { c.Scenario = bench.ScenarioBurndown },
+		"unknown scenario":    func(c *bench.Config) { c.Scenario = "nope" },
+		"unknown strategy":    func(c *bench.Config) { c.Strategies = []string{"nope"} },
+		"workers":             func(c *bench.Config) { c.Workers = 0 },
+		"all phases zero":     func(c *bench.Config) { c.Clean = 0 },
+		"burndown no jobs":    func(c *bench.Config) { c.Scenario = bench.ScenarioBurndown },
+		"processes > workers": func(c *bench.Config) { c.Workers, c.Processes = 2, 3 },
+		"single process":      func(c *bench.Config) { c.Strategies, c.Workers, c.Processes = []string{"test-single-process"}, 4, 2 },
 	}
 	for name, mod := range cases {
 		c := base
@@ -177,5 +239,10 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		if _, err := bench.Run(context.Background(), c); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+	c := base
+	c.Strategies, c.Workers, c.Processes = []string{"test-single-process"}, 4, 2
+	if err := c.Check(); err == nil || !strings.Contains(err.Error(), `"test-single-process" runs as one process only`) {
+		t.Errorf("single-process strategy with --processes 2: %v", err)
 	}
 }

@@ -14,6 +14,9 @@ import (
 type Job struct {
 	ID      int64
 	Payload []byte
+	// Process is the index, from 0, of the process (Env.Processes) whose
+	// worker runs the job; strategies that run one process leave it 0.
+	Process int
 }
 
 // Handler is called by a strategy's workers once per claimed job, when the
@@ -25,8 +28,14 @@ type Handler func(ctx context.Context, job Job) error
 type Env struct {
 	// URL of the database the strategy works in.
 	URL string
-	// Workers is the number of concurrent workers (--workers).
+	// Workers is the number of concurrent workers (--workers), over all
+	// processes.
 	Workers int
+	// Processes is the number of independent clients the workers are split
+	// into (--processes): 1, or more for a strategy that implements
+	// Multiprocess. Work sets Job.Process to the index of the process whose
+	// worker runs a job.
+	Processes int
 	// Handle performs one job's work.
 	Handle Handler
 	// ObserveClaim records the duration of the statement(s) that found and
@@ -72,6 +81,15 @@ type Rotator interface {
 	// Rotations returns the cumulative number of segment rotations since
 	// the strategy's schema was installed.
 	Rotations(ctx context.Context) (int64, error)
+}
+
+// Multiprocess is implemented by strategies whose Work can run its workers
+// as Env.Processes independent clients, as that many processes would (each
+// with its own connections). A strategy that does not implement it is
+// refused when --processes is more than 1.
+type Multiprocess interface {
+	// Multiprocess reports whether Work honours Env.Processes > 1.
+	Multiprocess() bool
 }
 
 // Factory makes a fresh Strategy.

@@ -43,6 +43,8 @@ func TestFlagErrors(t *testing.T) {
 		"--workers 4 extra":                `unexpected argument "extra"`,
 		"--guard /nonexistent/policy.yaml": "policy.yaml",
 		"--work 5parsecs":                  "invalid value",
+		"--processes 0":                    "--processes 0",
+		"--processes 8 --workers 4":        "more than --workers 4",
 		"--scenario standby --database-url postgres://127.0.0.1:1/x": "needs --standby-url",
 	}
 	for args, want := range cases {
