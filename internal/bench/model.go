@@ -83,6 +83,26 @@ type StrategySummary struct {
 	// PerProcessCompleted counts, per process (--processes), the jobs its
 	// workers completed over the whole run.
 	PerProcessCompleted []int64 `json:"per_process_completed"`
+	// Stall describes the stall scenario's three stall sources.
+	Stall *StallStats `json:"stall,omitempty"`
+}
+
+// StallStats describes one run of the stall scenario. Its jobs are counted
+// in lost_jobs and duplicate_jobs but not in the main stream's offered,
+// completed, backlog or latency figures.
+type StallStats struct {
+	// LongJobS is how long the stall-long job's work ran (it blocks until
+	// the stress phase ends).
+	LongJobS float64 `json:"long_job_s"`
+	// HeldTxS is how long the transaction that enqueued a job at the
+	// start of the stress phase stayed open before it committed.
+	HeldTxS float64 `json:"held_tx_s"`
+	// UnservedEnqueued counts the jobs enqueued on the unserved queue
+	// during the stress phase; UnservedWorked those the drain after the
+	// run worked, which took DrainS seconds.
+	UnservedEnqueued int64   `json:"unserved_enqueued"`
+	UnservedWorked   int64   `json:"unserved_worked"`
+	DrainS           float64 `json:"drain_s"`
 }
 
 // PhaseSummary is one phase of one strategy. Latency percentiles come from

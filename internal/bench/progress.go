@@ -101,6 +101,10 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 		if len(ss.PerProcessCompleted) > 1 {
 			fmt.Fprintf(w, "%s: completed per process:%s\n", n, perProcess(ss.PerProcessCompleted))
 		}
+		if st := ss.Stall; st != nil {
+			fmt.Fprintf(w, "%s: stall: long job ran %.1fs, transaction held %.1fs, unserved queue %d jobs (%d worked by the drain in %.1fs)\n",
+				n, st.LongJobS, st.HeldTxS, st.UnservedEnqueued, st.UnservedWorked, st.DrainS)
+		}
 		if ss.Readers != nil {
 			fmt.Fprintf(w, "%s: analytics readers started %d, finished %d, cancelled %d\n", n, ss.Readers.Started, ss.Readers.Finished, ss.Readers.Cancelled)
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,6 +116,10 @@ func (c *Config) Check() error {
 		if m, ok := s.(Multiprocess); c.processes() > 1 && !(ok && m.Multiprocess()) {
 			return fmt.Errorf("strategy %q runs as one process only: --processes %d is not supported for it", n, c.Processes)
 		}
+		if _, ok := s.(Staller); c.Scenario == ScenarioStall && !ok {
+			return fmt.Errorf("strategy %q cannot run the %s scenario (it needs queues a worker does not serve and served on demand; %s supports it)",
+				n, ScenarioStall, strings.Join(stallers(), ", "))
+		}
 	}
 	return nil
 }
@@ -206,6 +211,11 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		return nil, nil, err
 	}
 	t := newTracker(time.Now(), cfg.processes())
+	var stl *stall
+	if cfg.Scenario == ScenarioStall {
+		stl = newStall(s.(Staller), t, cfg.URL) // Check made sure it is one
+		st = stl
+	}
 	prod := &producer{s: s, t: t}
 	work := cfg.Work
 	env := Env{URL: cfg.URL, Workers: cfg.Workers, Processes: cfg.processes(),
@@ -334,9 +344,21 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		}
 	}
 
+	if stl != nil && runErr == nil && ctx.Err() == nil {
+		// The unserved queue's jobs are served now, so that each counts
+		// once and none is mistaken for lost.
+		cfg.live(fmt.Sprintf("%-16s serving %s until its jobs have run", name, QueueStallUnserved))
+		if err := stl.drain(ctx, 2*time.Minute); err != nil {
+			runErr = fmt.Errorf("stall drain: %w", err)
+		}
+	}
+
 	ss := smp.summary(sched)
 	ss.DuplicateJobs = t.duplicates.Load()
 	ss.PerProcessCompleted = t.perProcess()
+	if stl != nil {
+		ss.Stall = stl.summary()
+	}
 	if a, ok := st.(*analytics); ok {
 		ss.Readers = &a.stats
 	}

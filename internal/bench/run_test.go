@@ -232,6 +232,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"burndown no jobs":    func(c *bench.Config) { c.Scenario = bench.ScenarioBurndown },
 		"processes > workers": func(c *bench.Config) { c.Workers, c.Processes = 2, 3 },
 		"single process":      func(c *bench.Config) { c.Strategies, c.Workers, c.Processes = []string{"test-single-process"}, 4, 2 },
+		"stall classic":       func(c *bench.Config) { c.Scenario = bench.ScenarioStall },
 	}
 	for name, mod := range cases {
 		c := base
@@ -244,5 +245,10 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	c.Strategies, c.Workers, c.Processes = []string{"test-single-process"}, 4, 2
 	if err := c.Check(); err == nil || !strings.Contains(err.Error(), `"test-single-process" runs as one process only`) {
 		t.Errorf("single-process strategy with --processes 2: %v", err)
+	}
+	c = base
+	c.Scenario = bench.ScenarioStall
+	if err := c.Check(); err == nil || !strings.Contains(err.Error(), `"skiplocked" cannot run the stall scenario`) {
+		t.Errorf("skiplocked in the stall scenario: %v", err)
 	}
 }

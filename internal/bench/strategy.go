@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Job is the bench's unit of work. Every strategy stores the same job model:
@@ -92,6 +94,25 @@ type Multiprocess interface {
 	Multiprocess() bool
 }
 
+// Staller is implemented by strategies that can run the stall scenario: the
+// bench enqueues jobs on queues that Work does not serve, enqueues a job in
+// a transaction it holds open, and has queues served on demand.
+type Staller interface {
+	// EnqueueQueue stores jobs on the named queue, one autocommit
+	// statement per job or per call.
+	EnqueueQueue(ctx context.Context, queue string, jobs []Job) error
+	// EnqueueTx stores job on the main queue (the one Work serves) inside
+	// tx, a transaction the bench holds open on its own connection: the job
+	// exists if and only if tx commits.
+	EnqueueTx(ctx context.Context, tx pgx.Tx, job Job) error
+	// Serve works the named queue with workers workers that call handle, as
+	// a client of its own, until ctx is cancelled; then it lets running jobs
+	// finish (their context is cancelled if they take too long), records
+	// what they did, and returns. An error starting the client is returned
+	// at once.
+	Serve(ctx context.Context, queue string, workers int, handle Handler) error
+}
+
 // Factory makes a fresh Strategy.
 type Factory func() Strategy
 
@@ -120,6 +141,18 @@ func Lookup(name string) (Factory, error) {
 		return f, nil
 	}
 	return nil, fmt.Errorf("unknown strategy %q (have: %v)", name, namesLocked())
+}
+
+// stallers lists the registered strategies that can run the stall scenario.
+func stallers() []string {
+	var out []string
+	for _, n := range Names() {
+		f, _ := Lookup(n)
+		if _, ok := f().(Staller); ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Names lists the registered strategies in order.

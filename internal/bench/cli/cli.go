@@ -251,7 +251,7 @@ func leftovers(urls ...string) string {
 		}
 		var n int
 		_ = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ANY($1)`,
-			[]string{bench.AppLongrunner, bench.AppAnalytics}).Scan(&n)
+			bench.AppNames).Scan(&n)
 		conn.Close(ctx)
 		cancel()
 		if n > 0 {
