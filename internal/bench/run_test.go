@@ -68,6 +68,9 @@ func TestRunIdleXid(t *testing.T) {
 			if ps.StorageBytesMax <= 0 {
 				t.Errorf("%s %s: storage_bytes_max %d", name, p, ps.StorageBytesMax)
 			}
+			if rotates := name == "millrace"; (ps.Rotations != nil) != rotates {
+				t.Errorf("%s %s: rotations %v", name, p, ps.Rotations)
+			}
 		}
 	}
 
@@ -167,7 +170,7 @@ func TestRunBurndown(t *testing.T) {
 func TestRunProcesses(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	out := t.TempDir()
-	cfg := bench.Config{URL: url, Strategies: []string{"skiplocked-batch"}, Scenario: bench.ScenarioBurndown,
+	cfg := bench.Config{URL: url, Strategies: []string{"millrace", "skiplocked-batch"}, Scenario: bench.ScenarioBurndown,
 		Jobs: 3000, Workers: 6, Processes: 3, Work: time.Millisecond, Out: out}
 	res, err := bench.Run(context.Background(), cfg)
 	if err != nil {
@@ -206,6 +209,61 @@ func TestRunProcesses(t *testing.T) {
 	}
 	if !strings.Contains(string(raw), `"per_process_completed": [`) {
 		t.Errorf("summary.json lacks per_process_completed:\n%s", raw)
+	}
+}
+
+// TestRunStall runs millrace through a short stall scenario: the long job
+// runs through the stress phase, the transaction that enqueued at its start
+// stays open to its end (holding the horizon), the unserved queue's jobs
+// are all worked by the drain after the run, and nothing is lost.
+func TestRunStall(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	out := t.TempDir()
+	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioStall,
+		Rate: 100, Workers: 4, Work: time.Millisecond,
+		Clean: 2 * time.Second, Stress: 4 * time.Second, Recovery: 2 * time.Second, Out: out}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := res.Summary.Strategies["millrace"]
+	if ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+		t.Errorf("lost %d, duplicated %d", ss.LostJobs, ss.DuplicateJobs)
+	}
+	st := ss.Stall
+	if st == nil {
+		t.Fatal("no stall figures")
+	}
+	if st.LongJobS < 3.5 || st.LongJobS > 6 {
+		t.Errorf("the long job ran %.1fs, want the stress phase's 4s", st.LongJobS)
+	}
+	if st.HeldTxS < 3.5 || st.HeldTxS > 6 {
+		t.Errorf("the transaction was held %.1fs, want the stress phase's 4s", st.HeldTxS)
+	}
+	if want := float64(4 * bench.StallUnservedRate); float64(st.UnservedEnqueued) < 0.75*want || float64(st.UnservedEnqueued) > 1.25*want {
+		t.Errorf("%d jobs on the unserved queue, want about %.0f", st.UnservedEnqueued, want)
+	}
+	if st.UnservedWorked != st.UnservedEnqueued {
+		t.Errorf("the drain worked %d of the unserved queue's %d jobs", st.UnservedWorked, st.UnservedEnqueued)
+	}
+	stress := ss.Phases[bench.PhaseStress]
+	if stress.XminAgeMaxS < 2.5 {
+		t.Errorf("stress xmin age max %.1fs, want the held transaction's", stress.XminAgeMaxS)
+	}
+	if stress.StorageBytesMax <= 0 || stress.Rotations == nil {
+		t.Errorf("stress storage %d, rotations %v", stress.StorageBytesMax, stress.Rotations)
+	}
+	if c := ss.Phases[bench.PhaseClean]; c.OfferedPerS < 75 || stress.CompletedPerS < 75 {
+		t.Errorf("the main stream: clean offered %.0f/s, stress completed %.0f/s; want about 100", c.OfferedPerS, stress.CompletedPerS)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"stall": {`, `"unserved_worked": `, `"rotations": `} {
+		if !strings.Contains(string(raw), k) {
+			t.Errorf("summary.json lacks %s", k)
+		}
 	}
 }
 
