@@ -310,3 +310,73 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		t.Errorf("skiplocked in the stall scenario: %v", err)
 	}
 }
+
+// acceptance skips the long acceptance runs unless
+// MILLRACE_BENCH_ACCEPTANCE=1: they take minutes and are meant for the
+// millrace storage protocol v3 (fair bulk sharing, rotation that waits on no
+// consumer), not for every test run.
+func acceptance(t *testing.T) {
+	t.Helper()
+	if os.Getenv("MILLRACE_BENCH_ACCEPTANCE") != "1" {
+		t.Skip("set MILLRACE_BENCH_ACCEPTANCE=1 to run the bench's acceptance runs (minutes each)")
+	}
+}
+
+// TestAcceptanceProcesses is `millrace bench --strategies millrace
+// --scenario burndown --jobs 200000 --work 1ms --processes 4`: every
+// process completes between 15% and 35% of the jobs.
+func TestAcceptanceProcesses(t *testing.T) {
+	acceptance(t)
+	url := pgtest.NewDatabase(t)
+	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioBurndown,
+		Jobs: 200000, Workers: 32, Processes: 4, Work: time.Millisecond, Out: t.TempDir()}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := res.Summary.Strategies["millrace"]
+	if ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+		t.Errorf("lost %d, duplicated %d", ss.LostJobs, ss.DuplicateJobs)
+	}
+	for i, n := range ss.PerProcessCompleted {
+		if share := float64(n) / float64(cfg.Jobs); share < 0.15 || share > 0.35 {
+			t.Errorf("process %d completed %d jobs (%.1f%%), want 15%% to 35%%: %v", i, n, 100*share, ss.PerProcessCompleted)
+		}
+	}
+}
+
+// TestAcceptanceStall is `millrace bench --strategies millrace --scenario
+// stall --rate 800 --clean 30s --stress 5m --recovery 30s`: with the three
+// stall sources active, storage in stress stays within twice the clean
+// phase's and rotations keep their clean cadence (at least half of it).
+func TestAcceptanceStall(t *testing.T) {
+	acceptance(t)
+	url := pgtest.NewDatabase(t)
+	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioStall,
+		Rate: 800, Workers: 32, Work: 10 * time.Millisecond,
+		Warmup: 5 * time.Second, Clean: 30 * time.Second, Stress: 5 * time.Minute, Recovery: 30 * time.Second, Out: t.TempDir()}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := res.Summary.Strategies["millrace"]
+	if ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+		t.Errorf("lost %d, duplicated %d", ss.LostJobs, ss.DuplicateJobs)
+	}
+	clean, stress := ss.Phases[bench.PhaseClean], ss.Phases[bench.PhaseStress]
+	if stress.StorageBytesMax > 2*clean.StorageBytesMax {
+		t.Errorf("storage max: stress %d bytes, clean %d: more than twice", stress.StorageBytesMax, clean.StorageBytesMax)
+	}
+	if clean.Rotations == nil || stress.Rotations == nil || *clean.Rotations == 0 {
+		t.Fatalf("rotations: clean %v, stress %v", clean.Rotations, stress.Rotations)
+	}
+	cleanRate := float64(*clean.Rotations) / clean.Seconds
+	stressRate := float64(*stress.Rotations) / stress.Seconds
+	if stressRate < cleanRate/2 {
+		t.Errorf("rotations: %d in %.0fs of stress, %d in %.0fs clean: the cadence fell by more than half",
+			*stress.Rotations, stress.Seconds, *clean.Rotations, clean.Seconds)
+	}
+	if ss.Stall.UnservedWorked != ss.Stall.UnservedEnqueued {
+		t.Errorf("the drain worked %d of %d unserved jobs", ss.Stall.UnservedWorked, ss.Stall.UnservedEnqueued)
+	}
+}
