@@ -147,6 +147,10 @@ type strategyView struct {
 	Lost       int64
 	Duplicates int64
 	Phases     []phaseView
+	// PerProcess is the jobs each process completed, when there were
+	// several; Stall the stall scenario's figures. Empty when not.
+	PerProcess string
+	Stall      string
 }
 
 type phaseView struct {
@@ -211,6 +215,11 @@ func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 			}
 			if len(v.Phases) == 0 {
 				v.Phases = []phaseView{{Name: "—"}}
+			}
+			v.PerProcess = perProcess(st.PerProcessCompleted)
+			if s := st.Stall; s != nil {
+				v.Stall = fmt.Sprintf("the long job ran %ss, the enqueuing transaction was held %ss, the unserved queue received %d jobs (the drain after the run worked %d in %ss)",
+					trim(s.LongJobS), trim(s.HeldTxS), s.UnservedEnqueued, s.UnservedWorked, trim(s.DrainS))
 			}
 			p.Strategies = append(p.Strategies, v)
 		}
@@ -277,6 +286,27 @@ func phaseRow(name string, ps *bench.PhaseSummary) phaseView {
 		PgCPU:      fmt.Sprintf("%.0f%%", ps.PgCPUPct),
 		WALPerJob:  fmtBytes(ps.WALBytesPerJob),
 	}
+}
+
+// perProcess renders per-process completed counts with their shares, or ""
+// for a single process.
+func perProcess(counts []int64) string {
+	if len(counts) < 2 {
+		return ""
+	}
+	var total int64
+	for _, c := range counts {
+		total += c
+	}
+	parts := make([]string, len(counts))
+	for i, c := range counts {
+		share := 0.0
+		if total > 0 {
+			share = 100 * float64(c) / float64(total)
+		}
+		parts[i] = fmt.Sprintf("#%d %d (%.1f%%)", i, c, share)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // rotations renders a phase's rotation count: "—" for strategies that do

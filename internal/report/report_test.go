@@ -132,6 +132,9 @@ func syntheticSummary(samples []bench.Sample) *bench.Summary {
 	}
 	sum.Strategies["skiplocked"].LostJobs = 3
 	sum.Strategies["skiplocked"].DuplicateJobs = 1
+	sum.Strategies["millrace"].PerProcessCompleted = []int64{30000, 45000, 75000}
+	sum.Strategies["millrace"].Stall = &bench.StallStats{LongJobS: 60, HeldTxS: 59.9, UnservedEnqueued: 300, UnservedWorked: 300, DrainS: 0.4}
+	sum.Strategies["skiplocked"].PerProcessCompleted = []int64{150000}
 	return sum
 }
 
@@ -212,6 +215,14 @@ func TestWrite(t *testing.T) {
 	}
 	if !regexp.MustCompile(`<td class="ph">[0-9.]+ MiB</td>\s*<td class="ph">—</td>`).MatchString(html) {
 		t.Errorf("a strategy without rotations does not show —")
+	}
+	for _, want := range []string{"#0 30000 (20.0%), #1 45000 (30.0%), #2 75000 (50.0%)", "the long job ran 60s", "worked 300 in 0.4s"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "<b>skiplocked</b>: jobs completed per process") {
+		t.Errorf("per-process line for a single process")
 	}
 }
 
