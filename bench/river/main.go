@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -23,6 +24,10 @@ func main() {
 	}
 	if err := cli.Bench(ctx, args); err != nil {
 		fmt.Fprintln(os.Stderr, "millrace bench:", err)
+		var e *cli.Error
+		if errors.As(err, &e) {
+			os.Exit(e.Code) // 2 on bad flags, 130 when interrupted
+		}
 		os.Exit(1)
 	}
 }

@@ -30,8 +30,13 @@ type Sample struct {
 	E2EP50   float64 `json:"e2e_p50_ms"`
 	E2EP99   float64 `json:"e2e_p99_ms"`
 
-	DeadTuples int64                 `json:"dead_tuples"` // sum over the strategy's tables
-	Tables     map[string]TableStats `json:"tables"`
+	DeadTuples   int64                 `json:"dead_tuples"`   // sum over the strategy's tables
+	StorageBytes int64                 `json:"storage_bytes"` // heap + indexes + TOAST of the strategy's tables
+	Tables       map[string]TableStats `json:"tables"`
+
+	// Rotations is the number of segment rotations of the strategy during
+	// this second (strategies that rotate, see Rotator; 0 otherwise).
+	Rotations int64 `json:"rotations,omitempty"`
 
 	XminAge        int64   `json:"xmin_age_xids"` // age in transactions of the oldest xmin
 	XminAgeS       float64 `json:"xmin_age_s"`    // how long that horizon has been held
@@ -50,6 +55,7 @@ type TableStats struct {
 	LiveTuples int64 `json:"n_live_tup"`
 	HeapBytes  int64 `json:"heap_bytes"`
 	IndexBytes int64 `json:"index_bytes"`
+	TotalBytes int64 `json:"total_bytes"` // pg_total_relation_size: heap, indexes and TOAST
 }
 
 // Summary is summary.json: one run, for scripts.
@@ -58,6 +64,7 @@ type Summary struct {
 	PostgresVersion string                      `json:"postgres_version"`
 	Rate            any                         `json:"rate"` // jobs/s, or "max"
 	Workers         int                         `json:"workers"`
+	Processes       int                         `json:"processes"`
 	WorkMS          float64                     `json:"work_ms"`
 	Strategies      map[string]*StrategySummary `json:"strategies"`
 }
@@ -73,6 +80,29 @@ type StrategySummary struct {
 	EnqueueErrors int64 `json:"enqueue_errors,omitempty"`
 	// Readers counts the analytics scenario's readers.
 	Readers *ReaderStats `json:"analytics_readers,omitempty"`
+	// PerProcessCompleted counts, per process (--processes), the jobs its
+	// workers completed over the whole run.
+	PerProcessCompleted []int64 `json:"per_process_completed"`
+	// Stall describes the stall scenario's three stall sources.
+	Stall *StallStats `json:"stall,omitempty"`
+}
+
+// StallStats describes one run of the stall scenario. Its jobs are counted
+// in lost_jobs and duplicate_jobs but not in the main stream's offered,
+// completed, backlog or latency figures.
+type StallStats struct {
+	// LongJobS is how long the stall-long job's work ran (it blocks until
+	// the stress phase ends).
+	LongJobS float64 `json:"long_job_s"`
+	// HeldTxS is how long the transaction that enqueued a job at the
+	// start of the stress phase stayed open before it committed.
+	HeldTxS float64 `json:"held_tx_s"`
+	// UnservedEnqueued counts the jobs enqueued on the unserved queue
+	// during the stress phase; UnservedWorked those the drain after the
+	// run worked, which took DrainS seconds.
+	UnservedEnqueued int64   `json:"unserved_enqueued"`
+	UnservedWorked   int64   `json:"unserved_worked"`
+	DrainS           float64 `json:"drain_s"`
 }
 
 // PhaseSummary is one phase of one strategy. Latency percentiles come from
@@ -91,4 +121,10 @@ type PhaseSummary struct {
 	XminAgeMaxS    float64 `json:"xmin_age_max_s"`
 	PgCPUPct       float64 `json:"pg_cpu_pct"`
 	WALBytesPerJob float64 `json:"wal_bytes_per_job"`
+	// StorageBytesMax is the largest per-second sum of pg_total_relation_size
+	// (heap, indexes, TOAST) over the strategy's tables during the phase.
+	StorageBytesMax int64 `json:"storage_bytes_max"`
+	// Rotations counts the segment rotations during the phase; nil (left
+	// out) for strategies that do not rotate (see Rotator).
+	Rotations *int64 `json:"rotations,omitempty"`
 }

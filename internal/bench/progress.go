@@ -80,19 +80,31 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 	}
 	sort.Strings(names)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tphase\toffered/s\tcompleted/s\tclaim p50 ms\tclaim p99 ms\te2e p50 ms\te2e p99 ms\tbacklog end\tbacklog max\tdead tuples max\txmin age max s\tpg cpu %\tWAL B/job\t")
+	fmt.Fprintln(tw, "strategy\tphase\toffered/s\tcompleted/s\tclaim p50 ms\tclaim p99 ms\te2e p50 ms\te2e p99 ms\tbacklog end\tbacklog max\tdead tuples max\tstorage max MB\trotations\txmin age max s\tpg cpu %\tWAL B/job\t")
 	for _, n := range names {
 		ss := sum.Strategies[n]
 		for _, p := range phaseOrder(ss) {
 			ps := ss.Phases[p]
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.2f\t%.2f\t%.1f\t%.1f\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t\n", n, p,
+			rot := "-"
+			if ps.Rotations != nil {
+				rot = fmt.Sprint(*ps.Rotations)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.2f\t%.2f\t%.1f\t%.1f\t%d\t%d\t%d\t%.1f\t%s\t%.0f\t%.0f\t%.0f\t\n", n, p,
 				ps.OfferedPerS, ps.CompletedPerS, ps.ClaimP50MS, ps.ClaimP99MS, ps.E2EP50MS, ps.E2EP99MS,
-				ps.BacklogEnd, ps.BacklogMax, ps.DeadTuplesMax, ps.XminAgeMaxS, ps.PgCPUPct, ps.WALBytesPerJob)
+				ps.BacklogEnd, ps.BacklogMax, ps.DeadTuplesMax, float64(ps.StorageBytesMax)/1e6, rot,
+				ps.XminAgeMaxS, ps.PgCPUPct, ps.WALBytesPerJob)
 		}
 	}
 	tw.Flush()
 	for _, n := range names {
 		ss := sum.Strategies[n]
+		if len(ss.PerProcessCompleted) > 1 {
+			fmt.Fprintf(w, "%s: completed per process:%s\n", n, perProcess(ss.PerProcessCompleted))
+		}
+		if st := ss.Stall; st != nil {
+			fmt.Fprintf(w, "%s: stall: long job ran %.1fs, transaction held %.1fs, unserved queue %d jobs (%d worked by the drain in %.1fs)\n",
+				n, st.LongJobS, st.HeldTxS, st.UnservedEnqueued, st.UnservedWorked, st.DrainS)
+		}
 		if ss.Readers != nil {
 			fmt.Fprintf(w, "%s: analytics readers started %d, finished %d, cancelled %d\n", n, ss.Readers.Started, ss.Readers.Finished, ss.Readers.Cancelled)
 		}
@@ -103,4 +115,21 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 			fmt.Fprintln(w, paint(fmt.Sprintf("ERROR: %s lost %d jobs (enqueued, committed, never worked, no longer stored)", n, ss.LostJobs), red+bold, color))
 		}
 	}
+}
+
+// perProcess formats per-process counts with their shares of the total.
+func perProcess(counts []int64) string {
+	var total int64
+	for _, c := range counts {
+		total += c
+	}
+	var b strings.Builder
+	for i, c := range counts {
+		share := 0.0
+		if total > 0 {
+			share = 100 * float64(c) / float64(total)
+		}
+		fmt.Fprintf(&b, " #%d %d (%.1f%%)", i, c, share)
+	}
+	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,8 +26,11 @@ type Config struct {
 	Scenario   string
 	Rate       float64 // jobs offered per second; 0 means as fast as each strategy keeps up
 	Jobs       int64   // jobs of the burndown scenario
-	Workers    int
-	Work       time.Duration
+	Workers    int     // workers over all processes
+	// Processes splits the workers into that many independent clients
+	// (each with its own connections), as processes would; 0 means 1.
+	Processes int
+	Work      time.Duration
 
 	Warmup, Clean, Stress, Recovery time.Duration
 
@@ -75,21 +79,25 @@ func (c *Config) schedule() []span {
 	return out
 }
 
-func (c *Config) check() error {
+func (c *Config) processes() int { return max(c.Processes, 1) }
+
+// Check reports what is wrong with the configuration before anything runs:
+// unknown names, impossible values, and strategies that cannot run the
+// scenario or --processes asked for.
+func (c *Config) Check() error {
 	if _, ok := Scenarios[c.Scenario]; !ok {
 		return fmt.Errorf("unknown scenario %q", c.Scenario)
 	}
 	if len(c.Strategies) == 0 {
 		return errors.New("no strategies")
 	}
-	for _, n := range c.Strategies {
-		if _, err := Lookup(n); err != nil {
-			return err
-		}
-	}
 	switch {
 	case c.Workers < 1:
 		return errors.New("--workers must be at least 1")
+	case c.Processes < 0:
+		return errors.New("--processes must be at least 1")
+	case c.processes() > c.Workers:
+		return fmt.Errorf("--processes %d is more than --workers %d: every process needs a worker", c.Processes, c.Workers)
 	case c.Work < 0:
 		return errors.New("--work must not be negative")
 	case c.Rate < 0:
@@ -99,6 +107,20 @@ func (c *Config) check() error {
 	case c.Scenario != ScenarioBurndown && len(c.schedule()) == 0:
 		return errors.New("every phase is 0s: nothing to run")
 	}
+	for _, n := range c.Strategies {
+		f, err := Lookup(n)
+		if err != nil {
+			return err
+		}
+		s := f()
+		if m, ok := s.(Multiprocess); c.processes() > 1 && !(ok && m.Multiprocess()) {
+			return fmt.Errorf("strategy %q runs as one process only: --processes %d is not supported for it", n, c.Processes)
+		}
+		if _, ok := s.(Staller); c.Scenario == ScenarioStall && !ok {
+			return fmt.Errorf("strategy %q cannot run the %s scenario (it needs queues a worker does not serve and served on demand; %s supports it)",
+				n, ScenarioStall, strings.Join(stallers(), ", "))
+		}
+	}
 	return nil
 }
 
@@ -106,7 +128,7 @@ func (c *Config) check() error {
 // DIR/summary.json. A strategy that cannot run fails the whole run; lost
 // jobs do not (they are in the summary, and Result.Lost counts them).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	if cfg.Progress == nil {
@@ -126,7 +148,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.Background())
-	sum := &Summary{Scenario: cfg.Scenario, Workers: cfg.Workers, WorkMS: float64(cfg.Work) / float64(time.Millisecond),
+	sum := &Summary{Scenario: cfg.Scenario, Workers: cfg.Workers, Processes: cfg.processes(), WorkMS: float64(cfg.Work) / float64(time.Millisecond),
 		Strategies: map[string]*StrategySummary{}}
 	if cfg.Rate > 0 {
 		sum.Rate = cfg.Rate
@@ -188,16 +210,21 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	if err != nil {
 		return nil, nil, err
 	}
-	t := newTracker(time.Now())
+	t := newTracker(time.Now(), cfg.processes())
+	var stl *stall
+	if cfg.Scenario == ScenarioStall {
+		stl = newStall(s.(Staller), t, cfg.URL) // Check made sure it is one
+		st = stl
+	}
 	prod := &producer{s: s, t: t}
 	work := cfg.Work
-	env := Env{URL: cfg.URL, Workers: cfg.Workers,
+	env := Env{URL: cfg.URL, Workers: cfg.Workers, Processes: cfg.processes(),
 		Handle: func(ctx context.Context, j Job) error {
 			t.started(j.ID)
 			if work > 0 {
 				time.Sleep(work)
 			}
-			t.completed.Add(1)
+			t.finished(j.ID, j.Process)
 			return nil
 		},
 		ObserveClaim: func(d time.Duration, n int) { t.claim.observe(0, d) },
@@ -256,6 +283,10 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 
 	// The sampler: one Sample a second until the schedule ends.
 	smp := &sampling{cfg: cfg, name: name, t: t, probe: pr, start: start, phases: map[string]*phaseHists{}}
+	if r, ok := s.(Rotator); ok {
+		smp.rotator = r
+		smp.readRotations(ctx) // the baseline: rotations before the run are not counted
+	}
 	var samplerWG sync.WaitGroup
 	samplerWG.Add(1)
 	samplerCtx, stopSampler := context.WithCancel(context.WithoutCancel(ctx))
@@ -313,8 +344,21 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		}
 	}
 
+	if stl != nil && runErr == nil && ctx.Err() == nil {
+		// The unserved queue's jobs are served now, so that each counts
+		// once and none is mistaken for lost.
+		cfg.live(fmt.Sprintf("%-16s serving %s until its jobs have run", name, QueueStallUnserved))
+		if err := stl.drain(ctx, 2*time.Minute); err != nil {
+			runErr = fmt.Errorf("stall drain: %w", err)
+		}
+	}
+
 	ss := smp.summary(sched)
 	ss.DuplicateJobs = t.duplicates.Load()
+	ss.PerProcessCompleted = t.perProcess()
+	if stl != nil {
+		ss.Stall = stl.summary()
+	}
 	if a, ok := st.(*analytics); ok {
 		ss.Readers = &a.stats
 	}
@@ -345,6 +389,28 @@ type sampling struct {
 	burndown time.Duration // how long the burndown took
 
 	offered, enqueued, completed int64
+
+	rotator   Rotator // nil when the strategy does not rotate
+	rotations int64   // cumulative rotations at the last successful read
+	rotRead   bool    // rotations holds a successful read
+}
+
+// readRotations reads the strategy's cumulative rotation count and returns
+// how many rotations happened since the last successful read. A failed read
+// counts nothing; the next good one catches up.
+func (m *sampling) readRotations(ctx context.Context) int64 {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	n, err := m.rotator.Rotations(ctx)
+	if err != nil {
+		return 0
+	}
+	var d int64
+	if m.rotRead {
+		d = max(0, n-m.rotations)
+	}
+	m.rotations, m.rotRead = n, true
+	return d
 }
 
 // phaseState is the current phase's name; the run holds mu while it
@@ -378,6 +444,9 @@ func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample
 		if err := m.probe.read(ctx, &s); err != nil && ctx.Err() == nil {
 			s.XminHolder = "sampler error: " + err.Error()
 		}
+		if m.rotator != nil {
+			s.Rotations = m.readRotations(ctx)
+		}
 		phase.mu.Unlock()
 		ph := m.phases[p]
 		if ph == nil {
@@ -403,6 +472,7 @@ func (m *sampling) summary(sched []span) *StrategySummary {
 		}
 		ps := &PhaseSummary{}
 		var offered, completed, wal, cpu float64
+		var rotations int64
 		for _, s := range m.samples {
 			if s.Phase != sp.phase {
 				continue
@@ -415,6 +485,8 @@ func (m *sampling) summary(sched []span) *StrategySummary {
 			ps.BacklogEnd = s.Backlog
 			ps.BacklogMax = max(ps.BacklogMax, s.Backlog)
 			ps.DeadTuplesMax = max(ps.DeadTuplesMax, s.DeadTuples)
+			ps.StorageBytesMax = max(ps.StorageBytesMax, s.StorageBytes)
+			rotations += s.Rotations
 			ps.XminAgeMaxS = max(ps.XminAgeMaxS, s.XminAgeS)
 		}
 		if sp.phase == PhaseBurndown && m.burndown > 0 {
@@ -433,6 +505,9 @@ func (m *sampling) summary(sched []span) *StrategySummary {
 		ps.PgCPUPct = round(cpu / float64(countPhase(m.samples, sp.phase)))
 		if completed > 0 {
 			ps.WALBytesPerJob = round(wal / completed)
+		}
+		if m.rotator != nil {
+			ps.Rotations = &rotations
 		}
 		if h := m.phases[sp.phase]; h != nil {
 			ps.ClaimP50MS, ps.ClaimP99MS = ms(h.claim, 50), ms(h.claim, 99)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,14 @@ func TestRunIdleXid(t *testing.T) {
 		if ss.Phases[bench.PhaseStress].DeadTuplesMax == 0 && name == "skiplocked" {
 			t.Errorf("skiplocked: no dead tuples seen in stress")
 		}
+		for p, ps := range ss.Phases {
+			if ps.StorageBytesMax <= 0 {
+				t.Errorf("%s %s: storage_bytes_max %d", name, p, ps.StorageBytesMax)
+			}
+			if rotates := name == "millrace"; (ps.Rotations != nil) != rotates {
+				t.Errorf("%s %s: rotations %v", name, p, ps.Rotations)
+			}
+		}
 	}
 
 	// summary.json carries exactly the documented fields.
@@ -86,7 +95,7 @@ func TestRunIdleXid(t *testing.T) {
 	}
 	sort.Strings(keys)
 	want := []string{"backlog_end", "backlog_max", "claim_p50_ms", "claim_p99_ms", "completed_per_s", "dead_tuples_max",
-		"e2e_p50_ms", "e2e_p99_ms", "offered_per_s", "pg_cpu_pct", "seconds", "wal_bytes_per_job", "xmin_age_max_s"}
+		"e2e_p50_ms", "e2e_p99_ms", "offered_per_s", "pg_cpu_pct", "seconds", "storage_bytes_max", "wal_bytes_per_job", "xmin_age_max_s"}
 	if len(keys) != len(want) {
 		t.Errorf("phase fields = %v, want %v", keys, want)
 	}
@@ -155,16 +164,133 @@ func TestRunBurndown(t *testing.T) {
 	}
 }
 
+// TestRunProcesses works a burndown down with 6 workers in 3 processes
+// and checks per_process_completed: one count per process, adding up to the
+// jobs, and for a classic strategy (whose workers poll) every process busy.
+func TestRunProcesses(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	out := t.TempDir()
+	cfg := bench.Config{URL: url, Strategies: []string{"millrace", "skiplocked-batch"}, Scenario: bench.ScenarioBurndown,
+		Jobs: 3000, Workers: 6, Processes: 3, Work: time.Millisecond, Out: out}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Processes != 3 {
+		t.Errorf("summary processes = %d, want 3", res.Summary.Processes)
+	}
+	for _, name := range cfg.Strategies {
+		ss := res.Summary.Strategies[name]
+		if ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+			t.Errorf("%s: lost %d, duplicated %d", name, ss.LostJobs, ss.DuplicateJobs)
+		}
+		per := ss.PerProcessCompleted
+		if len(per) != 3 {
+			t.Fatalf("%s: per_process_completed = %v, want 3 counts", name, per)
+		}
+		var sum int64
+		for _, n := range per {
+			sum += n
+		}
+		if sum != 3000 {
+			t.Errorf("%s: per_process_completed = %v, adds up to %d, want 3000", name, per, sum)
+		}
+		if !strings.HasPrefix(name, "millrace") {
+			for i, n := range per {
+				if n == 0 {
+					t.Errorf("%s: process %d completed nothing: %v", name, i, per)
+				}
+			}
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"per_process_completed": [`) {
+		t.Errorf("summary.json lacks per_process_completed:\n%s", raw)
+	}
+}
+
+// TestRunStall runs millrace through a short stall scenario: the long job
+// runs through the stress phase, the transaction that enqueued at its start
+// stays open to its end (holding the horizon), the unserved queue's jobs
+// are all worked by the drain after the run, and nothing is lost.
+func TestRunStall(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	out := t.TempDir()
+	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioStall,
+		Rate: 100, Workers: 4, Work: time.Millisecond,
+		Clean: 2 * time.Second, Stress: 4 * time.Second, Recovery: 2 * time.Second, Out: out}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := res.Summary.Strategies["millrace"]
+	if ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+		t.Errorf("lost %d, duplicated %d", ss.LostJobs, ss.DuplicateJobs)
+	}
+	st := ss.Stall
+	if st == nil {
+		t.Fatal("no stall figures")
+	}
+	if st.LongJobS < 3.5 || st.LongJobS > 6 {
+		t.Errorf("the long job ran %.1fs, want the stress phase's 4s", st.LongJobS)
+	}
+	if st.HeldTxS < 3.5 || st.HeldTxS > 6 {
+		t.Errorf("the transaction was held %.1fs, want the stress phase's 4s", st.HeldTxS)
+	}
+	if want := float64(4 * bench.StallUnservedRate); float64(st.UnservedEnqueued) < 0.75*want || float64(st.UnservedEnqueued) > 1.25*want {
+		t.Errorf("%d jobs on the unserved queue, want about %.0f", st.UnservedEnqueued, want)
+	}
+	if st.UnservedWorked != st.UnservedEnqueued {
+		t.Errorf("the drain worked %d of the unserved queue's %d jobs", st.UnservedWorked, st.UnservedEnqueued)
+	}
+	stress := ss.Phases[bench.PhaseStress]
+	if stress.XminAgeMaxS < 2.5 {
+		t.Errorf("stress xmin age max %.1fs, want the held transaction's", stress.XminAgeMaxS)
+	}
+	if stress.StorageBytesMax <= 0 || stress.Rotations == nil {
+		t.Errorf("stress storage %d, rotations %v", stress.StorageBytesMax, stress.Rotations)
+	}
+	if c := ss.Phases[bench.PhaseClean]; c.OfferedPerS < 75 || stress.CompletedPerS < 75 {
+		t.Errorf("the main stream: clean offered %.0f/s, stress completed %.0f/s; want about 100", c.OfferedPerS, stress.CompletedPerS)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"stall": {`, `"unserved_worked": `, `"rotations": `} {
+		if !strings.Contains(string(raw), k) {
+			t.Errorf("summary.json lacks %s", k)
+		}
+	}
+}
+
+// singleProcess is a strategy that does not say it can run as several
+// processes.
+type singleProcess struct{ bench.Strategy }
+
+func init() {
+	bench.Register("test-single-process", func() bench.Strategy {
+		f, _ := bench.Lookup("skiplocked")
+		return singleProcess{f()}
+	})
+}
+
 // TestRunRejectsBadConfig checks errors name the problem before anything runs.
 func TestRunRejectsBadConfig(t *testing.T) {
 	base := bench.Config{URL: "postgres://127.0.0.1:1/x", Strategies: []string{"skiplocked"}, Scenario: bench.ScenarioClean,
 		Rate: 10, Workers: 1, Clean: time.Second, Out: t.TempDir()}
 	cases := map[string]func(c *bench.Config){
-		"unknown scenario": func(c *bench.Config) { c.Scenario = "nope" },
-		"unknown strategy": func(c *bench.Config) { c.Strategies = []string{"nope"} },
-		"workers":          func(c *bench.Config) { c.Workers = 0 },
-		"all phases zero":  func(c *bench.Config) { c.Clean = 0 },
-		"burndown no jobs": func(c *bench.Config) { c.Scenario = bench.ScenarioBurndown },
+		"unknown scenario":    func(c *bench.Config) { c.Scenario = "nope" },
+		"unknown strategy":    func(c *bench.Config) { c.Strategies = []string{"nope"} },
+		"workers":             func(c *bench.Config) { c.Workers = 0 },
+		"all phases zero":     func(c *bench.Config) { c.Clean = 0 },
+		"burndown no jobs":    func(c *bench.Config) { c.Scenario = bench.ScenarioBurndown },
+		"processes > workers": func(c *bench.Config) { c.Workers, c.Processes = 2, 3 },
+		"single process":      func(c *bench.Config) { c.Strategies, c.Workers, c.Processes = []string{"test-single-process"}, 4, 2 },
+		"stall classic":       func(c *bench.Config) { c.Scenario = bench.ScenarioStall },
 	}
 	for name, mod := range cases {
 		c := base
@@ -172,5 +298,85 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		if _, err := bench.Run(context.Background(), c); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+	c := base
+	c.Strategies, c.Workers, c.Processes = []string{"test-single-process"}, 4, 2
+	if err := c.Check(); err == nil || !strings.Contains(err.Error(), `"test-single-process" runs as one process only`) {
+		t.Errorf("single-process strategy with --processes 2: %v", err)
+	}
+	c = base
+	c.Scenario = bench.ScenarioStall
+	if err := c.Check(); err == nil || !strings.Contains(err.Error(), `"skiplocked" cannot run the stall scenario`) {
+		t.Errorf("skiplocked in the stall scenario: %v", err)
+	}
+}
+
+// acceptance skips the long acceptance runs unless
+// MILLRACE_BENCH_ACCEPTANCE=1: they take minutes and are meant for the
+// millrace storage protocol v3 (fair bulk sharing, rotation that waits on no
+// consumer), not for every test run.
+func acceptance(t *testing.T) {
+	t.Helper()
+	if os.Getenv("MILLRACE_BENCH_ACCEPTANCE") != "1" {
+		t.Skip("set MILLRACE_BENCH_ACCEPTANCE=1 to run the bench's acceptance runs (minutes each)")
+	}
+}
+
+// TestAcceptanceProcesses is `millrace bench --strategies millrace
+// --scenario burndown --jobs 200000 --work 1ms --processes 4`: every
+// process completes between 15% and 35% of the jobs.
+func TestAcceptanceProcesses(t *testing.T) {
+	acceptance(t)
+	url := pgtest.NewDatabase(t)
+	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioBurndown,
+		Jobs: 200000, Workers: 32, Processes: 4, Work: time.Millisecond, Out: t.TempDir()}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := res.Summary.Strategies["millrace"]
+	if ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+		t.Errorf("lost %d, duplicated %d", ss.LostJobs, ss.DuplicateJobs)
+	}
+	for i, n := range ss.PerProcessCompleted {
+		if share := float64(n) / float64(cfg.Jobs); share < 0.15 || share > 0.35 {
+			t.Errorf("process %d completed %d jobs (%.1f%%), want 15%% to 35%%: %v", i, n, 100*share, ss.PerProcessCompleted)
+		}
+	}
+}
+
+// TestAcceptanceStall is `millrace bench --strategies millrace --scenario
+// stall --rate 800 --clean 30s --stress 5m --recovery 30s`: with the three
+// stall sources active, storage in stress stays within twice the clean
+// phase's and rotations keep their clean cadence (at least half of it).
+func TestAcceptanceStall(t *testing.T) {
+	acceptance(t)
+	url := pgtest.NewDatabase(t)
+	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioStall,
+		Rate: 800, Workers: 32, Work: 10 * time.Millisecond,
+		Warmup: 5 * time.Second, Clean: 30 * time.Second, Stress: 5 * time.Minute, Recovery: 30 * time.Second, Out: t.TempDir()}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := res.Summary.Strategies["millrace"]
+	if ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+		t.Errorf("lost %d, duplicated %d", ss.LostJobs, ss.DuplicateJobs)
+	}
+	clean, stress := ss.Phases[bench.PhaseClean], ss.Phases[bench.PhaseStress]
+	if stress.StorageBytesMax > 2*clean.StorageBytesMax {
+		t.Errorf("storage max: stress %d bytes, clean %d: more than twice", stress.StorageBytesMax, clean.StorageBytesMax)
+	}
+	if clean.Rotations == nil || stress.Rotations == nil || *clean.Rotations == 0 {
+		t.Fatalf("rotations: clean %v, stress %v", clean.Rotations, stress.Rotations)
+	}
+	cleanRate := float64(*clean.Rotations) / clean.Seconds
+	stressRate := float64(*stress.Rotations) / stress.Seconds
+	if stressRate < cleanRate/2 {
+		t.Errorf("rotations: %d in %.0fs of stress, %d in %.0fs clean: the cadence fell by more than half",
+			*stress.Rotations, stress.Seconds, *clean.Rotations, clean.Seconds)
+	}
+	if ss.Stall.UnservedWorked != ss.Stall.UnservedEnqueued {
+		t.Errorf("the drain worked %d of %d unserved jobs", ss.Stall.UnservedWorked, ss.Stall.UnservedEnqueued)
 	}
 }

@@ -52,7 +52,8 @@ func (p *probe) close() { p.conn.Close(context.Background()) }
 
 const tableStatsSQL = `
 SELECT s.schemaname || '.' || s.relname, s.n_dead_tup, s.n_live_tup,
-       pg_relation_size(s.relid), pg_indexes_size(s.relid)
+       coalesce(pg_relation_size(s.relid), 0), coalesce(pg_indexes_size(s.relid), 0),
+       coalesce(pg_total_relation_size(s.relid), 0)
 FROM pg_stat_user_tables s
 WHERE s.schemaname || '.' || s.relname = ANY($1)`
 
@@ -99,12 +100,13 @@ func (p *probe) read(ctx context.Context, s *Sample) error {
 	for rows.Next() {
 		var name string
 		var ts TableStats
-		if err := rows.Scan(&name, &ts.DeadTuples, &ts.LiveTuples, &ts.HeapBytes, &ts.IndexBytes); err != nil {
+		if err := rows.Scan(&name, &ts.DeadTuples, &ts.LiveTuples, &ts.HeapBytes, &ts.IndexBytes, &ts.TotalBytes); err != nil {
 			rows.Close()
 			return err
 		}
 		s.Tables[name] = ts
 		s.DeadTuples += ts.DeadTuples
+		s.StorageBytes += ts.TotalBytes
 	}
 	if err := rows.Err(); err != nil {
 		return err

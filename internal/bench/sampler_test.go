@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +68,10 @@ func TestProbe(t *testing.T) {
 	}
 	if s.DeadTuples != s.Tables["public.q"].DeadTuples {
 		t.Errorf("dead tuple sum %d", s.DeadTuples)
+	}
+	if got := s.Tables["public.q"]; got.TotalBytes < got.HeapBytes+got.IndexBytes || s.StorageBytes != got.TotalBytes {
+		t.Errorf("total bytes %d (heap %d + index %d), storage %d: want heap + indexes + TOAST, summed",
+			got.TotalBytes, got.HeapBytes, got.IndexBytes, s.StorageBytes)
 	}
 	if !strings.Contains(s.XminHolder, "idle in transaction") || !strings.Contains(s.XminHolder, AppLongrunner) {
 		t.Errorf("holder = %q, want the idle session", s.XminHolder)
@@ -133,5 +139,63 @@ func TestProbe(t *testing.T) {
 	}
 	if !strings.HasPrefix(prep.XminHolder, "prepared transaction bench_probe") || prep.XminAge < 1 {
 		t.Errorf("holder = %q (%d xids), want the prepared transaction", prep.XminHolder, prep.XminAge)
+	}
+}
+
+// countingRotator rotates once between any two reads, and fails when told.
+type countingRotator struct {
+	n    int64
+	fail bool
+}
+
+func (r *countingRotator) Rotations(ctx context.Context) (int64, error) {
+	r.n++
+	if r.fail {
+		return 0, errors.New("no stats")
+	}
+	return r.n, nil
+}
+
+// TestRotationsAndStorage checks how per-second rotation counts and
+// storage bytes become phase figures: rotations summed per phase (a failed
+// read catches up on the next), storage the phase's maximum, and no
+// rotations field for a strategy that does not rotate.
+func TestRotationsAndStorage(t *testing.T) {
+	r := &countingRotator{n: 41} // rotations before the run are not counted
+	m := &sampling{rotator: r, phases: map[string]*phaseHists{}, t: newTracker(time.Now(), 1)}
+	if d := m.readRotations(context.Background()); d != 0 {
+		t.Fatalf("baseline read counted %d rotations", d)
+	}
+	storage := []int64{100, 300, 200, 50, 70}
+	phases := []string{PhaseClean, PhaseClean, PhaseStress, PhaseStress, PhaseStress}
+	for i := range storage {
+		r.fail = i == 3
+		m.samples = append(m.samples, Sample{Phase: phases[i], StorageBytes: storage[i], Rotations: m.readRotations(context.Background())})
+	}
+	if got := m.samples[3].Rotations; got != 0 {
+		t.Errorf("a failed read counted %d rotations", got)
+	}
+	if got := m.samples[4].Rotations; got != 2 {
+		t.Errorf("the read after a failed one counted %d rotations, want 2", got)
+	}
+	ss := m.summary([]span{{PhaseClean, 2 * time.Second}, {PhaseStress, 3 * time.Second}})
+	for _, c := range []struct {
+		phase   string
+		rot     int64
+		storage int64
+	}{{PhaseClean, 2, 300}, {PhaseStress, 3, 200}} {
+		ps := ss.Phases[c.phase]
+		if ps.Rotations == nil || *ps.Rotations != c.rot || ps.StorageBytesMax != c.storage {
+			t.Errorf("%s: rotations %v, storage max %d; want %d, %d", c.phase, ps.Rotations, ps.StorageBytesMax, c.rot, c.storage)
+		}
+	}
+	m.rotator = nil
+	ss = m.summary([]span{{PhaseClean, 2 * time.Second}})
+	if ss.Phases[PhaseClean].Rotations != nil {
+		t.Errorf("a strategy without rotations has a rotations figure")
+	}
+	b, _ := json.Marshal(ss.Phases[PhaseClean])
+	if strings.Contains(string(b), "rotations") || !strings.Contains(string(b), `"storage_bytes_max":300`) {
+		t.Errorf("phase JSON = %s", b)
 	}
 }

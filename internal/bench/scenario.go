@@ -20,6 +20,7 @@ const (
 	ScenarioAnalytics  = "analytics"
 	ScenarioStandby    = "standby"
 	ScenarioBurndown   = "burndown"
+	ScenarioStall      = "stall"
 )
 
 // Scenarios lists the scenario names with what their stress phase does.
@@ -30,6 +31,7 @@ var Scenarios = map[string]string{
 	ScenarioAnalytics:  "three REPEATABLE READ readers of 120 s each, staggered so they always overlap, scanning",
 	ScenarioStandby:    "a hot standby with hot_standby_feedback=on holds a REPEATABLE READ snapshot",
 	ScenarioBurndown:   "no producer: --jobs N are inserted first, then worked down",
+	ScenarioStall:      "a job that runs the whole phase, a queue nobody works (5 jobs/s) and a transaction that enqueues early and commits late (millrace only)",
 }
 
 // Application names of the bench's stress sessions, so that a guard policy
@@ -37,7 +39,12 @@ var Scenarios = map[string]string{
 const (
 	AppLongrunner = "millrace-bench-longrunner"
 	AppAnalytics  = "millrace-bench-analytics"
+	AppStall      = "millrace-bench-stall"
 )
+
+// AppNames are the application names of every stress session the bench
+// opens.
+var AppNames = []string{AppLongrunner, AppAnalytics, AppStall}
 
 // setupSQL creates the bench's own small schema: a table the idle-xid
 // session writes to and the table the analytics readers scan.
@@ -71,6 +78,8 @@ func newStress(scenario, url, standbyURL string, phase time.Duration) (stress, e
 	switch scenario {
 	case ScenarioClean, ScenarioBurndown:
 		return nil, nil
+	case ScenarioStall:
+		return nil, nil // needs the strategy: see newStall
 	case ScenarioIdleXid:
 		return &holder{url: url, app: AppLongrunner,
 			sql: []string{"BEGIN", "INSERT INTO millrace_bench.holder VALUES (1)"}}, nil

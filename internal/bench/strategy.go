@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Job is the bench's unit of work. Every strategy stores the same job model:
@@ -14,6 +16,9 @@ import (
 type Job struct {
 	ID      int64
 	Payload []byte
+	// Process is the index, from 0, of the process (Env.Processes) whose
+	// worker runs the job; strategies that run one process leave it 0.
+	Process int
 }
 
 // Handler is called by a strategy's workers once per claimed job, when the
@@ -25,8 +30,14 @@ type Handler func(ctx context.Context, job Job) error
 type Env struct {
 	// URL of the database the strategy works in.
 	URL string
-	// Workers is the number of concurrent workers (--workers).
+	// Workers is the number of concurrent workers (--workers), over all
+	// processes.
 	Workers int
+	// Processes is the number of independent clients the workers are split
+	// into (--processes): 1, or more for a strategy that implements
+	// Multiprocess. Work sets Job.Process to the index of the process whose
+	// worker runs a job.
+	Processes int
 	// Handle performs one job's work.
 	Handle Handler
 	// ObserveClaim records the duration of the statement(s) that found and
@@ -65,6 +76,43 @@ type Strategy interface {
 	Close() error
 }
 
+// Rotator is implemented by strategies that reclaim space by rotating
+// segments. The sampler calls Rotations once a second, on its own schedule,
+// to count the rotations of each second and phase.
+type Rotator interface {
+	// Rotations returns the cumulative number of segment rotations since
+	// the strategy's schema was installed.
+	Rotations(ctx context.Context) (int64, error)
+}
+
+// Multiprocess is implemented by strategies whose Work can run its workers
+// as Env.Processes independent clients, as that many processes would (each
+// with its own connections). A strategy that does not implement it is
+// refused when --processes is more than 1.
+type Multiprocess interface {
+	// Multiprocess reports whether Work honours Env.Processes > 1.
+	Multiprocess() bool
+}
+
+// Staller is implemented by strategies that can run the stall scenario: the
+// bench enqueues jobs on queues that Work does not serve, enqueues a job in
+// a transaction it holds open, and has queues served on demand.
+type Staller interface {
+	// EnqueueQueue stores jobs on the named queue, one autocommit
+	// statement per job or per call.
+	EnqueueQueue(ctx context.Context, queue string, jobs []Job) error
+	// EnqueueTx stores job on the main queue (the one Work serves) inside
+	// tx, a transaction the bench holds open on its own connection: the job
+	// exists if and only if tx commits.
+	EnqueueTx(ctx context.Context, tx pgx.Tx, job Job) error
+	// Serve works the named queue with workers workers that call handle, as
+	// a client of its own, until ctx is cancelled; then it lets running jobs
+	// finish (their context is cancelled if they take too long), records
+	// what they did, and returns. An error starting the client is returned
+	// at once.
+	Serve(ctx context.Context, queue string, workers int, handle Handler) error
+}
+
 // Factory makes a fresh Strategy.
 type Factory func() Strategy
 
@@ -93,6 +141,18 @@ func Lookup(name string) (Factory, error) {
 		return f, nil
 	}
 	return nil, fmt.Errorf("unknown strategy %q (have: %v)", name, namesLocked())
+}
+
+// stallers lists the registered strategies that can run the stall scenario.
+func stallers() []string {
+	var out []string
+	for _, n := range Names() {
+		f, _ := Lookup(n)
+		if _, ok := f().(Staller); ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Names lists the registered strategies in order.

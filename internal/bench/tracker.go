@@ -22,6 +22,7 @@ type chunk struct {
 	enqueued [chunkSize]atomic.Int64  // ns since run start when the enqueue committed; 0 = not (yet) enqueued
 	runs     [chunkSize]atomic.Uint32 // times the job's work started
 	failed   [chunkSize]atomic.Bool   // the enqueue returned an error: the job may or may not exist
+	side     [chunkSize]atomic.Bool   // a stall scenario job: in the ledger, not in the main stream's counters
 }
 
 // tracker is one strategy run's job ledger and counters.
@@ -33,16 +34,65 @@ type tracker struct {
 
 	offered, enqueued, completed, duplicates atomic.Int64
 
+	// procs counts the completed jobs of each process (Job.Process).
+	procs []atomic.Int64
+
 	claim, e2e *recorder
 	noE2E      bool // jobs were inserted before the run: no end-to-end latency
 }
 
-func newTracker(start time.Time) *tracker {
-	return &tracker{start: start, claim: newRecorder(), e2e: newRecorder()}
+func newTracker(start time.Time, processes int) *tracker {
+	return &tracker{start: start, claim: newRecorder(), e2e: newRecorder(), procs: make([]atomic.Int64, max(processes, 1))}
 }
 
 // newID hands out the next job id.
 func (t *tracker) newID() int64 { return t.nextID.Add(1) }
+
+// newSideID hands out the id of a side job (the stall scenario's): the
+// ledger follows it for lost and duplicated jobs, but it stays out of the
+// offered, enqueued and completed counters and the latency histograms,
+// which describe the main stream.
+func (t *tracker) newSideID() int64 {
+	id := t.newID()
+	t.chunkOf(id).side[id&(chunkSize-1)].Store(true)
+	return id
+}
+
+func (t *tracker) isSide(id int64) bool {
+	if id <= 0 || id > t.nextID.Load() {
+		return false
+	}
+	return t.chunkOf(id).side[id&(chunkSize-1)].Load()
+}
+
+// ran reports whether id's work has started.
+func (t *tracker) ran(id int64) bool {
+	if id <= 0 || id > t.nextID.Load() {
+		return false
+	}
+	return t.chunkOf(id).runs[id&(chunkSize-1)].Load() > 0
+}
+
+// finished records that the work of job id, run by a worker of process
+// proc, has finished.
+func (t *tracker) finished(id int64, proc int) {
+	if t.isSide(id) {
+		return
+	}
+	t.completed.Add(1)
+	if proc >= 0 && proc < len(t.procs) {
+		t.procs[proc].Add(1)
+	}
+}
+
+// perProcess returns the completed count of each process.
+func (t *tracker) perProcess() []int64 {
+	out := make([]int64, len(t.procs))
+	for i := range t.procs {
+		out[i] = t.procs[i].Load()
+	}
+	return out
+}
 
 func (t *tracker) chunkOf(id int64) *chunk {
 	i := id >> chunkBits
@@ -65,10 +115,15 @@ func (t *tracker) markEnqueued(ids []int64) {
 	if now < 1 {
 		now = 1
 	}
+	n := int64(0)
 	for _, id := range ids {
-		t.chunkOf(id).enqueued[id&(chunkSize-1)].Store(now)
+		c := t.chunkOf(id)
+		c.enqueued[id&(chunkSize-1)].Store(now)
+		if !c.side[id&(chunkSize-1)].Load() {
+			n++
+		}
 	}
-	t.enqueued.Add(int64(len(ids)))
+	t.enqueued.Add(n)
 }
 
 // markFailed records that the enqueue of ids returned an error: whether
@@ -89,7 +144,7 @@ func (t *tracker) started(id int64) {
 	if c.runs[k].Add(1) > 1 {
 		t.duplicates.Add(1)
 	}
-	if t.noE2E {
+	if t.noE2E || c.side[k].Load() {
 		return
 	}
 	if enq := c.enqueued[k].Load(); enq > 0 {

@@ -24,8 +24,8 @@ const (
 	chartWidth  = 10 * vg.Inch
 	chartHeight = 5 * vg.Inch
 
-	overviewWidth  = 16 * vg.Inch
-	overviewHeight = 13.5 * vg.Inch
+	overviewWidth   = 16 * vg.Inch
+	overviewRowHigh = 4.5 * vg.Inch // the overview is as tall as its rows of tiles need
 
 	// latencyFloorMS is what zero (or negative) latencies are clamped to so
 	// that they can be drawn on a log scale.
@@ -39,6 +39,7 @@ const (
 	fileThroughput   = "throughput.png"
 	fileDeadTuples   = "dead_tuples.png"
 	fileXminAge      = "xmin_age.png"
+	fileStorage      = "storage.png"
 	fileOverview     = "overview.png"
 )
 
@@ -164,7 +165,7 @@ type chart struct {
 	legend []legendEntry
 }
 
-// buildCharts turns the grouped samples into the five metric charts.
+// buildCharts turns the grouped samples into the six metric charts.
 func buildCharts(ss []series) []chart {
 	metric := func(file, title, ylabel string, v func(bench.Sample) float64) chart {
 		c := chart{file: file, title: title, ylabel: ylabel}
@@ -226,8 +227,10 @@ func buildCharts(ss []series) []chart {
 		func(s bench.Sample) float64 { return float64(s.DeadTuples) })
 	xmin := metric(fileXminAge, "Age of the oldest xmin", "xmin held (s)",
 		func(s bench.Sample) float64 { return s.XminAgeS })
+	storage := metric(fileStorage, "Storage (heap + indexes + TOAST of the strategy's tables)", "storage (MB)",
+		func(s bench.Sample) float64 { return float64(s.StorageBytes) / 1e6 })
 
-	return []chart{backlog, latency, throughput, dead, xmin}
+	return []chart{backlog, latency, throughput, dead, xmin, storage}
 }
 
 func xys(samples []bench.Sample, v func(bench.Sample) float64) plotter.XYs {
@@ -430,10 +433,11 @@ func renderChart(c chart, b band) ([]byte, error) {
 	return encodePNG(img)
 }
 
-// renderOverview draws every chart in a 3x2 grid, with one shared legend in
-// the last tile.
+// renderOverview draws every chart in a grid two tiles wide, with one shared
+// legend in the tile after the last chart.
 func renderOverview(charts []chart, ss []series, b band, offered bool) ([]byte, error) {
-	const rows, cols = 3, 2
+	const cols = 2
+	rows := (len(charts) + 1 + cols - 1) / cols
 	grid := make([][]*plot.Plot, rows)
 	for r := range grid {
 		grid[r] = make([]*plot.Plot, cols)
@@ -467,7 +471,7 @@ func renderOverview(charts []chart, ss []series, b band, offered bool) ([]byte, 
 		lg.Add("stress phase", bandSwatch{})
 	}
 
-	img := vgimg.NewWith(vgimg.UseWH(overviewWidth, overviewHeight), vgimg.UseDPI(chartDPI))
+	img := vgimg.NewWith(vgimg.UseWH(overviewWidth, vg.Length(rows)*overviewRowHigh), vgimg.UseDPI(chartDPI))
 	dc := draw.New(img)
 	tiles := draw.Tiles{
 		Rows: rows, Cols: cols,
@@ -483,7 +487,7 @@ func renderOverview(charts []chart, ss []series, b band, offered bool) ([]byte, 
 			}
 		}
 	}
-	lc := tiles.At(dc, cols-1, rows-1)
+	lc := tiles.At(dc, len(charts)%cols, len(charts)/cols)
 	lg.Draw(draw.Crop(lc, vg.Points(40), 0, 0, -vg.Points(30)))
 	return encodePNG(img)
 }

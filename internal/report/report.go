@@ -47,6 +47,8 @@ var captions = map[string]string{
 		"because vacuum cannot remove rows a running transaction might still see.",
 	fileXminAge: "How long the oldest snapshot has been held: this is the long transaction of the stress phase, " +
 		"and as long as it grows vacuum is stuck.",
+	fileStorage: "Disk space of the strategy's tables (heap, indexes and TOAST, pg_total_relation_size): " +
+		"a queue that reclaims space while the horizon is held stays level; one that cannot grows through the stress band.",
 }
 
 // Write renders the charts as PNGs and report.html into dir, creating dir if
@@ -145,6 +147,10 @@ type strategyView struct {
 	Lost       int64
 	Duplicates int64
 	Phases     []phaseView
+	// PerProcess is the jobs each process completed, when there were
+	// several; Stall the stall scenario's figures. Empty when not.
+	PerProcess string
+	Stall      string
 }
 
 type phaseView struct {
@@ -160,6 +166,8 @@ type phaseView struct {
 	BacklogEnd string
 	BacklogMax string
 	DeadMax    string
+	StorageMax string
+	Rotations  string
 	XminMax    string
 	PgCPU      string
 	WALPerJob  string
@@ -208,6 +216,11 @@ func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 			if len(v.Phases) == 0 {
 				v.Phases = []phaseView{{Name: "—"}}
 			}
+			v.PerProcess = perProcess(st.PerProcessCompleted)
+			if s := st.Stall; s != nil {
+				v.Stall = fmt.Sprintf("the long job ran %ss, the enqueuing transaction was held %ss, the unserved queue received %d jobs (the drain after the run worked %d in %ss)",
+					trim(s.LongJobS), trim(s.HeldTxS), s.UnservedEnqueued, s.UnservedWorked, trim(s.DrainS))
+			}
 			p.Strategies = append(p.Strategies, v)
 		}
 	}
@@ -227,6 +240,7 @@ func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 		view(fileThroughput, "Throughput"),
 		view(fileDeadTuples, "Dead tuples"),
 		view(fileXminAge, "Oldest xmin age"),
+		view(fileStorage, "Storage"),
 	}
 	return p
 }
@@ -266,10 +280,42 @@ func phaseRow(name string, ps *bench.PhaseSummary) phaseView {
 		BacklogEnd: human(float64(ps.BacklogEnd)),
 		BacklogMax: human(float64(ps.BacklogMax)),
 		DeadMax:    human(float64(ps.DeadTuplesMax)),
+		StorageMax: fmtBytes(float64(ps.StorageBytesMax)),
+		Rotations:  rotations(ps.Rotations),
 		XminMax:    fmtNum(ps.XminAgeMaxS) + " s",
 		PgCPU:      fmt.Sprintf("%.0f%%", ps.PgCPUPct),
 		WALPerJob:  fmtBytes(ps.WALBytesPerJob),
 	}
+}
+
+// perProcess renders per-process completed counts with their shares, or ""
+// for a single process.
+func perProcess(counts []int64) string {
+	if len(counts) < 2 {
+		return ""
+	}
+	var total int64
+	for _, c := range counts {
+		total += c
+	}
+	parts := make([]string, len(counts))
+	for i, c := range counts {
+		share := 0.0
+		if total > 0 {
+			share = 100 * float64(c) / float64(total)
+		}
+		parts[i] = fmt.Sprintf("#%d %d (%.1f%%)", i, c, share)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rotations renders a phase's rotation count: "—" for strategies that do
+// not rotate.
+func rotations(n *int64) string {
+	if n == nil {
+		return "—"
+	}
+	return fmt.Sprint(*n)
 }
 
 func cssColor(s series) string {

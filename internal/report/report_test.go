@@ -15,7 +15,7 @@ import (
 	"github.com/millrace/millrace/internal/bench"
 )
 
-var allPNGs = []string{fileBacklog, fileClaimLatency, fileThroughput, fileDeadTuples, fileXminAge, fileOverview}
+var allPNGs = []string{fileBacklog, fileClaimLatency, fileThroughput, fileDeadTuples, fileXminAge, fileStorage, fileOverview}
 
 // synthetic builds a clean/stress/recovery run of two strategies at 1000
 // jobs/s: millrace keeps up, skiplocked collapses during the stress phase
@@ -36,7 +36,7 @@ func synthetic() []bench.Sample {
 	var out []bench.Sample
 	start := 1.7e9
 	for _, name := range []string{"millrace", "skiplocked"} {
-		var backlog, dead int64
+		var backlog, dead, peak int64
 		for t := range 150 {
 			ph := phase(t)
 			s := bench.Sample{Strategy: name, Phase: ph, T: float64(t), Unix: start + float64(t),
@@ -76,7 +76,19 @@ func synthetic() []bench.Sample {
 			s.Backlog = backlog
 			s.DeadTuples = dead
 			s.E2EP50, s.E2EP99 = s.ClaimP50+10, s.ClaimP99+12+float64(backlog)/rate*1000
-			s.Tables = map[string]bench.TableStats{name + "_jobs": {DeadTuples: dead, LiveTuples: backlog, HeapBytes: 8192 * (1 + dead/50)}}
+			// Without a VACUUM FULL a table does not shrink.
+			peak = max(peak, 8192*(1+dead/50))
+			heap := peak
+			if name == "millrace" {
+				// Segments fill and are truncated every 10 s.
+				heap = 8192 * (40 + int64(t%10)*30)
+				if t%10 == 0 && t > 0 {
+					s.Rotations = 1
+				}
+			}
+			s.StorageBytes = heap + heap/4
+			s.Tables = map[string]bench.TableStats{name + "_jobs": {DeadTuples: dead, LiveTuples: backlog, HeapBytes: heap,
+				IndexBytes: heap / 4, TotalBytes: heap + heap/4}}
 			out = append(out, s)
 		}
 	}
@@ -109,12 +121,22 @@ func syntheticSummary(samples []bench.Sample) *bench.Summary {
 		ps.BacklogEnd = s.Backlog
 		ps.BacklogMax = max(ps.BacklogMax, s.Backlog)
 		ps.DeadTuplesMax = max(ps.DeadTuplesMax, s.DeadTuples)
+		ps.StorageBytesMax = max(ps.StorageBytesMax, s.StorageBytes)
+		if s.Strategy == "millrace" {
+			if ps.Rotations == nil {
+				ps.Rotations = new(int64)
+			}
+			*ps.Rotations += s.Rotations
+		}
 		ps.XminAgeMaxS = max(ps.XminAgeMaxS, s.XminAgeS)
 		ps.PgCPUPct = avg(ps.PgCPUPct, s.PgCPUPct)
 		ps.WALBytesPerJob = avg(ps.WALBytesPerJob, s.WALBytesPerJob)
 	}
 	sum.Strategies["skiplocked"].LostJobs = 3
 	sum.Strategies["skiplocked"].DuplicateJobs = 1
+	sum.Strategies["millrace"].PerProcessCompleted = []int64{30000, 45000, 75000}
+	sum.Strategies["millrace"].Stall = &bench.StallStats{LongJobS: 60, HeldTxS: 59.9, UnservedEnqueued: 300, UnservedWorked: 300, DrainS: 0.4}
+	sum.Strategies["skiplocked"].PerProcessCompleted = []int64{150000}
 	return sum
 }
 
@@ -185,6 +207,44 @@ func TestWrite(t *testing.T) {
 	if !strings.Contains(html, `style="background: #2ca02c"`) {
 		t.Errorf("millrace swatch colour missing")
 	}
+	// Storage max and rotations: millrace rotates 6 times in the 60 s
+	// stress phase; skiplocked does not rotate at all.
+	if !strings.Contains(html, "<th>storage max</th>") || !strings.Contains(html, "<th>rotations</th>") {
+		t.Errorf("report.html lacks the storage and rotations columns")
+	}
+	if !regexp.MustCompile(`<td class="ph">[0-9.]+ MiB</td>\s*<td class="ph">6</td>`).MatchString(html) {
+		t.Errorf("millrace's stress row lacks its storage max and 6 rotations")
+	}
+	if !regexp.MustCompile(`<td class="ph">[0-9.]+ MiB</td>\s*<td class="ph">—</td>`).MatchString(html) {
+		t.Errorf("a strategy without rotations does not show —")
+	}
+	for _, want := range []string{"#0 30000 (20.0%), #1 45000 (30.0%), #2 75000 (50.0%)", "the long job ran 60s", "worked 300 in 0.4s"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "<b>skiplocked</b>: jobs completed per process") {
+		t.Errorf("per-process line for a single process")
+	}
+}
+
+// TestStorageChart checks the storage chart plots each strategy's storage
+// bytes in MB.
+func TestStorageChart(t *testing.T) {
+	samples := synthetic()
+	for _, c := range buildCharts(groupSamples(samples)) {
+		if c.file != fileStorage {
+			continue
+		}
+		if c.ylabel != "storage (MB)" || len(c.lines) != 2 {
+			t.Fatalf("storage chart: %q, %d lines", c.ylabel, len(c.lines))
+		}
+		if got, want := c.lines[0].xys[5].Y, float64(samples[5].StorageBytes)/1e6; got != want {
+			t.Errorf("storage at t=5: %v MB, want %v", got, want)
+		}
+		return
+	}
+	t.Fatal("no storage chart")
 }
 
 // TestWriteNoStress covers runs without a stress band (burndown) and with no

@@ -145,15 +145,36 @@ func (s *strategy) Close() error {
 	return nil
 }
 
+// Multiprocess reports that Work honours Env.Processes.
+func (s *strategy) Multiprocess() bool { return true }
+
 // Work runs env.Workers workers, each on its own connection, until ctx is
-// cancelled and every worker has finished the job it was working.
+// cancelled and every worker has finished the job it was working. With
+// env.Processes > 1 the workers are split into that many groups (the first
+// ones take one more when they do not divide evenly) whose jobs carry the
+// group's index: a classic worker shares nothing with the others but the
+// table, so a group is what a process of its own would be.
 func (s *strategy) Work(ctx context.Context, env bench.Env) error {
 	if _, err := pgx.ParseConfig(env.URL); err != nil {
 		return err
 	}
+	n := max(env.Processes, 1)
 	var wg sync.WaitGroup
-	for range env.Workers {
-		wg.Go(func() { runWorker(ctx, env.URL, s.newStep(env)) })
+	for p := range n {
+		penv := env
+		if n > 1 {
+			penv.Handle = func(ctx context.Context, j bench.Job) error {
+				j.Process = p
+				return env.Handle(ctx, j)
+			}
+		}
+		workers := env.Workers / n
+		if p < env.Workers%n {
+			workers++
+		}
+		for range workers {
+			wg.Go(func() { runWorker(ctx, env.URL, s.newStep(penv)) })
+		}
 	}
 	wg.Wait()
 	return nil

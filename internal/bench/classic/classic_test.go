@@ -19,16 +19,19 @@ var names = []string{"que", "skiplocked", "skiplocked-batch", "cursor"}
 type counter struct {
 	mu     sync.Mutex
 	runs   map[int64]int
+	procs  map[int]int // jobs run per Job.Process
 	claims int
 	work   time.Duration
 }
 
 func (c *counter) env(url string) bench.Env {
 	c.runs = map[int64]int{}
+	c.procs = map[int]int{}
 	return bench.Env{URL: url, Workers: 8,
 		Handle: func(ctx context.Context, j bench.Job) error {
 			c.mu.Lock()
 			c.runs[j.ID]++
+			c.procs[j.Process]++
 			c.mu.Unlock()
 			time.Sleep(c.work)
 			return nil
@@ -244,6 +247,60 @@ func TestReconnect(t *testing.T) {
 				again += r - 1
 			}
 			t.Logf("%s: %d jobs worked again after a dropped connection", name, again)
+		})
+	}
+}
+
+// waitEmpty polls Remaining until the strategy stores no job: the last
+// job's DELETE has committed.
+func waitEmpty(t *testing.T, s bench.Strategy) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rem, err := s.Remaining(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rem) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d jobs still stored", len(rem))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestProcesses splits 6 workers into 3 processes: every job runs once,
+// and each process's workers run jobs under their own index.
+func TestProcesses(t *testing.T) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s, url := setup(t, name)
+			if m, ok := s.(bench.Multiprocess); !ok || !m.Multiprocess() {
+				t.Fatalf("%s does not run several processes", name)
+			}
+			c := counter{work: 2 * time.Millisecond}
+			env := c.env(url)
+			env.Workers, env.Processes = 6, 3
+			stop := startWork(t, s, env)
+			const n = 300
+			enqueue(t, s, 0, n, 50)
+			c.waitFor(t, n)
+			waitEmpty(t, s)
+			stop()
+			c.check(t, s, n)
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			for p := range 3 {
+				if c.procs[p] == 0 {
+					t.Errorf("process %d ran no job: %v", p, c.procs)
+				}
+			}
+			if len(c.procs) != 3 {
+				t.Errorf("jobs ran under processes %v, want 0, 1, 2", c.procs)
+			}
 		})
 	}
 }

@@ -61,7 +61,8 @@ func Bench(ctx context.Context, args []string) error {
 	scenario := fs.String("scenario", defaultScenario, "scenario: "+scenarioList())
 	rate := fs.String("rate", defaultRate, "jobs offered per second, or max (as fast as each strategy keeps up)")
 	jobs := fs.Int64("jobs", 0, "jobs to insert first and work down (burndown scenario)")
-	workers := fs.Int("workers", defaultWorkers, "concurrent workers per strategy")
+	workers := fs.Int("workers", defaultWorkers, "concurrent workers per strategy, over all processes")
+	processes := fs.Int("processes", 1, "run each strategy's workers as N independent clients (own pools and listeners), the workers split between them")
 	work := fs.Duration("work", defaultWork, "time each job's work takes")
 	warmup := fs.Duration("warmup", defaultWarmup, "warm-up phase (not in the summary)")
 	clean := fs.Duration("clean", defaultClean, "clean phase")
@@ -84,7 +85,7 @@ func Bench(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return &Error{Msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), Code: 2}
 	}
-	cfg := bench.Config{Scenario: *scenario, Jobs: *jobs, Workers: *workers, Work: *work,
+	cfg := bench.Config{Scenario: *scenario, Jobs: *jobs, Workers: *workers, Processes: *processes, Work: *work,
 		Warmup: *warmup, Clean: *clean, Stress: *stress, Recovery: *recovery, StandbyURL: *standbyURL}
 	if *rate != "max" {
 		r, err := strconv.ParseFloat(*rate, 64)
@@ -115,6 +116,12 @@ func Bench(ctx context.Context, args []string) error {
 	}
 	if cfg.Scenario == bench.ScenarioBurndown && cfg.Jobs < 1 {
 		return &Error{Msg: "the burndown scenario needs --jobs N", Code: 2}
+	}
+	if *processes < 1 {
+		return &Error{Msg: fmt.Sprintf("--processes %d: want at least 1", *processes), Code: 2}
+	}
+	if err := cfg.Check(); err != nil {
+		return &Error{Msg: err.Error(), Code: 2}
 	}
 	var pol *guard.Policy
 	if *policy != "" {
@@ -180,8 +187,12 @@ func Bench(ctx context.Context, args []string) error {
 		cfg.Guard = func(ctx context.Context) error { return guard.New(pool, pol, opts).Run(ctx) }
 	}
 
-	fmt.Printf("millrace bench: %s, strategies %s, rate %s, %d workers, %v work; writing %s\n",
-		cfg.Scenario, strings.Join(cfg.Strategies, ","), *rate, cfg.Workers, cfg.Work, cfg.Out)
+	procs := ""
+	if cfg.Processes > 1 {
+		procs = fmt.Sprintf(" in %d processes", cfg.Processes)
+	}
+	fmt.Printf("millrace bench: %s, strategies %s, rate %s, %d workers%s, %v work; writing %s\n",
+		cfg.Scenario, strings.Join(cfg.Strategies, ","), *rate, cfg.Workers, procs, cfg.Work, cfg.Out)
 	res, runErr := bench.Run(ctx, cfg)
 	if cfg.TTY {
 		fmt.Print("\r\033[K")
@@ -240,7 +251,7 @@ func leftovers(urls ...string) string {
 		}
 		var n int
 		_ = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ANY($1)`,
-			[]string{bench.AppLongrunner, bench.AppAnalytics}).Scan(&n)
+			bench.AppNames).Scan(&n)
 		conn.Close(ctx)
 		cancel()
 		if n > 0 {

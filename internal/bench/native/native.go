@@ -1,12 +1,17 @@
 // Package native is the bench strategy "millrace": the real millrace client,
-// through its public API, in its own database schema.
+// through its public API only (no segment table is named), in its own
+// database schema.
 package native
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +23,13 @@ import (
 
 func init() { bench.Register("millrace", func() bench.Strategy { return &Strategy{} }) }
 
+// The optional capabilities the bench looks for.
+var (
+	_ bench.Rotator      = (*Strategy)(nil)
+	_ bench.Multiprocess = (*Strategy)(nil)
+	_ bench.Staller      = (*Strategy)(nil)
+)
+
 // args is the bench job as millrace stores it.
 type args struct {
 	ID      int64           `json:"id"`
@@ -26,25 +38,49 @@ type args struct {
 
 func (args) Kind() string { return "bench" }
 
-// Strategy runs the bench's jobs through a millrace.Client.
+// applicationName marks the strategy's connections in pg_stat_activity; a
+// process of a multi-process run adds its index (millrace-bench-p2).
+const applicationName = "millrace-bench"
+
+// stopTimeout is how long a client's Stop waits for running jobs.
+const stopTimeout = 30 * time.Second
+
+// Strategy runs the bench's jobs through millrace.Clients.
 type Strategy struct {
-	pool   *pgxpool.Pool
-	client atomic.Pointer[millrace.Client] // inserts go through the working client once it runs
+	url    string
+	pool   *pgxpool.Pool                   // the producer's, Remaining's and Serve's; the workers' too with one process
+	stats  *pgxpool.Pool                   // one connection for the sampler's reads of millrace.ReadStats
+	client atomic.Pointer[millrace.Client] // inserts go through the working client once it runs (one process)
+
+	mu     sync.Mutex
+	queues map[string]bool // queues the bench put jobs on
 }
 
 // Name is "millrace".
 func (s *Strategy) Name() string { return "millrace" }
 
-// Setup drops any previous millrace schema and migrates a fresh one.
-func (s *Strategy) Setup(ctx context.Context, url string) error {
+// Multiprocess reports that Work runs Env.Processes clients.
+func (s *Strategy) Multiprocess() bool { return true }
+
+func newPool(ctx context.Context, url, app string, conns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = conns
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// Setup drops any previous millrace schema and migrates a fresh one.
+func (s *Strategy) Setup(ctx context.Context, url string) error {
+	s.url = url
+	s.queues = map[string]bool{millrace.DefaultQueue: true}
+	var err error
+	if s.pool, err = newPool(ctx, url, applicationName, 48); err != nil {
 		return err
 	}
-	cfg.MaxConns = 48
-	cfg.ConnConfig.RuntimeParams["application_name"] = "millrace-bench"
-	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
+	if s.stats, err = newPool(ctx, url, "millrace-bench-sampler", 1); err != nil {
 		return err
 	}
 	if _, err := s.pool.Exec(ctx, "DROP SCHEMA IF EXISTS millrace CASCADE"); err != nil {
@@ -62,17 +98,44 @@ func quiet() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
 }
 
-// Tables lists every table of the schema that grows with jobs: the
-// partitions of the ring and the plain tables, read from the catalog.
+func (s *Strategy) useQueue(q string) {
+	s.mu.Lock()
+	s.queues[q] = true
+	s.mu.Unlock()
+}
+
+func (s *Strategy) queueNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.queues))
+	for q := range s.queues {
+		out = append(out, q)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Tables lists the schema's real tables from the catalog: plain tables and
+// the partitions of partitioned ones (relkind 'r'), never the partitioned
+// parents, which hold no rows of their own. It is read once, after Setup.
 func (s *Strategy) Tables() []string {
-	rows, err := s.pool.Query(context.Background(), `SELECT format('%I.%I', n.nspname, c.relname)
-		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rows, _ := s.pool.Query(ctx, `SELECT n.nspname || '.' || c.relname FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'millrace' AND c.relkind = 'r' ORDER BY c.relname`)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil
 	}
-	out, _ := pgx.CollectRows(rows, pgx.RowTo[string])
-	return out
+	return names
+}
+
+// Rotations is the schema's cumulative number of segment rotations
+// (millrace.ReadStats), read on the sampler's own connection.
+func (s *Strategy) Rotations(ctx context.Context) (int64, error) {
+	st, err := millrace.ReadStats(ctx, s.stats)
+	return st.Rotations, err
 }
 
 // MaxBatch is the largest InsertMany the producer sends.
@@ -92,51 +155,149 @@ func (s *Strategy) Enqueue(ctx context.Context, jobs []bench.Job) error {
 	return err
 }
 
-// Work runs a millrace client with env.Workers workers on the default queue
-// until ctx ends, then stops it gracefully.
+// Work runs env.Processes millrace clients on the default queue until ctx
+// ends, then stops them gracefully. The env.Workers workers are split
+// between the processes (the first ones take one more when they do not
+// divide evenly), so the total concurrency does not depend on
+// --processes. With one process the client uses the strategy's pool, which
+// the producer shares, and the producer's inserts wake its workers
+// directly, as in an application that inserts and works in one process.
+// With several, each client has a pool and a listener of its own, as
+// separate processes would, and the producer's inserts reach them only by
+// NOTIFY.
 func (s *Strategy) Work(ctx context.Context, env bench.Env) error {
-	workers := millrace.NewWorkers()
-	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[args]) error {
-		return env.Handle(ctx, bench.Job{ID: j.Args.ID, Payload: j.Args.Payload})
+	n := max(env.Processes, 1)
+	if env.Workers < n {
+		return fmt.Errorf("millrace: %d workers cannot make %d processes", env.Workers, n)
+	}
+	type proc struct {
+		pool   *pgxpool.Pool
+		client *millrace.Client
+	}
+	procs := make([]proc, 0, n)
+	defer func() {
+		if n > 1 {
+			for _, p := range procs {
+				p.pool.Close()
+			}
+		}
+	}()
+	stopAll := func() error {
+		sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		errs := make([]error, len(procs))
+		var wg sync.WaitGroup
+		for i, p := range procs {
+			if p.client != nil {
+				wg.Go(func() { errs[i] = p.client.Stop(sctx) })
+			}
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	for i := range n {
+		workers := env.Workers / n
+		if i < env.Workers%n {
+			workers++
+		}
+		p := proc{pool: s.pool}
+		if n > 1 {
+			var err error
+			p.pool, err = newPool(ctx, s.url, fmt.Sprintf("%s-p%d", applicationName, i), int32(min(48, 8+workers)))
+			if err != nil {
+				return errors.Join(err, stopAll())
+			}
+		}
+		procs = append(procs, p)
+		c, err := s.newClient(p.pool, millrace.DefaultQueue, workers, i, env.Handle, env.ObserveClaim)
+		if err != nil {
+			return errors.Join(err, stopAll())
+		}
+		if n == 1 {
+			// Inserts from the bench wake this client's workers directly too.
+			s.client.Store(c)
+		}
+		if err := c.Start(ctx); err != nil {
+			return errors.Join(err, stopAll())
+		}
+		procs[i].client = c
+	}
+	<-ctx.Done()
+	return stopAll()
+}
+
+// newClient makes a client that works queue with workers workers, each job
+// handed to handle as run by process proc.
+func (s *Strategy) newClient(pool *pgxpool.Pool, queue string, workers, proc int, handle bench.Handler, observe func(time.Duration, int)) (*millrace.Client, error) {
+	ws := millrace.NewWorkers()
+	millrace.AddWorker(ws, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[args]) error {
+		return handle(ctx, bench.Job{ID: j.Args.ID, Payload: j.Args.Payload, Process: proc})
 	}))
-	c, err := millrace.NewClient(s.pool, millrace.Config{
-		Workers: workers,
-		Queues:  map[string]millrace.QueueConfig{millrace.DefaultQueue: {MaxWorkers: env.Workers}},
+	return millrace.NewClient(pool, millrace.Config{
+		Workers: ws,
+		Queues:  map[string]millrace.QueueConfig{queue: {MaxWorkers: workers}},
 		Logger:  quiet(),
 		OnClaim: func(_ string, d time.Duration, n int) {
-			if env.ObserveClaim != nil {
-				env.ObserveClaim(d, n)
+			if observe != nil {
+				observe(d, n)
 			}
 		},
 	})
+}
+
+// EnqueueQueue inserts jobs on the named queue, one Insert each.
+func (s *Strategy) EnqueueQueue(ctx context.Context, queue string, jobs []bench.Job) error {
+	s.useQueue(queue)
+	for _, j := range jobs {
+		if _, err := s.client.Load().Insert(ctx, args{ID: j.ID, Payload: j.Payload}, &millrace.InsertOpts{Queue: queue}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnqueueTx enqueues job on the default queue inside tx through the SQL
+// API, as an application in any language would: it runs once tx commits.
+func (s *Strategy) EnqueueTx(ctx context.Context, tx pgx.Tx, job bench.Job) error {
+	p := "null"
+	if len(job.Payload) > 0 {
+		p = string(job.Payload)
+	}
+	_, err := tx.Exec(ctx, `SELECT millrace.enqueue('bench', jsonb_build_object('id', $1::bigint, 'p', $2::text::jsonb))`, job.ID, p)
+	return err
+}
+
+// Serve runs a client of its own on the strategy's pool that works queue
+// with workers workers until ctx ends, then stops it gracefully.
+func (s *Strategy) Serve(ctx context.Context, queue string, workers int, handle bench.Handler) error {
+	s.useQueue(queue)
+	c, err := s.newClient(s.pool, queue, workers, 0, handle, nil)
 	if err != nil {
 		return err
 	}
-	// Inserts from the bench wake this client's workers directly too.
-	s.client.Store(c)
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	return c.Stop(sctx)
 }
 
-// Remaining lists the bench ids of jobs not yet finished (the public view
-// millrace.jobs).
+// Remaining lists the bench ids of the jobs not yet finished (available,
+// running or scheduled) on the queues the bench used, from the public view
+// millrace.jobs.
 func (s *Strategy) Remaining(ctx context.Context) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, "SELECT DISTINCT (args->>'id')::bigint FROM millrace.jobs")
-	if err != nil {
-		return nil, err
-	}
+	rows, _ := s.pool.Query(ctx, `SELECT DISTINCT (args->>'id')::bigint FROM millrace.jobs WHERE queue = ANY($1)`, s.queueNames())
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-// Close releases the pool.
+// Close releases the pools.
 func (s *Strategy) Close() error {
-	if s.pool != nil {
-		s.pool.Close()
+	for _, p := range []*pgxpool.Pool{s.pool, s.stats} {
+		if p != nil {
+			p.Close()
+		}
 	}
 	return nil
 }

@@ -2,10 +2,12 @@ package native
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/bench"
 	"github.com/millrace/millrace/internal/pgtest"
 )
@@ -87,5 +89,209 @@ func TestEachJobOnce(t *testing.T) {
 	rem, err := s.Remaining(ctx)
 	if err != nil || len(rem) != 0 {
 		t.Fatalf("Remaining = %v, %v; want none", rem, err)
+	}
+}
+
+// setup makes a strategy on a fresh database.
+func setup(t *testing.T) (*Strategy, string) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	s := &Strategy{}
+	if err := s.Setup(context.Background(), url); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, url
+}
+
+// waitFor polls cond every 10 ms until it holds or 60 s have passed.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestTablesAndRotations checks the sampler's view of the schema: every
+// real table of schema millrace (plain tables and partitions), no
+// partitioned parent, and a rotation count read through millrace.ReadStats.
+func TestTablesAndRotations(t *testing.T) {
+	ctx := context.Background()
+	s, _ := setup(t)
+	tables := s.Tables()
+	rows, _ := s.pool.Query(ctx, `SELECT 'millrace.' || c.relname, c.relkind::text FROM pg_class c
+		WHERE c.relnamespace = 'millrace'::regnamespace AND c.relkind IN ('r', 'p')`)
+	kinds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+		var k [2]string
+		return k, r.Scan(&k[0], &k[1])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, k := range kinds {
+		want[k[0]] = k[1] == "r"
+	}
+	n := 0
+	for _, name := range tables {
+		if !want[name] {
+			t.Errorf("Tables lists %q, not a plain table or partition of schema millrace", name)
+		}
+		n++
+	}
+	for name, real := range want {
+		if real && !slices.Contains(tables, name) {
+			t.Errorf("Tables leaves out %q", name)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no tables")
+	}
+	r, err := s.Rotations(ctx)
+	if err != nil || r < 0 {
+		t.Errorf("Rotations = %d, %v", r, err)
+	}
+}
+
+// TestRemaining enqueues on the main queue, on a queue of its own and in
+// transactions (one committed, one rolled back) with no worker running:
+// Remaining lists exactly the committed jobs.
+func TestRemaining(t *testing.T) {
+	ctx := context.Background()
+	s, _ := setup(t)
+	job := func(id int64) []bench.Job { return []bench.Job{{ID: id, Payload: []byte(`{"x":1}`)}} }
+	for id := int64(1); id <= 3; id++ {
+		if err := s.Enqueue(ctx, job(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Enqueue(ctx, []bench.Job{{ID: 4}, {ID: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnqueueQueue(ctx, "elsewhere", []bench.Job{{ID: 6}, {ID: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	for id, commit := range map[int64]bool{8: true, 9: false} {
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EnqueueTx(ctx, tx, job(id)[0]); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = tx.Commit(ctx)
+		} else {
+			err = tx.Rollback(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rem, err := s.Remaining(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(rem)
+	if want := []int64{1, 2, 3, 4, 5, 6, 7, 8}; !slices.Equal(rem, want) {
+		t.Errorf("Remaining = %v, want %v", rem, want)
+	}
+
+}
+
+// TestProcesses runs 6 workers as 3 clients: each has connections of its
+// own (its pool and its listener, named by process), every job runs once,
+// and each job carries the index of a process.
+func TestProcesses(t *testing.T) {
+	ctx := context.Background()
+	s, url := setup(t)
+	var mu sync.Mutex
+	runs := map[int64]int{}
+	procs := map[int]int{}
+	env := bench.Env{URL: url, Workers: 6, Processes: 3,
+		Handle: func(ctx context.Context, j bench.Job) error {
+			mu.Lock()
+			runs[j.ID]++
+			procs[j.Process]++
+			mu.Unlock()
+			return nil
+		},
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Work(wctx, env) }()
+
+	apps := func() []string {
+		rows, _ := s.pool.Query(ctx, `SELECT DISTINCT application_name FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name LIKE 'millrace-bench-p%' ORDER BY 1`)
+		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+		return names
+	}
+	waitFor(t, "a connection of each process", func() bool { return len(apps()) == 3 })
+	if got := apps(); !slices.Equal(got, []string{"millrace-bench-p0", "millrace-bench-p1", "millrace-bench-p2"}) {
+		t.Errorf("process connections %v", got)
+	}
+
+	const n = 600
+	for i := int64(1); i <= n; i++ {
+		if err := s.Enqueue(ctx, []bench.Job{{ID: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every job to run", func() bool { mu.Lock(); defer mu.Unlock(); return len(runs) == n })
+	waitFor(t, "every ack", func() bool { rem, err := s.Remaining(ctx); return err == nil && len(rem) == 0 })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for id, c := range runs {
+		if c != 1 {
+			t.Errorf("job %d ran %d times", id, c)
+		}
+	}
+	for p := range procs {
+		if p < 0 || p > 2 {
+			t.Errorf("a job ran under process %d", p)
+		}
+	}
+	t.Logf("jobs per process: %v", procs)
+}
+
+// TestServe serves a queue of its own on demand: its jobs run, the main
+// queue's do not, and cancelling returns once the acks are written.
+func TestServe(t *testing.T) {
+	ctx := context.Background()
+	s, _ := setup(t)
+	if err := s.Enqueue(ctx, []bench.Job{{ID: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ran []int64
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Serve(sctx, "side", 2, func(ctx context.Context, j bench.Job) error {
+			mu.Lock()
+			ran = append(ran, j.ID)
+			mu.Unlock()
+			return nil
+		})
+	}()
+	if err := s.EnqueueQueue(ctx, "side", []bench.Job{{ID: 2}, {ID: 3}, {ID: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the side queue's jobs", func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) == 3 })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ran)
+	if !slices.Equal(ran, []int64{2, 3, 4}) {
+		t.Errorf("Serve ran %v, want 2, 3, 4", ran)
+	}
+	if rem, err := s.Remaining(ctx); err != nil || !slices.Equal(rem, []int64{1}) {
+		t.Errorf("Remaining = %v, %v; want the main queue's job 1 only", rem, err)
 	}
 }
