@@ -111,7 +111,11 @@ func (m *Maintainer) Step(ctx context.Context) {
 			cfg.OnRelease(r)
 		}
 	}
+	start := time.Now()
 	actions, err := cfg.Store.Rotate(ctx, cfg.RotateAfter)
+	if took := time.Since(start); took > 100*time.Millisecond {
+		cfg.Logger.Info("millrace: slow rotation round", "took", took.Round(time.Millisecond), "actions", len(actions))
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			cfg.Logger.Warn("millrace: rotation failed", "err", err)

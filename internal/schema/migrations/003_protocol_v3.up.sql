@@ -256,7 +256,7 @@ AS $$ SELECT gen FROM millrace.sched_gen ORDER BY id DESC LIMIT 1 $$;
 -- check_job enforces the rules every enqueue path meets (the Go client
 -- mirrors them with the same messages).
 CREATE FUNCTION millrace.check_job(p_kind text, p_args jsonb, p_queue text, p_priority int, p_max_attempts int)
-RETURNS void LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+RETURNS void LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 BEGIN
     IF p_kind IS NULL OR octet_length(p_kind) NOT BETWEEN 1 AND 255 THEN
         RAISE EXCEPTION 'millrace: kind must be 1 to 255 bytes' USING ERRCODE = '22023';
@@ -288,7 +288,7 @@ CREATE FUNCTION millrace.enqueue(
     p_run_at       timestamptz DEFAULT NULL,
     p_max_attempts int DEFAULT 25,
     p_notify       boolean DEFAULT true
-) RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+) RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
     v_id bigint := nextval('millrace.job_id_seq');
 BEGIN
@@ -315,7 +315,7 @@ END $$;
 CREATE FUNCTION millrace.enqueue_many(
     p_kind text[], p_args jsonb[], p_queue text[], p_priority int[], p_run_at timestamptz[], p_max_attempts int[],
     p_notify boolean DEFAULT true
-) RETURNS SETOF bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+) RETURNS SETOF bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
     v_n int := cardinality(p_kind);
     v_bad record;
@@ -366,7 +366,7 @@ CREATE FUNCTION millrace.range_jobs(
     p_after_txid xid8, p_after_id bigint, p_upto_txid xid8, p_upto_id bigint,
     p_max_jobs int, p_max_bytes bigint
 ) RETURNS SETOF millrace.job LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp SET enable_seqscan = off SET enable_bitmapscan = off SET enable_sort = off AS $$
+SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
     v_x     xid8;
     v_r     millrace.job;
@@ -412,7 +412,7 @@ END $$;
 -- token_of is the newest lease token of a batch (its tick id if it was
 -- never re-leased) and its holder (0: released).
 CREATE FUNCTION millrace.holder(p_tick bigint, OUT token bigint, OUT owner int)
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT token, owner FROM (
         (SELECT l.token, l.owner FROM millrace.lease l WHERE l.tick_id = p_tick ORDER BY l.token DESC LIMIT 1)
         UNION ALL
@@ -422,7 +422,7 @@ $$;
 
 -- batch_jobs returns the jobs of batch p_tick that have no ack yet.
 CREATE FUNCTION millrace.batch_jobs(p_tick bigint) RETURNS SETOF millrace.job
-LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT r.* FROM (SELECT * FROM millrace.tick t WHERE t.tick_id = p_tick AND NOT t.carried LIMIT 1) t
     CROSS JOIN LATERAL millrace.range_jobs(t.queue, t.prev_snap, t.snap, t.after_txid, t.after_id,
                                            t.upto_txid, t.upto_id, 2147483647, 9223372036854775807) r
@@ -445,7 +445,7 @@ CREATE FUNCTION millrace.claim(
     p_max_jobs int DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608
 ) RETURNS TABLE (tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint,
                  attempt int, max_attempts int, created_at timestamptz)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v_tick  bigint;
@@ -555,7 +555,7 @@ CREATE FUNCTION millrace.flush(
     p_retry_at timestamptz[], p_queue text[], p_kind text[], p_args jsonb[], p_priority smallint[],
     p_max_attempts int[], p_created_at timestamptz[],
     p_done_tick bigint[], p_done_token bigint[], p_done_queue text[]
-) RETURNS SETOF bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+) RETURNS SETOF bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
     v_fenced bigint[];
     v_slot   smallint;
@@ -602,7 +602,7 @@ END $$;
 -- open_batches lists the batches not yet finished, with their holder.
 CREATE FUNCTION millrace.open_batches()
 RETURNS TABLE (queue text, tick_id bigint, token bigint, owner int, leased_at timestamptz)
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT t.queue, t.tick_id, h.token, h.owner, h.at
     FROM millrace.tick t
     CROSS JOIN LATERAL (
@@ -616,7 +616,7 @@ $$;
 
 -- process_alive reports whether process p holds its liveness lock.
 CREATE FUNCTION millrace.process_alive(p int) RETURNS boolean LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp AS $$
+SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT EXISTS (
         SELECT 1 FROM pg_locks l
         WHERE l.locktype = 'advisory' AND l.granted
@@ -632,7 +632,7 @@ $$;
 -- returns what it released and forgets dead processes.
 CREATE FUNCTION millrace.rescue(p_stuck interval)
 RETURNS TABLE (queue text, tick_id bigint, owner int, reason text)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 #variable_conflict use_column
 DECLARE
     v record;
@@ -660,13 +660,13 @@ END $$;
 -- newest tick's snapshot does not see, or that lie in the rest of a range
 -- that tick stopped at its cap.
 CREATE FUNCTION millrace.unclaimed(p_slot smallint) RETURNS SETOF millrace.job
-LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     WITH RECURSIVE qs AS (
         (SELECT j.queue FROM millrace.job j WHERE j.slot = p_slot ORDER BY j.queue LIMIT 1)
         UNION ALL
         SELECT (SELECT j.queue FROM millrace.job j WHERE j.slot = p_slot AND j.queue > qs.queue ORDER BY j.queue LIMIT 1)
         FROM qs WHERE qs.queue IS NOT NULL),
-    f AS (
+    f AS MATERIALIZED (
         SELECT qs.queue, t.prev_snap, t.snap, t.more, t.upto_txid, t.upto_id FROM qs
         LEFT JOIN LATERAL (SELECT * FROM millrace.tick t WHERE t.queue = qs.queue ORDER BY t.tick_id DESC LIMIT 1) t ON true
         WHERE qs.queue IS NOT NULL)
@@ -685,7 +685,7 @@ $$;
 -- live in another slot, each queue's newest tick and the newest promotion
 -- round. Then the partitions are truncated. It returns the rows copied.
 CREATE FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallint) RETURNS bigint
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
     v_n bigint;
     v_total bigint := 0;
@@ -717,7 +717,12 @@ BEGIN
     FROM millrace.tick t
     WHERE t.slot = p_slot
       AND ((NOT t.carried AND t.tick_id = ANY (v_open))
-           OR NOT EXISTS (SELECT 1 FROM millrace.tick n WHERE n.queue = t.queue AND n.tick_id > t.tick_id));
+           OR t.tick_id IN (
+               -- each queue's newest tick in this slot, if it is the queue's newest anywhere
+               SELECT l.tick_id FROM (SELECT DISTINCT ON (x.queue) x.queue, x.tick_id FROM millrace.tick x
+                                      WHERE x.slot = p_slot ORDER BY x.queue, x.tick_id DESC) l
+               WHERE l.tick_id = (SELECT n.tick_id FROM millrace.tick n WHERE n.queue = l.queue
+                                  ORDER BY n.tick_id DESC LIMIT 1)));
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_total := v_total + v_n;
     -- (A copy keeps carried = false only when its batch is open: a
@@ -766,7 +771,7 @@ END $$;
 -- It returns one row per action or obstacle.
 CREATE FUNCTION millrace.rotate(p_after interval, p_max_carry bigint DEFAULT 5000)
 RETURNS TABLE (action text, segment smallint, detail text)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '50ms' AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off SET lock_timeout = '50ms' AS $$
 #variable_conflict use_column
 DECLARE
     v_cur   record;
@@ -880,7 +885,7 @@ END $$;
 -- each compaction is paid for by the promotions before it, and a rotation
 -- never touches scheduled jobs.
 CREATE FUNCTION millrace.promote(p_compact_min bigint DEFAULT 10000)
-RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
     v_snap  pg_snapshot;
     v_now   timestamptz := clock_timestamp();
@@ -953,7 +958,7 @@ END $$;
 CREATE FUNCTION millrace.live_jobs()
 RETURNS TABLE (id bigint, queue text, kind text, args jsonb, priority smallint, attempt int, max_attempts int,
                created_at timestamptz, state text, run_at timestamptz, tick_id bigint, owner int)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     WITH f AS (
         SELECT DISTINCT ON (t.queue) t.queue, t.prev_snap, t.snap, t.more, t.upto_txid, t.upto_id
         FROM millrace.tick t ORDER BY t.queue, t.tick_id DESC),
@@ -984,7 +989,7 @@ CREATE VIEW millrace.jobs AS SELECT * FROM millrace.live_jobs();
 -- live_jobs and discarded; nothing is counted in a row).
 CREATE FUNCTION millrace.queue_counts()
 RETURNS TABLE (queue text, available bigint, running bigint, scheduled bigint, discarded bigint)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT q.queue,
            count(*) FILTER (WHERE j.state = 'available'),
            count(*) FILTER (WHERE j.state = 'running'),
@@ -1000,7 +1005,7 @@ $$;
 -- number of rotations and reclaims since install, and per slot its bytes.
 CREATE FUNCTION millrace.ring_stats(
     OUT current_slot smallint, OUT since timestamptz, OUT rotations bigint, OUT reclaims bigint, OUT last_reclaim timestamptz)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT r.segment, r.at, r.n, c.n, c.at
     FROM (SELECT * FROM millrace.rotation ORDER BY id DESC LIMIT 1) r
     LEFT JOIN LATERAL (SELECT * FROM millrace.reclaim ORDER BY id DESC LIMIT 1) c ON true
