@@ -146,8 +146,8 @@ func (c *Client) newJob(args JobArgs, opts *InsertOpts) (storage.NewJob, error) 
 		return storage.NewJob{}, errors.New("millrace: insert of nil args")
 	}
 	kind := args.Kind()
-	if kind == "" {
-		return storage.NewJob{}, errors.New("millrace: JobArgs.Kind() returned an empty kind")
+	if kind == "" || len(kind) > 255 {
+		return storage.NewJob{}, errors.New("millrace: kind must be 1 to 255 bytes")
 	}
 	b, err := json.Marshal(args)
 	if err != nil {
@@ -168,15 +168,15 @@ func (c *Client) newJob(args JobArgs, opts *InsertOpts) (storage.NewJob, error) 
 			j.Priority = int16(opts.Priority)
 		}
 		if opts.MaxAttempts != 0 {
-			if opts.MaxAttempts < 1 {
-				return j, fmt.Errorf("millrace: MaxAttempts %d must be at least 1", opts.MaxAttempts)
+			if opts.MaxAttempts < 1 || opts.MaxAttempts > 1000 {
+				return j, errors.New("millrace: max_attempts must be 1 to 1000")
 			}
 			j.MaxAttempts = opts.MaxAttempts
 		}
 		j.RunAt = opts.RunAt
 	}
 	if len(j.Queue) > 128 {
-		return j, errors.New("millrace: queue name longer than 128 characters")
+		return j, errors.New("millrace: queue must be 1 to 128 bytes")
 	}
 	return j, nil
 }
