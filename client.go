@@ -69,12 +69,33 @@ type Config struct {
 	MaintenanceEvery time.Duration
 	// OnClaim observes every claim that returned jobs: its duration and size.
 	OnClaim func(queue string, d time.Duration, n int)
+	// ErrorHandler is told about every failed attempt (an error returned by
+	// a worker, or a panic it raised), after the outcome is decided and
+	// before it is written. It runs on the worker's goroutine: keep it
+	// short. Failed attempts are also logged, at most 10 lines a second.
+	ErrorHandler func(ctx context.Context, e *JobError)
+}
+
+// JobError describes a failed attempt of a job, for Config.ErrorHandler.
+type JobError struct {
+	ID          int64
+	Queue       string
+	Kind        string
+	Attempt     int // 1 for the first run
+	MaxAttempts int
+	Err         error
+	// Panic is set when the worker panicked (Err holds the value and stack).
+	Panic bool
+	// Discarded is set when this was the last attempt; otherwise the job
+	// runs again at RetryAt.
+	Discarded bool
+	RetryAt   time.Time
 }
 
 // InsertOpts are per-job options; nil means defaults.
 type InsertOpts struct {
 	Queue       string    // default "default"
-	Priority    int       // lower runs first within a batch; default 1
+	Priority    int       // 0..32767, lower runs first within a batch; default 0
 	RunAt       time.Time // zero: now
 	MaxAttempts int       // default Config.MaxAttempts
 }
@@ -100,35 +121,88 @@ const DefaultQueue = "default"
 // Config.MaxArgsBytes. Nothing is inserted.
 var ErrArgsTooLarge = errors.New("millrace: job arguments too large")
 
-// NewClient makes a client on pool. It does not touch the database; Start
-// checks that the schema is migrated.
-func NewClient(p *pgxpool.Pool, cfg Config) (*Client, error) {
-	if p == nil {
-		return nil, errors.New("millrace: NewClient needs a pool")
-	}
+// The defaults of Config, in one place.
+const (
+	DefaultMaxArgsBytes     = 1 << 20          // Config.MaxArgsBytes
+	DefaultMaxAttempts      = 25               // Config.MaxAttempts
+	DefaultPollInterval     = time.Second      // Config.PollInterval
+	DefaultRotateAfter      = 10 * time.Second // Config.RotateAfter
+	DefaultMaintenanceEvery = time.Second      // Config.MaintenanceEvery
+	DefaultStuckAfter       = time.Hour        // Config.StuckAfter
+	DefaultMaxBatchJobs     = 1000             // Config.MaxBatchJobs
+	DefaultMaxBatchBytes    = 8 << 20          // Config.MaxBatchBytes
+)
+
+// ErrNotMigrated is returned by Start when the database's schema is
+// missing or older than this library: run Migrate (or `millrace migrate
+// up`) first.
+var ErrNotMigrated = schema.ErrNotMigrated
+
+// withDefaults checks cfg and fills in the defaults of every unset field.
+func (cfg Config) withDefaults() (Config, error) {
 	if len(cfg.Queues) > 0 && cfg.Workers == nil {
-		return nil, errors.New("millrace: Config.Queues is set but Config.Workers is nil")
+		return cfg, errors.New("millrace: Config.Queues is set but Config.Workers is nil")
 	}
 	for name, q := range cfg.Queues {
 		if name == "" || len(name) > 128 {
-			return nil, fmt.Errorf("millrace: queue name %q must be 1 to 128 characters", name)
+			return cfg, fmt.Errorf("millrace: queue name %q: queue must be 1 to 128 bytes", name)
 		}
 		if q.MaxWorkers < 1 {
-			return nil, fmt.Errorf("millrace: queue %q: MaxWorkers must be at least 1", name)
+			return cfg, fmt.Errorf("millrace: queue %q: MaxWorkers must be at least 1", name)
 		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"PollInterval", cfg.PollInterval}, {"RotateAfter", cfg.RotateAfter}, {"MaintenanceEvery", cfg.MaintenanceEvery}, {"StuckAfter", cfg.StuckAfter}} {
+		if d.v < 0 {
+			return cfg, fmt.Errorf("millrace: Config.%s must not be negative", d.name)
+		}
+	}
+	if cfg.MaxAttempts < 0 || cfg.MaxAttempts > 1000 {
+		return cfg, errors.New("millrace: Config.MaxAttempts must be 1 to 1000 (0: the default)")
+	}
+	if cfg.MaxArgsBytes < 0 || cfg.MaxBatchJobs < 0 || cfg.MaxBatchBytes < 0 {
+		return cfg, errors.New("millrace: Config limits must not be negative")
+	}
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&cfg.PollInterval, DefaultPollInterval)
+	def(&cfg.RotateAfter, DefaultRotateAfter)
+	def(&cfg.MaintenanceEvery, DefaultMaintenanceEvery)
+	def(&cfg.StuckAfter, DefaultStuckAfter)
+	if cfg.MaxArgsBytes == 0 {
+		cfg.MaxArgsBytes = DefaultMaxArgsBytes
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.MaxBatchJobs == 0 {
+		cfg.MaxBatchJobs = DefaultMaxBatchJobs
+	}
+	if cfg.MaxBatchBytes == 0 {
+		cfg.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.MaxArgsBytes <= 0 {
-		cfg.MaxArgsBytes = 1 << 20
-	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 25
-	}
 	if cfg.Name == "" {
 		h, _ := os.Hostname()
 		cfg.Name = fmt.Sprintf("%s:%d", h, os.Getpid())
+	}
+	return cfg, nil
+}
+
+func NewClient(p *pgxpool.Pool, cfg Config) (*Client, error) {
+	if p == nil {
+		return nil, errors.New("millrace: NewClient needs a pool")
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	return &Client{pool: p, cfg: cfg, store: &storage.Store{Pool: p},
 		sender: &notifier.Sender{Pool: p, Window: 2 * time.Millisecond}}, nil
@@ -156,17 +230,15 @@ func (c *Client) newJob(args JobArgs, opts *InsertOpts) (storage.NewJob, error) 
 	if len(b) > c.cfg.MaxArgsBytes {
 		return storage.NewJob{}, fmt.Errorf("%w: kind %s is %d bytes encoded, the limit is %d", ErrArgsTooLarge, kind, len(b), c.cfg.MaxArgsBytes)
 	}
-	j := storage.NewJob{Queue: DefaultQueue, Kind: kind, Args: b, Priority: 1, MaxAttempts: c.cfg.MaxAttempts}
+	j := storage.NewJob{Queue: DefaultQueue, Kind: kind, Args: b, MaxAttempts: c.cfg.MaxAttempts}
 	if opts != nil {
 		if opts.Queue != "" {
 			j.Queue = opts.Queue
 		}
-		if opts.Priority != 0 {
-			if opts.Priority < 0 || opts.Priority > 32767 {
-				return j, fmt.Errorf("millrace: priority %d out of range 0..32767", opts.Priority)
-			}
-			j.Priority = int16(opts.Priority)
+		if opts.Priority < 0 || opts.Priority > 32767 {
+			return j, errors.New("millrace: priority must be 0 to 32767")
 		}
+		j.Priority = int16(opts.Priority)
 		if opts.MaxAttempts != 0 {
 			if opts.MaxAttempts < 1 || opts.MaxAttempts > 1000 {
 				return j, errors.New("millrace: max_attempts must be 1 to 1000")
@@ -269,7 +341,7 @@ func (c *Client) Start(ctx context.Context) error {
 	handle := func(ctx context.Context, j *storage.Job) error { return ws.handle(ctx, j) }
 	c.workers = pool.New(pool.Config{Store: c.store, Queues: queues, Handle: handle, Logger: c.cfg.Logger,
 		Backoff: c.cfg.Backoff, Poll: c.cfg.PollInterval, OnClaim: c.cfg.OnClaim,
-		MaxBatchJobs: c.cfg.MaxBatchJobs, MaxBatchBytes: c.cfg.MaxBatchBytes})
+		MaxBatchJobs: c.cfg.MaxBatchJobs, MaxBatchBytes: c.cfg.MaxBatchBytes, OnFailure: c.onFailure})
 	runCtx, cancel := context.WithCancel(context.Background())
 	sess, err := session.Start(ctx, runCtx, session.Config{
 		Connect: func(ctx context.Context) (*pgx.Conn, error) {
@@ -293,11 +365,30 @@ func (c *Client) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops claiming, waits for running jobs until ctx ends (then cancels
-// them; a job cut short is not counted as an attempt), writes the remaining
-// acks and leaves. Jobs claimed but not finished are released: another
-// process, or this one's next start, runs them.
+func (c *Client) onFailure(j *storage.Job, err error, panicked, discarded bool, retryAt time.Time) {
+	if c.cfg.ErrorHandler == nil {
+		return
+	}
+	c.cfg.ErrorHandler(context.Background(), &JobError{ID: j.ID, Queue: j.Queue, Kind: j.Kind, Attempt: j.Attempt + 1,
+		MaxAttempts: j.MaxAttempts, Err: err, Panic: panicked, Discarded: discarded, RetryAt: retryAt})
+}
+
+// Stop stops claiming and starting jobs at once, waits for running jobs
+// until ctx ends, then cancels their contexts and returns by ctx's deadline,
+// whatever the jobs do. A job cut short by shutdown is not counted as an
+// attempt. Outcomes known by then are written; jobs claimed but not
+// finished are released to any process that works their queue.
 func (c *Client) Stop(ctx context.Context) error {
+	return c.stop(ctx, false)
+}
+
+// StopAndCancel is Stop that cancels the context of every running job at
+// once instead of waiting for them.
+func (c *Client) StopAndCancel(ctx context.Context) error {
+	return c.stop(ctx, true)
+}
+
+func (c *Client) stop(ctx context.Context, cancelJobs bool) error {
 	c.mu.Lock()
 	if !c.started {
 		c.mu.Unlock()
@@ -305,9 +396,17 @@ func (c *Client) Stop(ctx context.Context) error {
 	}
 	c.started = false
 	c.mu.Unlock()
-	err := c.workers.Stop(ctx)
+	var err error
+	if cancelJobs {
+		err = c.workers.StopAndCancel(ctx)
+	} else {
+		err = c.workers.Stop(ctx)
+	}
 	c.cancel()
-	<-c.session.Done()
+	select {
+	case <-c.session.Done():
+	case <-ctx.Done():
+	}
 	c.sender.Close()
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/storage"
 )
 
 // budget reads docs/dead-tuple-budget.md: table name → budget unit.
@@ -234,6 +235,7 @@ func TestDeadTupleContract(t *testing.T) {
 		pool.QueryRow(ctx, "SELECT count(*) FROM millrace.discarded").Scan(&nDiscarded)
 		return nDiscarded == discards
 	})
+	protocolPaths(t, pool)
 	if err := client.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -324,3 +326,59 @@ func TestDeadTupleContract(t *testing.T) {
 }
 
 type processes struct{ left int }
+
+// protocolPaths drives, through the storage protocol directly, the paths a
+// healthy client rarely takes: a claim retried after a lost reply, a
+// replayed ack flush, a batch released for being stuck and adopted, and a
+// compaction of the schedule.
+func protocolPaths(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	s := &storage.Store{Pool: pool}
+	lim := storage.Limits{MaxJobs: 10, MaxBytes: 1 << 20}
+	for _, q := range []string{"paths-retry", "paths-stuck"} {
+		if _, err := s.Enqueue(ctx, pool, storage.NewJob{Queue: q, Kind: "count", Args: []byte(`{"n":-1}`), Priority: 1, MaxAttempts: 3}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := s.Claim(ctx, "paths-retry", 900001, 1, false, lim)
+	if err != nil || b == nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if again, err := s.Claim(ctx, "paths-retry", 900001, 1, true, lim); err != nil || again == nil || again.TickID != b.TickID {
+		t.Fatalf("retried claim: %v %+v", err, again)
+	}
+	for i := 0; i < 2; i++ { // the second is a replay
+		if _, err := s.Flush(ctx, 900001, 1, []storage.Ack{{Batch: b, Job: &b.Jobs[0], State: storage.AckCompleted}}, []*storage.Batch{b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	conn.Exec(ctx, "SELECT pg_advisory_lock($1, 900002)", storage.LockSpace) // a live holder
+	stuck, err := s.Claim(ctx, "paths-stuck", 900002, 1, false, lim)
+	if err != nil || stuck == nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if rel, err := s.Rescue(ctx, time.Nanosecond); err != nil || len(rel) == 0 {
+		t.Fatalf("stuck release: %v %+v", err, rel)
+	}
+	adopted, err := s.Claim(ctx, "paths-stuck", 900003, 1, false, lim)
+	if err != nil || adopted == nil {
+		t.Fatalf("adoption: %v", err)
+	}
+	if _, err := s.Flush(ctx, 900003, 1, []storage.Ack{{Batch: adopted, Job: &adopted.Jobs[0], State: storage.AckCompleted}}, []*storage.Batch{adopted}); err != nil {
+		t.Fatal(err)
+	}
+	var gens int
+	if _, err := s.Promote(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.sched_gen").Scan(&gens)
+	if gens < 2 {
+		t.Fatalf("the schedule was never compacted (%d generations)", gens)
+	}
+}

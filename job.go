@@ -95,19 +95,19 @@ func AddWorker[T JobArgs](ws *Workers, w Worker[T]) {
 	}
 }
 
-// ErrUnknownKind is the error recorded for a job whose kind has no worker in
+// UnknownKindError is the error recorded for a job whose kind has no worker in
 // the process that claimed it. The job is retried with backoff (a newer
 // process may know the kind) and discarded after its last attempt.
-type ErrUnknownKind struct{ Kind string }
+type UnknownKindError struct{ Kind string }
 
-func (e *ErrUnknownKind) Error() string {
+func (e *UnknownKindError) Error() string {
 	return fmt.Sprintf("millrace: no worker registered for job kind %q", e.Kind)
 }
 
 func (ws *Workers) handle(ctx context.Context, j *storage.Job) error {
 	f, ok := ws.byKind[j.Kind]
 	if !ok {
-		return &ErrUnknownKind{Kind: j.Kind}
+		return &UnknownKindError{Kind: j.Kind}
 	}
 	return f(ctx, j)
 }

@@ -76,12 +76,20 @@ func Summarize(snap *Snapshot, t Thresholds) (Status, string) {
 		tables = snap.Tables[0].Name
 	}
 	if worst == nil {
-		return OK, fmt.Sprintf("OK: no transaction, standby, slot or prepared transaction holds the horizon; %d dead tuples on %s", dead, tables)
+		return OK, fmt.Sprintf("OK: no transaction, standby, slot or prepared transaction holds the horizon; %s on %s", deadTuples(dead), tables)
 	}
-	line := fmt.Sprintf("%s: oldest xmin %d s, %d xids (%s) holding %d dead tuples",
-		st, int64(worst.Age/time.Second), worst.AgeXIDs, worst.Describe(), dead)
+	line := fmt.Sprintf("%s: oldest xmin %d s, %d xids (%s) holding %s",
+		st, int64(worst.Age/time.Second), worst.AgeXIDs, worst.Describe(), deadTuples(dead))
 	if len(snap.StandbyErrors) > 0 {
 		line += fmt.Sprintf("; %d standby(s) unreachable", len(snap.StandbyErrors))
 	}
 	return st, line
+}
+
+// deadTuples says "1 dead tuple" or "n dead tuples".
+func deadTuples(n int64) string {
+	if n == 1 {
+		return "1 dead tuple"
+	}
+	return fmt.Sprintf("%d dead tuples", n)
 }

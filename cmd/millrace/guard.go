@@ -93,8 +93,10 @@ func runGuardWatch(ctx context.Context, args []string) error {
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics on ADDR/metrics (e.g. :9187)")
 	logJSON := fs.Bool("log-json", false, "log as JSON instead of text")
 	fs.Usage = func() { guardUsage(); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if pos, err := parseArgs(fs, args); err != nil {
 		return err
+	} else if len(pos) > 0 {
+		return fmt.Errorf("unexpected argument %q", pos[0])
 	}
 	if *policyPath == "" {
 		return errors.New("guard watch needs --policy FILE (see examples/analytics-budget.yaml)")
@@ -146,7 +148,16 @@ func (c checkResult) Error() string {
 }
 func (c checkResult) ExitCode() int { return int(c.status) }
 
+// Quiet: the check's one line is on stdout; nothing more goes to stderr.
+func (c checkResult) Quiet() {}
+
 func runGuardCheck(ctx context.Context, args []string) error {
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			guardUsage()
+			return nil
+		}
+	}
 	st, line := guardCheck(ctx, args)
 	fmt.Println(line)
 	if st == guard.OK {
@@ -168,21 +179,29 @@ func guardCheck(ctx context.Context, args []string) (guard.Status, string) {
 	critAge := fs.Duration("crit-age", 30*time.Minute, "CRITICAL when a holder is at least this old")
 	warnXIDs := fs.Int64("warn-xids", 10_000_000, "WARNING when the oldest xmin is at least this many transactions old (-1: off)")
 	critXIDs := fs.Int64("crit-xids", 100_000_000, "CRITICAL when the oldest xmin is at least this many transactions old (-1: off)")
-	fs.Usage = func() { guardUsage(); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		return guard.Unknown, "UNKNOWN: " + err.Error()
+	fs.Usage = func() {}
+	if pos, err := parseArgs(fs, args); err != nil {
+		return guard.Unknown, "UNKNOWN: " + oneLine(err)
+	} else if len(pos) > 0 {
+		return guard.Unknown, fmt.Sprintf("UNKNOWN: unexpected argument %q", pos[0])
+	}
+	if *warnAge > *critAge {
+		return guard.Unknown, fmt.Sprintf("UNKNOWN: --warn-age %s is above --crit-age %s", *warnAge, *critAge)
+	}
+	if *critXIDs >= 0 && *warnXIDs > *critXIDs {
+		return guard.Unknown, fmt.Sprintf("UNKNOWN: --warn-xids %d is above --crit-xids %d", *warnXIDs, *critXIDs)
 	}
 	var policy *guard.Policy
 	if *policyPath != "" {
 		p, err := guard.LoadPolicy(*policyPath)
 		if err != nil {
-			return guard.Unknown, "UNKNOWN: " + err.Error()
+			return guard.Unknown, "UNKNOWN: " + oneLine(err)
 		}
 		policy = p
 	}
 	pool, err := guardPool(ctx, *url)
 	if err != nil {
-		return guard.Unknown, "UNKNOWN: " + err.Error()
+		return guard.Unknown, "UNKNOWN: " + oneLine(err)
 	}
 	defer pool.Close()
 	g := guard.New(pool, policy, guard.Options{StandbyURLs: standbys, Thresholds: guard.Thresholds{

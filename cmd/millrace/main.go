@@ -5,8 +5,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"os/signal"
 	"sort"
 	"syscall"
@@ -60,8 +63,46 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := c.run(ctx, os.Args[2:]); err != nil {
-		fmt.Fprintf(os.Stderr, "millrace %s: %v\n", c.name, err)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed, and asking for it is not an error
+		}
+		var q quiet
+		if !errors.As(err, &q) {
+			fmt.Fprintf(os.Stderr, "millrace %s: %s\n", c.name, oneLine(err))
+		}
 		os.Exit(exitCode(err))
+	}
+}
+
+// quiet is an error whose command has already said everything (guard
+// check prints its one line on stdout); main only exits with its status.
+type quiet interface{ Quiet() }
+
+// oneLine renders err on one line: monitoring systems and log shippers
+// read one line per event, and Postgres errors can span several.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+// parseArgs parses fs's flags wherever they appear among args (Go's flag
+// package stops at the first argument that is not a flag, which let
+// `migrate down 0 --database-url URL` ignore the URL) and returns the
+// other arguments in order. "--" ends the flags.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return rest, nil
+		}
+		if args[0] == "--" {
+			return append(rest, args[1:]...), nil
+		}
+		rest = append(rest, args[0])
+		args = args[1:]
 	}
 }
 

@@ -19,28 +19,52 @@ func init() {
 func runMigrate(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	url := fs.String("database-url", os.Getenv("DATABASE_URL"), "database to migrate (default $DATABASE_URL)")
+	yes := fs.Bool("yes", false, "confirm a destructive action (down)")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "Usage: millrace migrate [--database-url URL] up [VERSION] | down VERSION | status")
+		fmt.Fprintln(os.Stderr, `Usage: millrace migrate up [VERSION] | down VERSION --yes | status   [--database-url URL]
+
+Flags may come anywhere on the line. down reverts migrations (down 0 drops
+the schema and every job in it) and asks for --yes.`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if *url == "" {
-		return errors.New("no database: pass --database-url or set DATABASE_URL")
-	}
-	if fs.NArg() < 1 {
+	if len(pos) < 1 {
 		fs.Usage()
 		return errors.New("missing action: up, down or status")
 	}
-	action := fs.Arg(0)
+	action := pos[0]
 	version := -1
-	if fs.NArg() > 1 {
-		v, err := strconv.Atoi(fs.Arg(1))
+	switch {
+	case len(pos) > 2 || (action == "status" && len(pos) > 1):
+		return fmt.Errorf("unexpected argument %q", pos[len(pos)-1])
+	case len(pos) == 2:
+		v, err := strconv.Atoi(pos[1])
 		if err != nil || v < 0 {
-			return fmt.Errorf("version %q is not a non-negative number", fs.Arg(1))
+			return fmt.Errorf("version %q is not a non-negative number", pos[1])
 		}
 		version = v
+	}
+	switch action {
+	case "up", "status":
+	case "down":
+		if version < 0 {
+			return errors.New("down needs a target version (0 removes the schema and every job in it)")
+		}
+		if !*yes {
+			what := fmt.Sprintf("reverts every migration above version %d", version)
+			if version == 0 {
+				what = "drops schema millrace and every job in it"
+			}
+			return fmt.Errorf("down %d %s: pass --yes to confirm", version, what)
+		}
+	default:
+		return fmt.Errorf("unknown action %q: want up, down or status", action)
+	}
+	if *url == "" {
+		return errors.New("no database: pass --database-url or set DATABASE_URL")
 	}
 	pool, err := pgxpool.New(ctx, *url)
 	if err != nil {
@@ -61,27 +85,22 @@ func runMigrate(ctx context.Context, args []string) error {
 		}
 		return err
 	case "down":
-		if version < 0 {
-			return errors.New("down needs a target version (0 removes the schema and every job in it)")
-		}
 		done, err := schema.Down(ctx, pool, version)
 		for _, v := range done {
 			fmt.Printf("reverted %d\n", v)
 		}
 		return err
-	case "status":
-		st, err := schema.List(ctx, pool)
-		if err != nil {
-			return err
-		}
-		for _, s := range st {
-			state := "pending"
-			if s.Applied {
-				state = "applied " + s.AppliedAt.Format("2006-01-02 15:04:05")
-			}
-			fmt.Printf("%3d  %-20s %s\n", s.Version, s.Name, state)
-		}
-		return nil
 	}
-	return fmt.Errorf("unknown action %q: want up, down or status", action)
+	st, err := schema.List(ctx, pool)
+	if err != nil {
+		return err
+	}
+	for _, s := range st {
+		state := "pending"
+		if s.Applied {
+			state = "applied " + s.AppliedAt.Format("2006-01-02 15:04:05")
+		}
+		fmt.Printf("%3d  %-20s %s\n", s.Version, s.Name, state)
+	}
+	return nil
 }

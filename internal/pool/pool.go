@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,10 @@ type Config struct {
 	// MaxBatchBytes caps the bytes of args of one claim (default 8 MiB;
 	// a claim takes at least one job).
 	MaxBatchBytes int64
+	// OnFailure is told about every failed attempt: the job, its error,
+	// whether it was a recovered panic, and whether it was the last
+	// attempt (the job is discarded) or when it runs again.
+	OnFailure func(job *storage.Job, err error, panicked, discarded bool, retryAt time.Time)
 }
 
 // item is one job of a leased batch.
@@ -90,6 +95,12 @@ type Pool struct {
 	inFlight    atomic.Int64
 	identityGen atomic.Int64
 	flushSeq    atomic.Int64
+	ackStop     chan struct{} // closed by Stop: the acker writes what it has and exits
+
+	failMu         sync.Mutex
+	failWindow     time.Time
+	failLogged     int
+	failSuppressed int
 }
 
 // New makes a pool; Start runs it.
@@ -112,7 +123,7 @@ func New(cfg Config) *Pool {
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 8 << 20
 	}
-	p := &Pool{cfg: cfg, queues: map[string]*queue{}, acks: make(chan storage.Ack, 4096), ackerDone: make(chan struct{})}
+	p := &Pool{cfg: cfg, queues: map[string]*queue{}, acks: make(chan storage.Ack, 4096), ackerDone: make(chan struct{}), ackStop: make(chan struct{})}
 	for name, n := range cfg.Queues {
 		p.queues[name] = &queue{name: name, workers: n, jobs: make(chan item, n), wake: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
 	}
@@ -268,6 +279,9 @@ func (p *Pool) work(q *queue) {
 		case <-p.claimCtx.Done():
 			return
 		}
+		if p.claimCtx.Err() != nil {
+			return // stopping: no job starts after Stop; the batch is released
+		}
 		if it.batch.owner != p.Owner() {
 			continue // leased under a lost identity: the leader re-leases it
 		}
@@ -293,14 +307,59 @@ func (p *Pool) run(it item) {
 			a.State = storage.AckRetried
 			a.RetryAt = time.Now().Add(p.cfg.Backoff(it.job.Attempt + 1))
 		}
+		var pe *panicError
+		panicked := errors.As(err, &pe)
+		p.logFailure(&it.job, err, panicked, a.State == storage.AckDiscarded, a.RetryAt)
+		if p.cfg.OnFailure != nil {
+			p.cfg.OnFailure(&it.job, err, panicked, a.State == storage.AckDiscarded, a.RetryAt)
+		}
 	}
 	p.ack(it.batch, a)
 }
 
+// failLogLimit is the most failed attempts logged per second; the rest are
+// counted and reported in the next second's first line.
+const failLogLimit = 10
+
+// logFailure logs a failed attempt, rate-limited.
+func (p *Pool) logFailure(j *storage.Job, err error, panicked, discarded bool, retryAt time.Time) {
+	p.failMu.Lock()
+	now := time.Now()
+	if now.Sub(p.failWindow) >= time.Second {
+		if p.failSuppressed > 0 {
+			p.cfg.Logger.Warn("millrace: more failed attempts were not logged", "count", p.failSuppressed)
+		}
+		p.failWindow, p.failLogged, p.failSuppressed = now, 0, 0
+	}
+	if p.failLogged >= failLogLimit {
+		p.failSuppressed++
+		p.failMu.Unlock()
+		return
+	}
+	p.failLogged++
+	p.failMu.Unlock()
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i] // a panic's stack stays in the stored error
+	}
+	attrs := []any{"job", j.ID, "kind", j.Kind, "queue", j.Queue, "attempt", j.Attempt + 1, "max_attempts", j.MaxAttempts,
+		"panic", panicked, "err", msg}
+	if discarded {
+		p.cfg.Logger.Error("millrace: job failed its last attempt and was discarded", attrs...)
+	} else {
+		p.cfg.Logger.Warn("millrace: job failed; retrying", append(attrs, "retry_in", time.Until(retryAt).Round(time.Millisecond))...)
+	}
+}
+
+// panicError is a panic recovered from a worker.
+type panicError struct{ msg string }
+
+func (e *panicError) Error() string { return e.msg }
+
 func (p *Pool) call(it item) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+			err = &panicError{msg: fmt.Sprintf("panic: %v\n%s", r, debug.Stack())}
 		}
 	}()
 	return p.cfg.Handle(p.jobCtx, &it.job)
@@ -310,17 +369,43 @@ func (p *Pool) call(it item) (err error) {
 const doneMark int16 = -1
 
 func (p *Pool) ack(b *batch, a storage.Ack) {
-	p.acks <- a
+	p.send(a)
 	if b.remaining.Add(-1) == 0 {
-		p.acks <- storage.Ack{Batch: b.Batch, State: doneMark}
+		p.send(storage.Ack{Batch: b.Batch, State: doneMark})
+	}
+}
+
+// send queues an ack for the acker; once the acker has exited (a job
+// outlived Stop's deadline) the ack is dropped: its batch is released and
+// the job runs again elsewhere.
+func (p *Pool) send(a storage.Ack) {
+	select {
+	case p.acks <- a:
+	case <-p.ackerDone:
 	}
 }
 
 func (p *Pool) acker() {
 	defer close(p.ackerDone)
 	for {
-		first, ok := <-p.acks
-		if !ok {
+		var first storage.Ack
+		select {
+		case first = <-p.acks:
+		case <-p.ackStop:
+			// Write what is queued, then exit.
+			var rest []storage.Ack
+			for {
+				select {
+				case a := <-p.acks:
+					rest = append(rest, a)
+					continue
+				default:
+				}
+				break
+			}
+			if len(rest) > 0 {
+				p.flush(rest)
+			}
 			return
 		}
 		pending := []storage.Ack{first}
@@ -328,10 +413,7 @@ func (p *Pool) acker() {
 	gather:
 		for {
 			select {
-			case a, ok := <-p.acks:
-				if !ok {
-					break gather
-				}
+			case a := <-p.acks:
 				pending = append(pending, a)
 			case <-timer.C:
 				break gather
@@ -342,10 +424,7 @@ func (p *Pool) acker() {
 	drain:
 		for {
 			select {
-			case a, ok := <-p.acks:
-				if !ok {
-					break drain
-				}
+			case a := <-p.acks:
 				pending = append(pending, a)
 			default:
 				break drain
@@ -436,9 +515,11 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 	}
 }
 
-// Stop stops claiming, lets in-flight jobs finish until ctx ends, then
-// cancels them, and writes the remaining acks. Jobs claimed but not started
-// are not run: they are released with the process's lease.
+// Stop stops claiming and starting jobs at once, lets running jobs finish
+// until ctx ends, then cancels their contexts and returns by ctx's
+// deadline whatever they do. The outcomes known by then are written, and
+// the batches this process still holds (jobs claimed but not started, or
+// cut short) are released to any claimer of their queue.
 func (p *Pool) Stop(ctx context.Context) error {
 	p.stopping.Store(true)
 	p.stopClaims()
@@ -449,18 +530,33 @@ func (p *Pool) Stop(ctx context.Context) error {
 	select {
 	case <-finished:
 	case <-ctx.Done():
-		p.cancelJobs()
-		<-finished
-		err = fmt.Errorf("millrace: stop deadline passed; %w", ctx.Err())
+		err = fmt.Errorf("millrace: stop deadline passed with jobs still running; %w", ctx.Err())
 	}
 	p.cancelJobs()
-	close(p.acks)
-	<-p.ackerDone
+	close(p.ackStop)
+	select {
+	case <-p.ackerDone:
+	case <-ctx.Done():
+		if err == nil {
+			err = fmt.Errorf("millrace: stop deadline passed while writing job outcomes; %w", ctx.Err())
+		}
+		return err // the leader releases what this process held once its session ends
+	}
+	if owner := p.Owner(); owner != 0 {
+		if _, rerr := p.cfg.Store.Release(ctx, owner); rerr != nil && err == nil && ctx.Err() == nil {
+			p.cfg.Logger.Warn("millrace: releasing unfinished batches at stop failed; the leader releases them", "err", rerr)
+		}
+	}
 	return err
+}
+
+// StopAndCancel cancels the context of every running job at once, then
+// stops as Stop does. Jobs cut short this way are not counted as attempts.
+func (p *Pool) StopAndCancel(ctx context.Context) error {
+	p.stopping.Store(true)
+	p.cancelJobs()
+	return p.Stop(ctx)
 }
 
 // InFlight is the number of jobs running now.
 func (p *Pool) InFlight() int64 { return p.inFlight.Load() }
-
-// ErrStopped is returned by operations on a stopped pool.
-var ErrStopped = errors.New("millrace: pool stopped")

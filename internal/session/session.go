@@ -23,16 +23,8 @@ import (
 // claimers. A process never reuses its id.
 func Register(ctx context.Context, conn *pgx.Conn, name string) (int32, error) {
 	host, _ := os.Hostname()
-	// Lock first, then insert: a registered row is never seen unlocked
-	// while its process lives.
 	var id int32
-	if err := conn.QueryRow(ctx, "SELECT nextval('millrace.process_id_seq')::int").Scan(&id); err != nil {
-		return 0, err
-	}
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1, $2)", storage.LockSpace, id); err != nil {
-		return 0, err
-	}
-	_, err := conn.Exec(ctx, "INSERT INTO millrace.process (id, name, host, pid) VALUES ($1, $2, $3, $4)", id, name, host, os.Getpid())
+	err := conn.QueryRow(ctx, "SELECT millrace.register($1, $2, $3)", name, host, os.Getpid()).Scan(&id)
 	return id, err
 }
 

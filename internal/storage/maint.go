@@ -86,3 +86,12 @@ func Ring(ctx context.Context, q Querier) (RingStats, error) {
 		Scan(&st.Current, &st.Since, &st.Rotations, &st.Reclaims, &st.LastReclaim)
 	return st, err
 }
+
+// Release gives the open batches held by process owner back to any claimer
+// of their queue (millrace.release): a stopping process calls it for the
+// jobs it will not finish. It returns how many batches it released.
+func (s *Store) Release(ctx context.Context, owner int32) (int, error) {
+	var n int
+	err := s.Pool.QueryRow(ctx, "SELECT millrace.release($1)", owner).Scan(&n)
+	return n, err
+}

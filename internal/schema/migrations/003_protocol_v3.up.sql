@@ -86,7 +86,9 @@ CREATE TABLE millrace.reclaim (
     copied  bigint NOT NULL,            -- rows carried forward
     at      timestamptz NOT NULL DEFAULT now()
 );
-DELETE FROM millrace.rotation;
+-- The ledger keeps its rows (no DELETE at install: no dead tuple); the
+-- ring's ids continue after them, and the v2 history counts as nothing.
+SELECT setval('millrace.ring_seq', (SELECT max(id) FROM millrace.rotation));
 INSERT INTO millrace.rotation (id, segment, n) VALUES (nextval('millrace.ring_seq'), 0, 0);
 INSERT INTO millrace.reclaim (id, segment, n, copied)
 SELECT nextval('millrace.ring_seq'), s, 0, 0 FROM generate_series(1, 3) s;
@@ -284,7 +286,7 @@ CREATE FUNCTION millrace.enqueue(
     p_kind         text,
     p_args         jsonb DEFAULT '{}',
     p_queue        text DEFAULT 'default',
-    p_priority     int DEFAULT 1,
+    p_priority     int DEFAULT 0,
     p_run_at       timestamptz DEFAULT NULL,
     p_max_attempts int DEFAULT 25,
     p_notify       boolean DEFAULT true
@@ -952,7 +954,8 @@ END $$;
 
 -- ------------------------------------------------------------ read surface
 -- jobs lists every job not yet finished: 'available' (committed, not yet
--- claimed), 'running' (in an open batch, no ack yet), 'scheduled' (due
+-- claimed, or in a batch released to other claimers), 'running' (in an
+-- open batch held by a process, no ack yet), 'scheduled' (due
 -- later, or a retry waiting for its backoff). It reads every slot; it is
 -- for inspection, not for a hot path.
 CREATE FUNCTION millrace.live_jobs()
@@ -965,7 +968,8 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET j
     o AS (SELECT * FROM millrace.open_batches()),
     running AS (
         SELECT b.id, b.queue, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
-               'running'::text AS state, NULL::timestamptz AS run_at, o.tick_id, o.owner
+               CASE WHEN o.owner = 0 THEN 'available' ELSE 'running' END AS state,  -- owner 0: released
+               NULL::timestamptz AS run_at, o.tick_id, o.owner
         FROM o CROSS JOIN LATERAL millrace.batch_jobs(o.tick_id) b),
     lastp AS (SELECT p.upto, p.snap FROM millrace.promote p ORDER BY p.round DESC LIMIT 1)
     SELECT DISTINCT ON (j.id) j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at,

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func TestParseArgsAnywhere(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	url := fs.String("database-url", "", "")
+	yes := fs.Bool("yes", false, "")
+	pos, err := parseArgs(fs, []string{"down", "0", "--database-url", "U", "--yes", "--", "-x"})
+	if err != nil || *url != "U" || !*yes || strings.Join(pos, " ") != "down 0 -x" {
+		t.Fatalf("parseArgs: %v, url %q, yes %v, positional %q", err, *url, *yes, pos)
+	}
+	if _, err := parseArgs(fs, []string{"up", "--nope"}); err == nil {
+		t.Fatal("an unknown flag after the action was accepted")
+	}
+}
+
+// migrate down without --yes refuses before it touches any database; with
+// the URL after the action, it is the URL given, not $DATABASE_URL, that is
+// migrated.
+func TestMigrateFlagsAnywhereAndConfirm(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+	if err := runMigrate(ctx, []string{"up", "--database-url", url}); err != nil {
+		t.Fatalf("up with the flag after the action: %v", err)
+	}
+	if err := runMigrate(ctx, []string{"status", "--database-url", url}); err != nil {
+		t.Fatalf("status with the flag after the action: %v", err)
+	}
+	err := runMigrate(ctx, []string{"down", "0", "--database-url", url})
+	if err == nil || !strings.Contains(err.Error(), "--yes") {
+		t.Fatalf("down 0 without --yes: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	conn.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname = 'millrace'").Scan(&n)
+	if n != 1 {
+		t.Fatal("down without --yes removed the schema")
+	}
+	if err := runMigrate(ctx, []string{"down", "0", "--yes", "--database-url", url}); err != nil {
+		t.Fatal(err)
+	}
+	conn.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname = 'millrace'").Scan(&n)
+	if n != 0 {
+		t.Fatal("down 0 --yes left the schema")
+	}
+	if err := runMigrate(ctx, []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+}
+
+// Every command exits 0 for -h, and errors are one line.
+func TestHelpExitsZero(t *testing.T) {
+	if os.Getenv("MILLRACE_MAIN") != "" {
+		os.Args = strings.Fields(os.Getenv("MILLRACE_MAIN"))
+		main()
+		os.Exit(0)
+	}
+	run := func(args string) (int, string) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelpExitsZero$")
+		cmd.Env = append(os.Environ(), "MILLRACE_MAIN=millrace "+args)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		}
+		return 0, string(out)
+	}
+	for _, args := range []string{"-h", "migrate -h", "guard -h", "guard watch -h", "guard check -h", "bench -h"} {
+		if code, out := run(args); code != 0 {
+			t.Errorf("millrace %s exited %d:\n%s", args, code, out)
+		}
+	}
+	code, out := run("migrate status --database-url postgres://nobody@127.0.0.1:1/none")
+	if code != 1 || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Errorf("a connection error: exit %d, output %q; want exit 1 and one line", code, out)
+	}
+	code, out = run("guard check --database-url postgres://nobody@127.0.0.1:1/none")
+	if code != 3 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.HasPrefix(out, "UNKNOWN: ") {
+		t.Errorf("guard check on a dead server: exit %d, output %q; want exit 3 and one UNKNOWN line", code, out)
+	}
+}

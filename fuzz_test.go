@@ -1,0 +1,88 @@
+package millrace_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/millrace/millrace"
+)
+
+// rawArgs is a job of any kind with any JSON arguments.
+type rawArgs struct {
+	kind string
+	raw  string
+}
+
+func (r rawArgs) Kind() string                 { return r.kind }
+func (r rawArgs) MarshalJSON() ([]byte, error) { return []byte(r.raw), nil }
+
+// ruleMessage is the message of a refused input: the Go rules and the SQL
+// rules (millrace.check_job) say the same thing.
+func ruleMessage(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Message
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// FuzzEnqueueRules sends the same job through the Go client and through
+// SQL millrace.enqueue: both refuse it, or both store it exactly as given
+// (kind, queue, priority, max attempts, and the same JSON). Where both
+// check a rule, they give the same message. The seed corpus is in
+// testdata/fuzz/FuzzEnqueueRules; `go test -run Fuzz` runs it.
+func FuzzEnqueueRules(f *testing.F) {
+	ctx := context.Background()
+	pool := newDB(f)
+	client, err := millrace.NewClient(pool, millrace.Config{Logger: quietLogger()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("k", "default", 1, 25, `{"a":1}`)
+	f.Fuzz(func(t *testing.T, kind, queue string, priority, maxAttempts int, args string) {
+		opts := &millrace.InsertOpts{Queue: queue, Priority: priority, MaxAttempts: maxAttempts}
+		goID, goErr := client.Insert(ctx, rawArgs{kind, args}, opts)
+		// The Go client's zero values mean the defaults; say them to SQL.
+		if queue == "" {
+			queue = millrace.DefaultQueue
+		}
+		if maxAttempts == 0 {
+			maxAttempts = 25
+		}
+		var sqlID int64
+		sqlErr := pool.QueryRow(ctx, "SELECT millrace.enqueue($1, $2::jsonb, $3, $4, NULL, $5, false)",
+			kind, args, queue, priority, maxAttempts).Scan(&sqlID)
+		if (goErr == nil) != (sqlErr == nil) {
+			t.Fatalf("kind %q queue %q priority %d max %d args %q: Go %v, SQL %v", kind, queue, priority, maxAttempts, args, goErr, sqlErr)
+		}
+		if goErr != nil {
+			gm, sm := ruleMessage(goErr), ruleMessage(sqlErr)
+			if strings.HasPrefix(sm, "millrace: ") && strings.HasPrefix(gm, "millrace: ") && gm != sm && !strings.Contains(gm, "encoding args") {
+				t.Fatalf("the same input is refused with different messages: Go %q, SQL %q", gm, sm)
+			}
+			return
+		}
+		for _, id := range []int64{goID, sqlID} {
+			j, err := millrace.JobByID(ctx, pool, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want, got any
+			json.Unmarshal([]byte(args), &want)
+			json.Unmarshal(j.Args, &got)
+			wb, _ := json.Marshal(want)
+			gb, _ := json.Marshal(got)
+			if j.Kind != kind || j.Queue != queue || j.Priority != priority || j.MaxAttempts != maxAttempts || !bytes.Equal(wb, gb) {
+				t.Fatalf("job %d stored as %+v; given kind %q queue %q priority %d max %d args %s", id, j, kind, queue, priority, maxAttempts, args)
+			}
+		}
+	})
+}

@@ -1,0 +1,142 @@
+package schema
+
+import (
+	"context"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/pgtest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/schema.txt from a freshly migrated database")
+
+// snapshotQueries describe the schema as the migrations leave it: every
+// relation (with its partition bound), column, index, sequence, view and
+// function (with its definition), in a stable order.
+var snapshotQueries = []string{
+	`SELECT format('relation %s %s%s', c.relname, c.relkind,
+	        coalesce(' ' || pg_get_expr(c.relpartbound, c.oid), ''))
+	 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	 WHERE n.nspname = 'millrace' AND c.relkind IN ('r', 'p', 'v', 'S') ORDER BY 1`,
+	`SELECT format('column %s.%s %s%s%s', c.relname, a.attname, format_type(a.atttypid, a.atttypmod),
+	        CASE WHEN a.attnotnull THEN ' not null' ELSE '' END,
+	        coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), ''))
+	 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+	 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+	 WHERE n.nspname = 'millrace' AND c.relkind IN ('r', 'p', 'v') AND a.attnum > 0 AND NOT a.attisdropped
+	 ORDER BY c.relname, a.attnum`,
+	`SELECT format('reloptions %s %s', c.relname, c.reloptions)
+	 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	 WHERE n.nspname = 'millrace' AND c.reloptions IS NOT NULL ORDER BY 1`,
+	`SELECT 'index ' || pg_get_indexdef(i.indexrelid)
+	 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+	 WHERE n.nspname = 'millrace' ORDER BY 1`,
+	`SELECT format('view %s %s', c.relname, pg_get_viewdef(c.oid))
+	 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	 WHERE n.nspname = 'millrace' AND c.relkind = 'v' ORDER BY 1`,
+	`SELECT pg_get_functiondef(p.oid)
+	 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+	 WHERE n.nspname = 'millrace' ORDER BY p.proname, pg_get_function_identity_arguments(p.oid)`,
+}
+
+// migrated returns a pool on a fresh database migrated to the latest version.
+func migrated(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := Up(ctx, pool, 0); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
+func snapshot(ctx context.Context, t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range snapshotQueries {
+		rows, _ := pool.Query(ctx, q)
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lines {
+			b.WriteString(strings.TrimRight(l, "\n"))
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// TestSchemaSnapshot migrates a fresh database and compares what the
+// migrations left with testdata/schema.txt: a change to the protocol's
+// tables, partitions, indexes or functions shows up as a diff to review.
+// `go test ./internal/schema -run TestSchemaSnapshot -update` rewrites it.
+func TestSchemaSnapshot(t *testing.T) {
+	ctx := context.Background()
+	pool := migrated(t)
+	got := snapshot(ctx, t, pool)
+	const file = "testdata/schema.txt"
+	if *update {
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < len(gl) || i < len(wl); i++ {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Fatalf("schema differs from %s at line %d:\n got: %s\nwant: %s\n(review the change, then run with -update)", file, i+1, g, w)
+			}
+		}
+	}
+}
+
+// Every partition of the ring has the parent's indexes and storage
+// options: the partitions are made in one loop from one declaration.
+func TestPartitionsMatchTheirParent(t *testing.T) {
+	ctx := context.Background()
+	pool := migrated(t)
+	rows, _ := pool.Query(ctx, `
+		SELECT format('%s: %s indexes, parent %s; options %s', c.relname,
+		       (SELECT count(*) FROM pg_index i WHERE i.indrelid = c.oid),
+		       (SELECT count(*) FROM pg_index i WHERE i.indrelid = p.oid), c.reloptions)
+		FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid JOIN pg_class p ON p.oid = h.inhparent
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'millrace'
+		  AND ((SELECT count(*) FROM pg_index i WHERE i.indrelid = c.oid) <> (SELECT count(*) FROM pg_index i WHERE i.indrelid = p.oid)
+		       OR NOT c.reloptions @> ARRAY['autovacuum_enabled=false'])`)
+	bad, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) > 0 {
+		t.Fatalf("partitions that differ from their parent: %v", bad)
+	}
+	var n int
+	pool.QueryRow(ctx, `SELECT count(*) FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent
+		JOIN pg_namespace s ON s.oid = p.relnamespace WHERE s.nspname = 'millrace'`).Scan(&n)
+	if n != 7*4+2 {
+		t.Fatalf("%d partitions; want 7 ring tables x 4 slots + 2 schedule generations", n)
+	}
+}

@@ -1,0 +1,195 @@
+package millrace_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace"
+)
+
+// loginAs creates a login role that is a member of role, for this test's
+// database, and returns a URL that connects as it. It is dropped at the
+// end of the test.
+func loginAs(t *testing.T, pool *pgxpool.Pool, role string) string {
+	t.Helper()
+	ctx := context.Background()
+	name := fmt.Sprintf("%s_%s", role, pool.Config().ConnConfig.Database)
+	if _, err := pool.Exec(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN IN ROLE %s", pgx.Identifier{name}.Sanitize(), role)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Exec(context.Background(), fmt.Sprintf("DROP OWNED BY %[1]s; DROP ROLE %[1]s", pgx.Identifier{name}.Sanitize()))
+	})
+	u, err := url.Parse(pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(name)
+	return u.String()
+}
+
+func isDenied(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501"
+}
+
+// forbidden are writes no producer or worker may make: a job row with a
+// chosen txid, protocol rows, TRUNCATE of a partition, the ledgers, DDL.
+var forbidden = []string{
+	`INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, txid)
+	 VALUES (0, 1, 'default', 'k', '{}', 1, 0, 1, now(), '99999999'::xid8)`,
+	`INSERT INTO millrace.tick (slot, queue, tick_id, prev_snap, snap, upto_txid, upto_id, more, owner, req, njobs)
+	 VALUES (0, 'default', 1, '1:1:', '1:1:', '1', 1, false, 1, 1, 1)`,
+	`INSERT INTO millrace.lease (slot, queue, tick_id, token, owner) VALUES (0, 'default', 1, 1, 0)`,
+	`INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at)
+	 VALUES (0, 1, 'default', 'k', '{}', 1, 0, 1, now(), now())`,
+	`TRUNCATE millrace.job_0`,
+	`TRUNCATE millrace.ack_1`,
+	`DELETE FROM millrace.rotation`,
+	`INSERT INTO millrace.rotation (id, segment) VALUES (999, 1)`,
+	`DELETE FROM millrace.process`,
+	`SELECT millrace.reclaim_slot(1::smallint, 0::smallint)`,
+	`SELECT nextval('millrace.job_id_seq')`,
+	`CREATE TABLE millrace.intruder (x int)`,
+	`DROP TABLE millrace.discarded`,
+	`DROP FUNCTION millrace.claim(text, int, bigint, boolean, int, bigint)`,
+}
+
+// TestRoles checks each role: what it must do succeeds, every other write
+// fails with permission denied.
+func TestRoles(t *testing.T) {
+	ctx := context.Background()
+	owner := newDB(t)
+	for _, tc := range []struct {
+		role    string
+		allowed []string
+		denied  []string
+	}{
+		{"millrace_producer",
+			[]string{
+				`SELECT millrace.enqueue('k', '{"a":1}')`,
+				`SELECT millrace.enqueue('k', '{}', p_queue => 'q', p_priority => 5, p_run_at => now() + interval '1 hour')`,
+				`SELECT millrace.enqueue_many('{k,k}', '{"{}","{}"}', '{default,q}', '{1,1}', '{NULL,NULL}', '{3,3}')`,
+				`SELECT millrace.schema_version()`,
+			},
+			append([]string{
+				`SELECT * FROM millrace.claim('default', 1, 1)`,
+				`SELECT millrace.flush(1, 1, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')`,
+				`SELECT * FROM millrace.rotate('0s')`,
+				`SELECT millrace.promote()`,
+				`SELECT * FROM millrace.rescue('0s')`,
+				`SELECT millrace.register('x', 'h', 1)`,
+				`SELECT * FROM millrace.jobs`,
+				`SELECT * FROM millrace.job`,
+			}, forbidden...)},
+		{"millrace_worker",
+			[]string{
+				`SELECT millrace.enqueue('k', '{}')`,
+				`SELECT count(*) FROM millrace.claim('default', 1, 1)`,
+				`SELECT count(*) FROM millrace.flush(1, 1, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')`,
+				`SELECT count(*) FROM millrace.rotate('1h')`,
+				`SELECT millrace.promote()`,
+				`SELECT count(*) FROM millrace.rescue('1h')`,
+				`SELECT millrace.release(12345)`,
+				`SELECT count(*) FROM millrace.jobs`,
+				`SELECT * FROM millrace.queue_counts()`,
+				`SELECT * FROM millrace.ring_stats()`,
+			},
+			append([]string{`SELECT * FROM millrace.job`, `DELETE FROM millrace.discarded`}, forbidden...)},
+		{"millrace_admin",
+			[]string{`SELECT count(*) FROM millrace.job`, `SELECT count(*) FROM millrace.claim('default', 1, 2)`, `DELETE FROM millrace.discarded`},
+			forbidden},
+	} {
+		t.Run(tc.role, func(t *testing.T) {
+			conn, err := pgx.Connect(ctx, loginAs(t, owner, tc.role))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			for _, q := range tc.allowed {
+				if _, err := conn.Exec(ctx, q); err != nil {
+					t.Errorf("%s must be allowed: %s\n  %v", tc.role, strings.Join(strings.Fields(q), " "), err)
+				}
+			}
+			for _, q := range tc.denied {
+				if _, err := conn.Exec(ctx, q); !isDenied(err) {
+					t.Errorf("%s must be denied: %s\n  got %v", tc.role, strings.Join(strings.Fields(q), " "), err)
+				}
+			}
+		})
+	}
+	// A role with no grant cannot enqueue: nothing is granted to PUBLIC.
+	if _, err := owner.Exec(ctx, "CREATE ROLE nobody_"+owner.Config().ConnConfig.Database+" LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Exec(ctx, "DROP ROLE nobody_"+owner.Config().ConnConfig.Database)
+	u, _ := url.Parse(owner.Config().ConnString())
+	u.User = url.User("nobody_" + owner.Config().ConnConfig.Database)
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SELECT millrace.enqueue('k', '{}')`); !isDenied(err) {
+		t.Fatalf("a role with no grant enqueued: %v", err)
+	}
+}
+
+// TestClientUnderRoles runs the guide's flow with least privilege: a
+// producer inserts (alone and in its own transaction), a worker process
+// runs the jobs.
+func TestClientUnderRoles(t *testing.T) {
+	ctx := context.Background()
+	owner := newDB(t)
+	producerPool, err := pgxpool.New(ctx, loginAs(t, owner, "millrace_producer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producerPool.Close()
+	workerPool, err := pgxpool.New(ctx, loginAs(t, owner, "millrace_worker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer workerPool.Close()
+
+	producer, err := millrace.NewClient(producerPool, millrace.Config{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := producer.Insert(ctx, countArgs{N: 1}, nil); err != nil {
+		t.Fatalf("producer Insert: %v", err)
+	}
+	if _, err := producer.InsertMany(ctx, []millrace.InsertManyParams{{Args: countArgs{N: 2}}, {Args: countArgs{N: 3}}}); err != nil {
+		t.Fatalf("producer InsertMany: %v", err)
+	}
+	err = pgx.BeginFunc(ctx, producerPool, func(tx pgx.Tx) error {
+		_, err := producer.InsertTx(ctx, tx, countArgs{N: 4}, &millrace.InsertOpts{RunAt: time.Now().Add(50 * time.Millisecond)})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("producer InsertTx: %v", err)
+	}
+	s := &seen{runs: map[int]int{}}
+	worker, err := millrace.NewClient(workerPool, millrace.Config{Workers: countingWorkers(s, 0), Logger: quietLogger(),
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 4}}, MaintenanceEvery: 20 * time.Millisecond, RotateAfter: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Start(ctx); err != nil {
+		t.Fatalf("worker Start: %v", err)
+	}
+	defer worker.Stop(ctx)
+	waitFor(t, "the producer's jobs to run in the worker", 20*time.Second, func() bool { return s.n.Load() >= 4 })
+	waitFor(t, "the worker, as leader, to turn the ring", 20*time.Second, func() bool {
+		st, err := millrace.ReadStats(ctx, workerPool)
+		return err == nil && st.Reclaims >= 2
+	})
+}

@@ -1,0 +1,161 @@
+package millrace_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/millrace/millrace"
+)
+
+// TestStopKeepsItsWord: Stop with a deadline returns by it although a job
+// ignores its context; no job starts after Stop is called; the jobs
+// claimed but not started are released at once and run by another
+// process, each once.
+func TestStopKeepsItsWord(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	stuck := make(chan struct{})  // the first job ignores its context until this closes
+	started := make(chan int, 16) // jobs started by the first client
+	var stopCalled atomic.Bool
+	var startedAfterStop atomic.Int64
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		if stopCalled.Load() {
+			startedAfterStop.Add(1)
+		}
+		started <- j.Args.N
+		<-stuck
+		return nil
+	}))
+	first, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 1}}, MaxBatchJobs: 10})
+	params := make([]millrace.InsertManyParams, 10)
+	for i := range params {
+		params[i] = millrace.InsertManyParams{Args: countArgs{N: i}}
+	}
+	if _, err := first.InsertMany(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	firstJob := <-started
+	stopCalled.Store(true)
+	sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	err := first.Stop(sctx) // must return although the running job never does
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stop = %v; want the deadline reported", err)
+	}
+	if n := startedAfterStop.Load(); n != 0 {
+		t.Fatalf("%d jobs started after Stop was called", n)
+	}
+	s := &seen{runs: map[int]int{}}
+	second, _ := millrace.NewClient(pool, millrace.Config{Workers: countingWorkers(s, 0), Logger: quietLogger(),
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 4}}})
+	if err := second.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer second.Stop(ctx)
+	// The first client's session is gone, so its batch is released (by its
+	// own Stop or by the leader) and the second runs every job, the one
+	// that was cut short included.
+	waitFor(t, "the second client to run the released jobs", 20*time.Second, func() bool { return s.n.Load() >= 10 })
+	close(stuck)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := 0; i < 10; i++ {
+		if s.runs[i] != 1 {
+			t.Fatalf("job %d ran %d times in the second client (job %d was cut short in the first)", i, s.runs[i], firstJob)
+		}
+	}
+}
+
+// TestStopAndCancel cancels running jobs at once; a job cut short is not
+// an attempt.
+func TestStopAndCancel(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	running := make(chan struct{}, 1)
+	var attempts sync.Map
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		attempts.Store(j.Attempt, true)
+		if j.Attempt > 1 {
+			return nil
+		}
+		running <- struct{}{}
+		<-ctx.Done() // honours its context
+		return ctx.Err()
+	}))
+	c, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 1}}})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := c.Insert(ctx, countArgs{N: 1}, nil)
+	<-running
+	if err := c.StopAndCancel(ctx); err != nil { // no deadline: returns because the job honoured cancel
+		t.Fatal(err)
+	}
+	j, err := millrace.JobByID(ctx, pool, id)
+	if err != nil {
+		t.Fatalf("the cancelled job is gone: %v", err)
+	}
+	if j.Attempt != 0 {
+		t.Fatalf("a job cut short by StopAndCancel counted as attempt %d", j.Attempt)
+	}
+}
+
+// TestErrorHandlerSeesFailuresAndPanics: every failed attempt reaches the
+// hook, with Panic and Discarded set as they happened.
+func TestErrorHandlerSeesFailuresAndPanics(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	var mu sync.Mutex
+	var got []millrace.JobError
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		if j.Args.N == 1 {
+			panic("boom")
+		}
+		return errors.New("plain failure")
+	}))
+	c, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+		Queues:  map[string]millrace.QueueConfig{"default": {MaxWorkers: 2}},
+		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, MaintenanceEvery: 20 * time.Millisecond,
+		ErrorHandler: func(ctx context.Context, e *millrace.JobError) {
+			mu.Lock()
+			got = append(got, *e)
+			mu.Unlock()
+		}})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	c.Insert(ctx, countArgs{N: 1}, &millrace.InsertOpts{MaxAttempts: 1})
+	c.Insert(ctx, countArgs{N: 2}, &millrace.InsertOpts{MaxAttempts: 2})
+	waitFor(t, "three failed attempts", 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) >= 3
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	var panics, discarded int
+	for _, e := range got {
+		if e.Panic {
+			panics++
+		}
+		if e.Discarded {
+			discarded++
+		}
+	}
+	if panics != 1 || discarded != 2 || len(got) != 3 {
+		t.Fatalf("hook saw %d failures, %d panics, %d discards; want 3, 1, 2: %+v", len(got), panics, discarded, got)
+	}
+}
