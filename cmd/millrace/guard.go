@@ -115,6 +115,12 @@ func runGuardWatch(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	if err := checkWatchTables(ctx, pool, policy.WatchTables); err != nil {
+		return fmt.Errorf("%s: %w", *policyPath, err)
+	}
+	if len(policy.Classes) == 0 {
+		logger.Warn("millrace guard: the policy has no classes: the guard reports and warns about what holds the horizon but ends nothing", "policy", *policyPath)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -210,4 +216,19 @@ func guardCheck(ctx context.Context, args []string) (guard.Status, string) {
 	defer g.Close()
 	st, line, _ := g.Check(ctx)
 	return st, line
+}
+
+// checkWatchTables refuses a policy that names a table the database does
+// not have (a typo would otherwise report nothing, silently).
+func checkWatchTables(ctx context.Context, pool *pgxpool.Pool, tables []string) error {
+	for _, t := range tables {
+		var found bool
+		if err := pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", t).Scan(&found); err != nil {
+			return fmt.Errorf("watch_tables: %q: %w", t, err)
+		}
+		if !found {
+			return fmt.Errorf("watch_tables: no table %q in this database", t)
+		}
+	}
+	return nil
 }

@@ -574,7 +574,7 @@ BEGIN
     FROM (SELECT DISTINCT t FROM unnest(p_tick || p_done_tick) t ORDER BY t) x;
     SELECT coalesce(array_agg(x.t), '{}') INTO v_fenced FROM (
         SELECT DISTINCT u.t, u.k FROM unnest(p_tick || p_done_tick, p_token || p_done_token) AS u(t, k)) x
-    WHERE (SELECT h.token FROM millrace.holder(x.t) h) IS DISTINCT FROM x.k;
+    WHERE coalesce((SELECT max(l.token) FROM millrace.lease l WHERE l.tick_id = x.t), x.t) <> x.k;
 
     INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt, error)
     SELECT v_slot, u.j, u.t, u.k, u.s, u.a, u.e
@@ -613,7 +613,7 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
             UNION ALL SELECT t.tick_id, t.owner, t.at) x
         ORDER BY token DESC LIMIT 1) h
     WHERE NOT t.carried
-      AND NOT EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = t.tick_id)
+      AND t.tick_id NOT IN (SELECT d.tick_id FROM millrace.done d)  -- one hashed pass over done
 $$;
 
 -- process_alive reports whether process p holds its liveness lock.
@@ -745,7 +745,7 @@ BEGIN
     INSERT INTO millrace.done (slot, queue, tick_id, at)
     SELECT p_into, d.queue, d.tick_id, d.at FROM millrace.done d
     WHERE d.slot = p_slot
-      AND EXISTS (SELECT 1 FROM millrace.tick t WHERE t.tick_id = d.tick_id AND t.slot <> p_slot AND NOT t.carried);
+      AND d.tick_id IN (SELECT t.tick_id FROM millrace.tick t WHERE t.slot <> p_slot AND NOT t.carried);
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_total := v_total + v_n;
 
