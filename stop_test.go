@@ -1,8 +1,11 @@
 package millrace_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,6 +121,7 @@ func TestErrorHandlerSeesFailuresAndPanics(t *testing.T) {
 	pool := newDB(t)
 	var mu sync.Mutex
 	var got []millrace.JobError
+	var logs syncBuffer
 	workers := millrace.NewWorkers()
 	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
 		if j.Args.N == 1 {
@@ -125,7 +129,7 @@ func TestErrorHandlerSeesFailuresAndPanics(t *testing.T) {
 		}
 		return errors.New("plain failure")
 	}))
-	c, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+	c, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Queues:  map[string]millrace.QueueConfig{"default": {MaxWorkers: 2}},
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, MaintenanceEvery: 20 * time.Millisecond,
 		ErrorHandler: func(ctx context.Context, e *millrace.JobError) {
@@ -158,4 +162,26 @@ func TestErrorHandlerSeesFailuresAndPanics(t *testing.T) {
 	if panics != 1 || discarded != 2 || len(got) != 3 {
 		t.Fatalf("hook saw %d failures, %d panics, %d discards; want 3, 1, 2: %+v", len(got), panics, discarded, got)
 	}
+	out := logs.String()
+	if strings.Count(out, "job failed; retrying") != 1 || strings.Count(out, "discarded") != 2 || !strings.Contains(out, "panic=true") {
+		t.Fatalf("failed attempts not logged as they happened:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

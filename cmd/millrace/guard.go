@@ -210,6 +210,11 @@ func guardCheck(ctx context.Context, args []string) (guard.Status, string) {
 		return guard.Unknown, "UNKNOWN: " + oneLine(err)
 	}
 	defer pool.Close()
+	if policy != nil {
+		if err := checkWatchTables(ctx, pool, policy.WatchTables); err != nil {
+			return guard.Unknown, "UNKNOWN: " + *policyPath + ": " + oneLine(err)
+		}
+	}
 	g := guard.New(pool, policy, guard.Options{StandbyURLs: standbys, Thresholds: guard.Thresholds{
 		WarnAge: *warnAge, CritAge: *critAge, WarnXIDs: *warnXIDs, CritXIDs: *critXIDs,
 	}})

@@ -93,6 +93,10 @@ func TestHelpExitsZero(t *testing.T) {
 	if code != 1 || strings.Count(strings.TrimSpace(out), "\n") != 0 {
 		t.Errorf("a connection error: exit %d, output %q; want exit 1 and one line", code, out)
 	}
+	code, out = run("guard check --warn-age 1h --crit-age 1m")
+	if code != 3 || !strings.HasPrefix(out, "UNKNOWN: --warn-age") {
+		t.Errorf("guard check with --warn-age above --crit-age: exit %d, %q; want exit 3 and an UNKNOWN line", code, out)
+	}
 	code, out = run("guard check --database-url postgres://nobody@127.0.0.1:1/none")
 	if code != 3 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.HasPrefix(out, "UNKNOWN: ") {
 		t.Errorf("guard check on a dead server: exit %d, output %q; want exit 3 and one UNKNOWN line", code, out)
