@@ -92,7 +92,6 @@ type Pool struct {
 	claimersWG  sync.WaitGroup
 	workersWG   sync.WaitGroup
 	ackerDone   chan struct{}
-	inFlight    atomic.Int64
 	identityGen atomic.Int64
 	flushSeq    atomic.Int64
 	ackStop     chan struct{} // closed by Stop: the acker writes what it has and exits
@@ -290,8 +289,6 @@ func (p *Pool) work(q *queue) {
 }
 
 func (p *Pool) run(it item) {
-	p.inFlight.Add(1)
-	defer p.inFlight.Add(-1)
 	err := p.call(it)
 	if err != nil && p.stopping.Load() && p.jobCtx.Err() != nil {
 		// Cut short by shutdown: not an attempt. No ack; the job is
@@ -557,6 +554,3 @@ func (p *Pool) StopAndCancel(ctx context.Context) error {
 	p.cancelJobs()
 	return p.Stop(ctx)
 }
-
-// InFlight is the number of jobs running now.
-func (p *Pool) InFlight() int64 { return p.inFlight.Load() }
