@@ -14,15 +14,15 @@ import (
 	"github.com/millrace/millrace"
 )
 
-// TestStopKeepsItsWord: Stop with a deadline returns by it although a job
-// ignores its context; no job starts after Stop is called; the jobs
-// claimed but not started are released at once and run by another
-// process, each once.
+// TestStopKeepsItsWord: Stop with a deadline returns by it although the
+// running jobs ignore their context; when they do return, no further job
+// starts, though claimed ones wait in the buffer; what the process held is
+// released and run by another process, each job once.
 func TestStopKeepsItsWord(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
-	stuck := make(chan struct{})  // the first job ignores its context until this closes
-	started := make(chan int, 16) // jobs started by the first client
+	gate := make(chan struct{}) // the first client's jobs ignore their context until this closes
+	started := make(chan int, 16)
 	var stopCalled atomic.Bool
 	var startedAfterStop atomic.Int64
 	workers := millrace.NewWorkers()
@@ -31,11 +31,11 @@ func TestStopKeepsItsWord(t *testing.T) {
 			startedAfterStop.Add(1)
 		}
 		started <- j.Args.N
-		<-stuck
+		<-gate
 		return nil
 	}))
 	first, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
-		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 1}}, MaxBatchJobs: 10})
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 2}}})
 	params := make([]millrace.InsertManyParams, 10)
 	for i := range params {
 		params[i] = millrace.InsertManyParams{Args: countArgs{N: i}}
@@ -46,17 +46,16 @@ func TestStopKeepsItsWord(t *testing.T) {
 	if err := first.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	firstJob := <-started
+	<-started
+	<-started // both workers are busy; the claimer has more jobs waiting for them
 	stopCalled.Store(true)
 	sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	err := first.Stop(sctx) // must return although the running job never does
+	err := first.Stop(sctx) // returns although the running jobs do not
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Stop = %v; want the deadline reported", err)
 	}
-	if n := startedAfterStop.Load(); n != 0 {
-		t.Fatalf("%d jobs started after Stop was called", n)
-	}
+	close(gate) // the first client's workers are free now: they must not start a job
 	s := &seen{runs: map[int]int{}}
 	second, _ := millrace.NewClient(pool, millrace.Config{Workers: countingWorkers(s, 0), Logger: quietLogger(),
 		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 4}}})
@@ -64,16 +63,21 @@ func TestStopKeepsItsWord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer second.Stop(ctx)
-	// The first client's session is gone, so its batch is released (by its
-	// own Stop or by the leader) and the second runs every job, the one
-	// that was cut short included.
-	waitFor(t, "the second client to run the released jobs", 20*time.Second, func() bool { return s.n.Load() >= 10 })
-	close(stuck)
+	// Every job finishes: the 8 the first client never ran, in the second;
+	// the 2 it was running, in the second too unless their late outcome
+	// reached the database before the first client's session closed.
+	waitFor(t, "every job to finish", 20*time.Second, func() bool {
+		counts, err := millrace.QueueCounts(ctx, pool)
+		return err == nil && len(counts) == 0 && s.n.Load() >= 8
+	})
+	if n := startedAfterStop.Load(); n != 0 {
+		t.Fatalf("%d jobs started after Stop was called", n)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := 0; i < 10; i++ {
-		if s.runs[i] != 1 {
-			t.Fatalf("job %d ran %d times in the second client (job %d was cut short in the first)", i, s.runs[i], firstJob)
+		if s.runs[i] > 1 {
+			t.Fatalf("job %d ran %d times in the second client", i, s.runs[i])
 		}
 	}
 }
