@@ -22,19 +22,20 @@ import (
 )
 
 // cutter is a dial wrapper that loses a reply: once armed with a statement
-// text, the first reply to a message carrying that text is read up to and
-// including its ReadyForQuery (so the server has committed) and then the
-// connection is cut before the client sees any of it.
+// text, the first reply to a message carrying that text (and, if a marker
+// is given, carrying the marker) is read up to and including its
+// ReadyForQuery, so the server has committed, and then the connection is
+// cut before the client sees any of it.
 type cutter struct {
-	mu       sync.Mutex
-	match    []byte
-	needRows bool // cut only a reply that carries rows
-	cuts     atomic.Int64
+	mu     sync.Mutex
+	match  []byte
+	marker []byte // cut only a reply that carries these bytes
+	cuts   atomic.Int64
 }
 
-func (c *cutter) arm(statement string, needRows bool) {
+func (c *cutter) arm(statement, marker string) {
 	c.mu.Lock()
-	c.match, c.needRows = []byte(statement), needRows
+	c.match, c.marker = []byte(statement), []byte(marker)
 	c.mu.Unlock()
 }
 
@@ -70,10 +71,10 @@ func (cc *cutConn) Read(p []byte) (int, error) {
 	// Hold the reply back until its ReadyForQuery.
 	buf := make([]byte, 32<<10)
 	for {
-		if done, rows := readyForQuery(cc.pending.Bytes()); done {
+		if readyForQuery(cc.pending.Bytes()) {
 			cc.watching = false
 			cc.c.mu.Lock()
-			cut := cc.c.match != nil && (rows || !cc.c.needRows)
+			cut := cc.c.match != nil && bytes.Contains(cc.pending.Bytes(), cc.c.marker)
 			if cut {
 				cc.c.match = nil
 			}
@@ -95,22 +96,19 @@ func (cc *cutConn) Read(p []byte) (int, error) {
 }
 
 // readyForQuery walks the backend messages in b and reports whether a
-// ReadyForQuery has arrived and whether a DataRow came before it.
-func readyForQuery(b []byte) (done, rows bool) {
+// ReadyForQuery has arrived.
+func readyForQuery(b []byte) bool {
 	for len(b) >= 5 {
 		typ, n := b[0], int(binary.BigEndian.Uint32(b[1:5]))
 		if len(b) < 1+n {
-			return false, rows
+			return false
 		}
-		switch typ {
-		case 'D':
-			rows = true
-		case 'Z':
-			return true, rows
+		if typ == 'Z' {
+			return true
 		}
 		b = b[1+n:]
 	}
-	return false, rows
+	return false
 }
 
 // cutPool is a pool on url whose connections go through c. Statements are
@@ -150,8 +148,9 @@ func TestStallClaimReplyLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop(ctx)
-	cut.arm("millrace.claim", true)
-	if _, err := c.Insert(ctx, countArgs{N: 1}, nil); err != nil {
+	// Cut the reply of the claim that returns this job, after it committed.
+	cut.arm("millrace.claim", "lost-reply-marker")
+	if _, err := c.Insert(ctx, countArgs{N: 1, Pad: "lost-reply-marker"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the job of the claim whose reply was lost to run", 20*time.Second, func() bool { return s.n.Load() >= 1 },
@@ -180,7 +179,7 @@ func TestRotationFlushReplyLost(t *testing.T) {
 		attempts[j.Attempt]++
 		mu.Unlock()
 		if j.Attempt == 1 {
-			cut.arm("millrace.flush", false) // the flush of this failure loses its reply
+			cut.arm("millrace.flush", "") // the flush of this failure loses its reply
 			return errors.New("first attempt fails")
 		}
 		return nil
