@@ -219,36 +219,40 @@ func (c *Client) newJob(args JobArgs, opts *InsertOpts) (storage.NewJob, error) 
 	if args == nil {
 		return storage.NewJob{}, errors.New("millrace: insert of nil args")
 	}
-	kind := args.Kind()
-	if kind == "" || len(kind) > 255 {
-		return storage.NewJob{}, errors.New("millrace: kind must be 1 to 255 bytes")
-	}
-	b, err := json.Marshal(args)
-	if err != nil {
-		return storage.NewJob{}, fmt.Errorf("millrace: encoding args of kind %s: %w", kind, err)
-	}
-	if len(b) > c.cfg.MaxArgsBytes {
-		return storage.NewJob{}, fmt.Errorf("%w: kind %s is %d bytes encoded, the limit is %d", ErrArgsTooLarge, kind, len(b), c.cfg.MaxArgsBytes)
-	}
-	j := storage.NewJob{Queue: DefaultQueue, Kind: kind, Args: b, MaxAttempts: c.cfg.MaxAttempts}
+	j := storage.NewJob{Queue: DefaultQueue, Kind: args.Kind(), MaxAttempts: c.cfg.MaxAttempts}
+	priority := 0
 	if opts != nil {
 		if opts.Queue != "" {
 			j.Queue = opts.Queue
 		}
-		if opts.Priority < 0 || opts.Priority > 32767 {
-			return j, errors.New("millrace: priority must be 0 to 32767")
-		}
-		j.Priority = int16(opts.Priority)
 		if opts.MaxAttempts != 0 {
-			if opts.MaxAttempts < 1 || opts.MaxAttempts > 1000 {
-				return j, errors.New("millrace: max_attempts must be 1 to 1000")
-			}
 			j.MaxAttempts = opts.MaxAttempts
 		}
+		priority = opts.Priority
 		j.RunAt = opts.RunAt
+	}
+	// The rules and their order are millrace.check_job's: the first rule
+	// an input breaks gives the same message on every path.
+	if j.Kind == "" || len(j.Kind) > 255 {
+		return j, errors.New("millrace: kind must be 1 to 255 bytes")
 	}
 	if len(j.Queue) > 128 {
 		return j, errors.New("millrace: queue must be 1 to 128 bytes")
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return j, fmt.Errorf("millrace: encoding args of kind %s: %w", j.Kind, err)
+	}
+	if len(b) > c.cfg.MaxArgsBytes {
+		return j, fmt.Errorf("%w: kind %s is %d bytes encoded, the limit is %d", ErrArgsTooLarge, j.Kind, len(b), c.cfg.MaxArgsBytes)
+	}
+	j.Args = b
+	if priority < 0 || priority > 32767 {
+		return j, errors.New("millrace: priority must be 0 to 32767")
+	}
+	j.Priority = int16(priority)
+	if j.MaxAttempts < 1 || j.MaxAttempts > 1000 {
+		return j, errors.New("millrace: max_attempts must be 1 to 1000")
 	}
 	return j, nil
 }
