@@ -9,9 +9,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
