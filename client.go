@@ -407,10 +407,15 @@ func (c *Client) stop(ctx context.Context, cancelJobs bool) error {
 		err = c.workers.Stop(ctx)
 	}
 	c.cancel()
+	closed := make(chan struct{})
+	go func() {
+		<-c.session.Done()
+		c.sender.Close() // waits for NOTIFYs under way
+		close(closed)
+	}()
 	select {
-	case <-c.session.Done():
+	case <-closed:
 	case <-ctx.Done():
 	}
-	c.sender.Close()
 	return err
 }
