@@ -295,23 +295,33 @@ func (p *Pool) run(it item) {
 		// released with the lease and runs again elsewhere.
 		return
 	}
+	p.ack(it.batch, p.outcome(&it, err))
+}
+
+// outcome decides what one attempt of a job leads to, in one place: the
+// attempt is this run's number (1 for the first); an error retries the job
+// after the backoff of that attempt, or discards it after its last.
+func (p *Pool) outcome(it *item, err error) storage.Ack {
 	a := storage.Ack{Batch: it.batch.Batch, Job: &it.job, State: storage.AckCompleted}
-	if err != nil {
-		a.Err = err.Error()
-		if it.job.Attempt+1 >= it.job.MaxAttempts {
-			a.State = storage.AckDiscarded
-		} else {
-			a.State = storage.AckRetried
-			a.RetryAt = time.Now().Add(p.cfg.Backoff(it.job.Attempt + 1))
-		}
-		var pe *panicError
-		panicked := errors.As(err, &pe)
-		p.logFailure(&it.job, err, panicked, a.State == storage.AckDiscarded, a.RetryAt)
-		if p.cfg.OnFailure != nil {
-			p.cfg.OnFailure(&it.job, err, panicked, a.State == storage.AckDiscarded, a.RetryAt)
-		}
+	if err == nil {
+		return a
 	}
-	p.ack(it.batch, a)
+	attempt := it.job.Attempt + 1
+	a.Err = err.Error()
+	if attempt >= it.job.MaxAttempts {
+		a.State = storage.AckDiscarded
+	} else {
+		a.State = storage.AckRetried
+		a.RetryAt = time.Now().Add(p.cfg.Backoff(attempt))
+	}
+	var pe *panicError
+	panicked := errors.As(err, &pe)
+	discarded := a.State == storage.AckDiscarded
+	p.logFailure(&it.job, err, panicked, discarded, a.RetryAt)
+	if p.cfg.OnFailure != nil {
+		p.cfg.OnFailure(&it.job, err, panicked, discarded, a.RetryAt)
+	}
+	return a
 }
 
 // failLogLimit is the most failed attempts logged per second; the rest are
