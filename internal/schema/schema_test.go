@@ -1,7 +1,10 @@
 package schema
 
 import (
+	"strings"
+
 	"context"
+	"github.com/jackc/pgx/v5"
 	"sync"
 	"testing"
 
@@ -67,5 +70,47 @@ func TestUpDownStatusConcurrent(t *testing.T) {
 	}
 	if _, err := Up(ctx, pool, 99); err == nil {
 		t.Fatal("Up to a version this binary lacks succeeded")
+	}
+}
+
+// TestUpgradeFromV2CarriesJobs: jobs waiting in a version 2 schema, ready
+// and scheduled, are in version 3's queue after the upgrade; a finished one
+// is not.
+func TestUpgradeFromV2CarriesJobs(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := Up(ctx, pool, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`SELECT millrace.enqueue('ready', '{"n":1}')`,
+		`SELECT millrace.enqueue('later', '{"n":2}', p_run_at => now() + interval '1 hour')`,
+		`SELECT millrace.enqueue('done', '{"n":3}')`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Job 3 finished under v2: a completed ack for its first attempt.
+	if _, err := pool.Exec(ctx, `INSERT INTO millrace.ack_0 (job_id, tick_id, token, state, attempt) VALUES (3, 1, 1, 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Up(ctx, pool, 0); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := pool.Query(ctx, `SELECT kind || ':' || state FROM millrace.jobs ORDER BY id`)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "ready:available later:scheduled" {
+		t.Fatalf("jobs after the upgrade: %v; want the ready one available and the scheduled one scheduled", got)
+	}
+	if _, err := Down(ctx, pool, 2); err == nil {
+		t.Fatal("down from 3 to 2 succeeded; it must refuse")
 	}
 }
