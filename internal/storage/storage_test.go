@@ -520,3 +520,28 @@ func TestLostEnqueueInOldRepeatableReadSnapshot(t *testing.T) {
 		t.Fatalf("job %d enqueued in an old REPEATABLE READ snapshot claimed %d times", id, got[id])
 	}
 }
+
+// TestLostAdoptionReplyIsReturnedOnRetry: a claim that adopted a released
+// batch and lost its reply gets that batch back on retry, instead of
+// leaving it leased to a live process that never got it.
+func TestLostAdoptionReplyIsReturnedOnRetry(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	id := enqueue(t, s, pool, "q")
+	first, err := s.Claim(ctx, "q", 5, 1, false, noLimit) // owner 5 holds no liveness lock: dead
+	if err != nil || first == nil {
+		t.Fatal(err)
+	}
+	if rel, err := s.Rescue(ctx, time.Hour); err != nil || len(rel) != 1 {
+		t.Fatalf("rescue: %v %+v", err, rel)
+	}
+	adopted, err := s.Claim(ctx, "q", 6, 3, false, noLimit)
+	if err != nil || adopted == nil || adopted.TickID != first.TickID {
+		t.Fatalf("adoption: %v %+v", err, adopted)
+	}
+	// Its reply is "lost": the same call again, retried.
+	again, err := s.Claim(ctx, "q", 6, 3, true, noLimit)
+	if err != nil || again == nil || again.TickID != first.TickID || again.Token != adopted.Token || len(again.Jobs) != 1 || again.Jobs[0].ID != id {
+		t.Fatalf("retried adoption: %v, %+v; want tick %d under token %d", err, again, first.TickID, adopted.Token)
+	}
+}

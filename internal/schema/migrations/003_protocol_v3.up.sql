@@ -144,10 +144,12 @@ CREATE TABLE millrace.lease (
     tick_id bigint NOT NULL,
     token   bigint NOT NULL,
     owner   int NOT NULL,
+    req     bigint NOT NULL DEFAULT 0,  -- the adopting claim's request id
     at      timestamptz NOT NULL DEFAULT now()
 ) PARTITION BY LIST (slot);
 CREATE INDEX lease_tick ON millrace.lease (tick_id, token);
 CREATE INDEX lease_released ON millrace.lease (queue, tick_id) WHERE owner = 0;
+CREATE INDEX lease_owner_req ON millrace.lease (owner, req) WHERE owner <> 0;
 
 -- One row per finished attempt of a job of a batch.
 -- state: 1 completed, 2 failed and retried, 3 discarded.
@@ -452,6 +454,7 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit 
 DECLARE
     v_tick  bigint;
     v_token bigint;
+    v_last_token bigint;
     v_owner int;
     v_last  millrace.tick;
     v_prev  pg_snapshot;
@@ -470,13 +473,20 @@ BEGIN
     PERFORM pg_advisory_xact_lock(millrace.claim_space(), hashtext(p_queue));
 
     IF p_retry THEN
-        SELECT t.tick_id INTO v_tick FROM millrace.tick t
-        WHERE t.owner = p_owner AND t.req = p_req AND t.queue = p_queue AND NOT t.carried LIMIT 1;
+        -- The batch an earlier call with this request id took: a new tick,
+        -- or an adopted one (a lease with this owner and request id).
+        SELECT x.tick_id, x.token INTO v_tick, v_token FROM (
+            (SELECT t.tick_id, t.tick_id AS token FROM millrace.tick t
+             WHERE t.owner = p_owner AND t.req = p_req AND t.queue = p_queue AND NOT t.carried LIMIT 1)
+            UNION ALL
+            (SELECT l.tick_id, l.token FROM millrace.lease l
+             WHERE l.owner = p_owner AND l.req = p_req AND l.queue = p_queue AND l.owner <> 0 LIMIT 1)) x
+        LIMIT 1;
         IF FOUND THEN
-            SELECT h.token, h.owner INTO v_token, v_owner FROM millrace.holder(v_tick) h;
-            IF v_token = v_tick AND v_owner = p_owner
+            SELECT h.token, h.owner INTO v_last_token, v_owner FROM millrace.holder(v_tick) h;
+            IF v_last_token = v_token AND v_owner = p_owner
                AND NOT EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = v_tick) THEN
-                RETURN QUERY SELECT v_tick, v_tick, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at
+                RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at
                              FROM millrace.batch_jobs(v_tick) b;
                 RETURN;
             END IF;
@@ -492,8 +502,8 @@ BEGIN
         ORDER BY l.tick_id LIMIT 1;
         EXIT WHEN NOT FOUND;
         PERFORM pg_advisory_xact_lock(millrace.fence_space(), (v_tick % 2147483647)::int);
-        INSERT INTO millrace.lease (slot, queue, tick_id, token, owner)
-        VALUES (millrace.current_segment(), p_queue, v_tick, nextval('millrace.tick_id_seq'), p_owner)
+        INSERT INTO millrace.lease (slot, queue, tick_id, token, owner, req)
+        VALUES (millrace.current_segment(), p_queue, v_tick, nextval('millrace.tick_id_seq'), p_owner, p_req)
         RETURNING lease.token INTO v_token;
         RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at
                      FROM millrace.batch_jobs(v_tick) b;
@@ -730,8 +740,8 @@ BEGIN
     -- (A copy keeps carried = false only when its batch is open: a
     -- finished batch copied as its queue's frontier is only a frontier.)
 
-    INSERT INTO millrace.lease (slot, queue, tick_id, token, owner, at)
-    SELECT p_into, l.queue, l.tick_id, l.token, l.owner, l.at FROM millrace.lease l
+    INSERT INTO millrace.lease (slot, queue, tick_id, token, owner, req, at)
+    SELECT p_into, l.queue, l.tick_id, l.token, l.owner, l.req, l.at FROM millrace.lease l
     WHERE l.slot = p_slot AND l.tick_id = ANY (v_open);
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_total := v_total + v_n;
