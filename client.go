@@ -349,7 +349,16 @@ func (c *Client) Start(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.Background())
 	sess, err := session.Start(ctx, runCtx, session.Config{
 		Connect: func(ctx context.Context) (*pgx.Conn, error) {
-			return pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig.Copy())
+			cc := c.pool.Config().ConnConfig.Copy()
+			// The session connection carries the process's liveness and
+			// leader locks: a peer that vanishes without closing it must
+			// not hold them for the operating system's default two hours.
+			for k, v := range map[string]string{"tcp_keepalives_idle": "30", "tcp_keepalives_interval": "10", "tcp_keepalives_count": "3"} {
+				if _, set := cc.RuntimeParams[k]; !set {
+					cc.RuntimeParams[k] = v
+				}
+			}
+			return pgx.ConnectConfig(ctx, cc)
 		},
 		Name: c.cfg.Name, Logger: c.cfg.Logger,
 		SetOwner: c.workers.SetOwner, Wake: c.workers.Wake, WakeAll: c.workers.WakeAll,

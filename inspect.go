@@ -10,8 +10,10 @@ import (
 	"github.com/millrace/millrace/internal/storage"
 )
 
-// DB is what the read functions need: a *pgxpool.Pool, a *pgx.Conn or a
-// pgx.Tx.
+// DB is what the read functions need: usually a *pgxpool.Pool. A *pgx.Conn
+// or a pgx.Tx works too, but a transaction that has read the queue's
+// tables holds a lock on all of them until it ends, and no slot of the ring
+// can be reclaimed meanwhile: do not keep one open.
 type DB interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

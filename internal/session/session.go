@@ -60,6 +60,7 @@ type Config struct {
 type Session struct {
 	cfg  Config
 	done chan struct{}
+	id   int32 // the identity registered now
 }
 
 // Start connects, registers an identity, and keeps the session alive in
@@ -91,6 +92,15 @@ func (s *Session) connect(ctx context.Context) (*pgx.Conn, error) {
 		conn.Close(ctx)
 		return nil, err
 	}
+	if old := s.id; old != 0 {
+		// The old identity is gone: give what it held to any claimer now
+		// rather than when the leader next looks (its backend may linger,
+		// half-open, and hold its liveness lock for a while).
+		if _, err := conn.Exec(ctx, "SELECT millrace.release($1)", old); err != nil {
+			s.cfg.Logger.Warn("millrace: releasing the batches of the lost identity failed; the leader releases them", "err", err)
+		}
+	}
+	s.id = id
 	s.cfg.SetOwner(id)
 	return conn, nil
 }

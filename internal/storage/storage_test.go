@@ -545,3 +545,89 @@ func TestLostAdoptionReplyIsReturnedOnRetry(t *testing.T) {
 		t.Fatalf("retried adoption: %v, %+v; want tick %d under token %d", err, again, first.TickID, adopted.Token)
 	}
 }
+
+// TestRotationLateFlushAfterReclaimIsFenced: a holder whose batch was
+// released and finished elsewhere flushes late, after the slots with the
+// batch's leases were reclaimed: its acks are still fenced.
+func TestRotationLateFlushAfterReclaimIsFenced(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	enqueue(t, s, pool, "q")
+	old, _ := s.Claim(ctx, "q", 5, 1, false, noLimit) // owner 5 is dead: no liveness lock
+	if rel, err := s.Rescue(ctx, time.Hour); err != nil || len(rel) != 1 {
+		t.Fatalf("rescue: %v %+v", err, rel)
+	}
+	adopted, _ := s.Claim(ctx, "q", 6, 1, false, noLimit)
+	if _, err := s.Flush(ctx, 6, 1, []Ack{{Batch: adopted, Job: &adopted.Jobs[0], State: AckCompleted}}, []*Batch{adopted}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		rotate(t, s, 0)
+	}
+	fenced, err := s.Flush(ctx, 5, 1, []Ack{{Batch: old, Job: &old.Jobs[0], State: AckRetried, Err: "late", RetryAt: time.Now()}}, []*Batch{old})
+	if err != nil || len(fenced) != 1 {
+		t.Fatalf("late flush of the released holder: %v, fenced %v; want its tick fenced", err, fenced)
+	}
+	var sched int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.sched").Scan(&sched)
+	if sched != 0 {
+		t.Fatalf("the fenced late ack scheduled a retry of a completed job")
+	}
+}
+
+// TestFlushReplayAfterItsRowWasReclaimed: a flush replayed after the slot
+// holding its idempotence row was reclaimed still writes nothing twice.
+func TestFlushReplayAfterItsRowWasReclaimed(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	enqueue(t, s, pool, "q")
+	enqueue(t, s, pool, "q")
+	b, _ := s.Claim(ctx, "q", 1, 1, false, noLimit)
+	acks := []Ack{{Batch: b, Job: &b.Jobs[0], State: AckRetried, Err: "boom", RetryAt: time.Now().Add(time.Hour)}}
+	if _, err := s.Flush(ctx, 1, 7, acks, nil); err != nil { // the batch stays open: one job has no ack
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		rotate(t, s, 0)
+	}
+	var rows int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.flush").Scan(&rows)
+	if rows != 0 {
+		t.Fatalf("the flush row survived six reclaims; the test needs it gone")
+	}
+	if _, err := s.Flush(ctx, 1, 7, acks, nil); err != nil {
+		t.Fatal(err)
+	}
+	var sched int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.sched").Scan(&sched)
+	if sched != 1 {
+		t.Fatalf("%d retries scheduled after a late replay; want 1", sched)
+	}
+}
+
+// TestLostClaimReplyAfterClosingAndAdopting: one claim call closed a
+// released batch that was fully acked and adopted another; its reply is
+// lost; the retry returns the adopted one.
+func TestLostClaimReplyAfterClosingAndAdopting(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	enqueue(t, s, pool, "q")
+	first, _ := s.Claim(ctx, "q", 5, 1, false, noLimit) // dead owner 5
+	enqueue(t, s, pool, "q")
+	second, _ := s.Claim(ctx, "q", 5, 2, false, noLimit)
+	// Batch one was fully acked before 5 died; its done mark never came.
+	if _, err := s.Flush(ctx, 5, 1, []Ack{{Batch: first, Job: &first.Jobs[0], State: AckCompleted}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rel, err := s.Rescue(ctx, time.Hour); err != nil || len(rel) != 2 {
+		t.Fatalf("rescue: %v %+v", err, rel)
+	}
+	got, err := s.Claim(ctx, "q", 6, 9, false, noLimit)
+	if err != nil || got == nil || got.TickID != second.TickID {
+		t.Fatalf("claim: %v %+v; want batch %d adopted", err, got, second.TickID)
+	}
+	again, err := s.Claim(ctx, "q", 6, 9, true, noLimit)
+	if err != nil || again == nil || again.TickID != second.TickID || again.Token != got.Token {
+		t.Fatalf("retried claim: %v %+v; want batch %d again", err, again, second.TickID)
+	}
+}

@@ -256,6 +256,22 @@ AS $$ SELECT segment FROM millrace.rotation ORDER BY id DESC LIMIT 1 $$;
 CREATE FUNCTION millrace.current_gen() RETURNS smallint LANGUAGE sql STABLE
 AS $$ SELECT gen FROM millrace.sched_gen ORDER BY id DESC LIMIT 1 $$;
 
+-- txn_slot is the slot a producer transaction writes its jobs into: the
+-- current one when it first enqueues, and the same one for the rest of the
+-- transaction (a transaction-local setting), so that a transaction that
+-- enqueues for a long time holds one slot of the ring, never all of them.
+CREATE FUNCTION millrace.txn_slot() RETURNS smallint LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    v text := current_setting('millrace.txn_slot', true);
+BEGIN
+    IF v IS NULL OR v = '' THEN
+        v := millrace.current_segment()::text;
+        PERFORM set_config('millrace.txn_slot', v, true);
+    END IF;
+    RETURN v::smallint;
+END $$;
+
 -- ---------------------------------------------------------- input rules
 -- check_job enforces the rules every enqueue path meets (the Go client
 -- mirrors them with the same messages).
@@ -305,7 +321,7 @@ BEGIN
         VALUES (millrace.current_gen(), v_id, p_queue, p_kind, p_args, p_priority, 0, p_max_attempts, now(), p_run_at);
     ELSE
         INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at)
-        VALUES (millrace.current_segment(), v_id, p_queue, p_kind, p_args, p_priority, 0, p_max_attempts, now());
+        VALUES (millrace.txn_slot(), v_id, p_queue, p_kind, p_args, p_priority, 0, p_max_attempts, now());
         IF p_notify THEN
             PERFORM pg_notify('millrace', p_queue);
         END IF;
@@ -345,7 +361,7 @@ BEGIN
         ORDER BY i),
     now_ AS (
         INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at)
-        SELECT millrace.current_segment(), id, q, k, a, p, 0, m, now() FROM u WHERE r IS NULL OR r <= now()
+        SELECT millrace.txn_slot(), id, q, k, a, p, 0, m, now() FROM u WHERE r IS NULL OR r <= now()
         RETURNING 1),
     later AS (
         INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at)
@@ -377,15 +393,24 @@ DECLARE
     v_n     int := 0;
     v_bytes bigint := 0;
     v_lo    xid8 := pg_snapshot_xmax(p_prev);
+    -- Bounds are never NULL, so that every statement's key bounds are index
+    -- conditions in a cached generic plan too (a NULL-or-compare predicate
+    -- would become a filter, and a continued range would be rescanned from
+    -- its start at every claim). Ids are positive.
+    v_a_txid xid8 := coalesce(p_after_txid, '0'::xid8);
+    v_a_id   bigint := coalesce(p_after_id, -1);
+    v_u_txid xid8 := coalesce(p_upto_txid, pg_snapshot_xmax(p_snap));
+    v_u_id   bigint := coalesce(p_upto_id, 9223372036854775807);
+    v_from   bigint;
+    v_to     bigint;
 BEGIN
     FOR v_x IN SELECT x FROM pg_snapshot_xip(p_prev) x
-               WHERE (p_after_txid IS NULL OR x >= p_after_txid) AND (p_upto_txid IS NULL OR x <= p_upto_txid)
-               ORDER BY x LOOP
+               WHERE x >= v_a_txid AND x <= v_u_txid ORDER BY x LOOP
         CONTINUE WHEN NOT pg_visible_in_snapshot(v_x, p_snap);
+        v_from := CASE WHEN v_x = v_a_txid THEN v_a_id ELSE -1 END;
+        v_to := CASE WHEN v_x = v_u_txid THEN v_u_id ELSE 9223372036854775807 END;
         FOR v_r IN SELECT * FROM millrace.job j
-                   WHERE j.queue = p_queue AND j.txid = v_x
-                     AND (p_after_txid IS NULL OR v_x > p_after_txid OR j.id > p_after_id)
-                     AND (p_upto_txid IS NULL OR v_x < p_upto_txid OR j.id <= p_upto_id)
+                   WHERE j.queue = p_queue AND j.txid = v_x AND j.id > v_from AND j.id <= v_to
                    ORDER BY j.txid, j.id LOOP
             RETURN NEXT v_r;
             v_n := v_n + 1;
@@ -395,13 +420,16 @@ BEGIN
             END IF;
         END LOOP;
     END LOOP;
-    IF p_after_txid IS NOT NULL AND p_after_txid > v_lo THEN
-        v_lo := p_after_txid;
+    -- The range: from (xmax(prev), -1) or the key after which to continue,
+    -- whichever is higher, up to the upper bound and below xmax(snap).
+    IF p_after_txid IS NULL OR p_after_txid < v_lo THEN
+        v_a_txid := v_lo;
+        v_a_id := -1;
     END IF;
     FOR v_r IN SELECT * FROM millrace.job j
-               WHERE j.queue = p_queue AND j.txid >= v_lo AND j.txid < pg_snapshot_xmax(p_snap)
-                 AND (p_after_txid IS NULL OR (j.txid, j.id) > (p_after_txid, p_after_id))
-                 AND (p_upto_txid IS NULL OR (j.txid, j.id) <= (p_upto_txid, p_upto_id))
+               WHERE j.queue = p_queue
+                 AND (j.txid, j.id) > (v_a_txid, v_a_id) AND (j.txid, j.id) <= (v_u_txid, v_u_id)
+                 AND j.txid < pg_snapshot_xmax(p_snap)
                  AND pg_visible_in_snapshot(j.txid, p_snap)
                ORDER BY j.txid, j.id LOOP
         RETURN NEXT v_r;
@@ -480,8 +508,9 @@ BEGIN
              WHERE t.owner = p_owner AND t.req = p_req AND t.queue = p_queue AND NOT t.carried LIMIT 1)
             UNION ALL
             (SELECT l.tick_id, l.token FROM millrace.lease l
-             WHERE l.owner = p_owner AND l.req = p_req AND l.queue = p_queue AND l.owner <> 0 LIMIT 1)) x
-        LIMIT 1;
+             WHERE l.owner = p_owner AND l.req = p_req AND l.queue = p_queue AND l.owner <> 0
+             ORDER BY l.token DESC LIMIT 1)) x
+        ORDER BY x.token DESC LIMIT 1;  -- the last batch the call took
         IF FOUND THEN
             SELECT h.token, h.owner INTO v_last_token, v_owner FROM millrace.holder(v_tick) h;
             IF v_last_token = v_token AND v_owner = p_owner
@@ -570,6 +599,7 @@ CREATE FUNCTION millrace.flush(
 ) RETURNS SETOF bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
     v_fenced bigint[];
+    v_new    bigint[];
     v_slot   smallint;
 BEGIN
     PERFORM pg_advisory_xact_lock(millrace.flush_space(), p_owner);
@@ -582,26 +612,36 @@ BEGIN
     -- newer lease exists; a release or adoption takes it exclusively.
     PERFORM pg_advisory_xact_lock_shared(millrace.fence_space(), (t % 2147483647)::int)
     FROM (SELECT DISTINCT t FROM unnest(p_tick || p_done_tick) t ORDER BY t) x;
+    -- A batch is fenced when the token given is not its newest lease (it
+    -- was released or adopted since), or when it is closed or gone (a late
+    -- flush after its slots were reclaimed must not count again).
     SELECT coalesce(array_agg(x.t), '{}') INTO v_fenced FROM (
         SELECT DISTINCT u.t, u.k FROM unnest(p_tick || p_done_tick, p_token || p_done_token) AS u(t, k)) x
-    WHERE coalesce((SELECT max(l.token) FROM millrace.lease l WHERE l.tick_id = x.t), x.t) <> x.k;
+    WHERE (SELECT h.token FROM millrace.holder(x.t) h) IS DISTINCT FROM x.k
+       OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = x.t);
+    -- Acks already written (a replay that outlived its flush row) are not
+    -- written again, nor their retries or discards.
+    SELECT coalesce(array_agg(u.i), '{}') INTO v_new
+    FROM unnest(p_job, p_tick) WITH ORDINALITY AS u(j, t, i)
+    WHERE u.t <> ALL (v_fenced)
+      AND NOT EXISTS (SELECT 1 FROM millrace.ack a WHERE a.tick_id = u.t AND a.job_id = u.j);
 
     INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt, error)
     SELECT v_slot, u.j, u.t, u.k, u.s, u.a, u.e
-    FROM unnest(p_job, p_tick, p_token, p_state, p_attempt, p_error) AS u(j, t, k, s, a, e)
-    WHERE u.t <> ALL (v_fenced);
+    FROM unnest(p_job, p_tick, p_token, p_state, p_attempt, p_error) WITH ORDINALITY AS u(j, t, k, s, a, e, i)
+    WHERE u.i = ANY (v_new);
 
     INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, last_error)
     SELECT millrace.current_gen(), u.j, u.q, u.kd, u.ar, u.p, u.a, u.m, u.c, u.r, u.e
     FROM unnest(p_job, p_tick, p_state, p_attempt, p_error, p_retry_at, p_queue, p_kind, p_args, p_priority,
-                p_max_attempts, p_created_at) AS u(j, t, s, a, e, r, q, kd, ar, p, m, c)
-    WHERE u.s = 2 AND u.t <> ALL (v_fenced);
+                p_max_attempts, p_created_at) WITH ORDINALITY AS u(j, t, s, a, e, r, q, kd, ar, p, m, c, i)
+    WHERE u.s = 2 AND u.i = ANY (v_new);
 
     INSERT INTO millrace.discarded (id, queue, kind, args, priority, attempt, max_attempts, created_at, error)
     SELECT u.j, u.q, u.kd, u.ar, u.p, u.a, u.m, u.c, coalesce(u.e, '')
     FROM unnest(p_job, p_tick, p_state, p_attempt, p_error, p_queue, p_kind, p_args, p_priority,
-                p_max_attempts, p_created_at) AS u(j, t, s, a, e, q, kd, ar, p, m, c)
-    WHERE u.s = 3 AND u.t <> ALL (v_fenced);
+                p_max_attempts, p_created_at) WITH ORDINALITY AS u(j, t, s, a, e, q, kd, ar, p, m, c, i)
+    WHERE u.s = 3 AND u.i = ANY (v_new);
 
     INSERT INTO millrace.done (slot, queue, tick_id)
     SELECT DISTINCT v_slot, u.q, u.t FROM unnest(p_done_tick, p_done_queue) AS u(t, q)
@@ -824,7 +864,13 @@ BEGIN
                     > coalesce((SELECT max(r.id) FROM millrace.rotation r WHERE r.segment = g), 0));
         END IF;
         SELECT count(*) INTO v_n FROM (SELECT 1 FROM millrace.unclaimed(v_slot.slot) LIMIT p_max_carry + 1) u;
-        IF v_n > p_max_carry THEN
+        -- ... unless no slot is clean: then the backlog is carried rather
+        -- than letting the ring stop.
+        IF v_n > p_max_carry AND EXISTS (
+                SELECT 1 FROM generate_series(0, millrace.slots() - 1) g
+                WHERE g <> v_cur.segment
+                  AND coalesce((SELECT max(c.id) FROM millrace.reclaim c WHERE c.segment = g), 0)
+                    > coalesce((SELECT max(r.id) FROM millrace.rotation r WHERE r.segment = g), 0)) THEN
             action := 'blocked'; segment := v_slot.slot;
             detail := format('slot %s holds more than %s jobs not yet claimed (a backlog); it is reclaimed once they are',
                              v_slot.slot, p_max_carry);
@@ -911,6 +957,9 @@ BEGIN
     PERFORM pg_advisory_xact_lock(millrace.maint_space(), 1);
     v_snap := pg_current_snapshot();
     SELECT * INTO v_last FROM millrace.promote p ORDER BY p.round DESC LIMIT 1;
+    -- A round's time never goes below the last one's, even if the server
+    -- clock steps back: otherwise due rows would be promoted twice.
+    v_now := greatest(clock_timestamp(), v_last.upto);
     WITH due AS (
         SELECT s.* FROM millrace.sched s
         WHERE v_last IS NULL AND s.due_at <= v_now AND pg_visible_in_snapshot(s.txid, v_snap)
