@@ -349,7 +349,7 @@ func protocolPaths(t *testing.T, pool *pgxpool.Pool) {
 		t.Fatalf("retried claim: %v %+v", err, again)
 	}
 	for i := 0; i < 2; i++ { // the second is a replay
-		if _, err := s.Flush(ctx, 900001, 1, []storage.Ack{{Batch: b, Job: &b.Jobs[0], State: storage.AckCompleted}}, []*storage.Batch{b}); err != nil {
+		if _, err := s.Flush(ctx, 900001, 1, true, []storage.Ack{{Batch: b, Job: &b.Jobs[0], State: storage.AckCompleted}}, []*storage.Batch{b}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -370,7 +370,7 @@ func protocolPaths(t *testing.T, pool *pgxpool.Pool) {
 	if err != nil || adopted == nil {
 		t.Fatalf("adoption: %v", err)
 	}
-	if _, err := s.Flush(ctx, 900003, 1, []storage.Ack{{Batch: adopted, Job: &adopted.Jobs[0], State: storage.AckCompleted}}, []*storage.Batch{adopted}); err != nil {
+	if _, err := s.Flush(ctx, 900003, 1, true, []storage.Ack{{Batch: adopted, Job: &adopted.Jobs[0], State: storage.AckCompleted}}, []*storage.Batch{adopted}); err != nil {
 		t.Fatal(err)
 	}
 	var gens int

@@ -502,7 +502,7 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 	backoff := 5 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		fenced, err := p.cfg.Store.Flush(ctx, owner, seq, acks, done)
+		fenced, err := p.cfg.Store.Flush(ctx, owner, seq, attempt > 0, acks, done)
 		cancel()
 		if err == nil {
 			for _, t := range fenced {

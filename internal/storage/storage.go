@@ -215,7 +215,12 @@ func CleanText(s string) string {
 // was lost changes nothing. Batches re-leased since (released by the leader
 // or adopted by another process) are fenced: their acks and done rows are
 // dropped and their ticks returned.
-func (s *Store) Flush(ctx context.Context, owner int32, seq int64, acks []Ack, done []*Batch) (fenced []int64, err error) {
+//
+// replay says this (owner, seq) may have been sent before (an earlier
+// attempt lost its reply): the server then also skips each ack it already
+// holds, which costs an index probe per ack that a first attempt need not
+// pay.
+func (s *Store) Flush(ctx context.Context, owner int32, seq int64, replay bool, acks []Ack, done []*Batch) (fenced []int64, err error) {
 	if len(acks) == 0 && len(done) == 0 {
 		return nil, nil
 	}
@@ -251,9 +256,9 @@ func (s *Store) Flush(ctx context.Context, owner int32, seq int64, acks []Ack, d
 	for i, b := range done {
 		doneTicks[i], doneTokens[i], doneQueues[i] = b.TickID, b.Token, b.Queue
 	}
-	rows, err := s.Pool.Query(ctx, `SELECT millrace.flush($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb[], $13, $14, $15, $16, $17, $18)`,
+	rows, err := s.Pool.Query(ctx, `SELECT millrace.flush($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb[], $13, $14, $15, $16, $17, $18, $19)`,
 		owner, seq, jobIDs, ticks, tokens, states, attempts, errs, retryAt, queues, kinds, args, prios, maxAtt, createdAt,
-		doneTicks, doneTokens, doneQueues)
+		doneTicks, doneTokens, doneQueues, replay)
 	if err != nil {
 		return nil, err
 	}

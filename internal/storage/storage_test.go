@@ -267,7 +267,7 @@ func TestFlushReplayIsIdempotent(t *testing.T) {
 	}
 	acks := []Ack{{Batch: b, Job: &b.Jobs[0], State: AckRetried, Err: "boom", RetryAt: time.Now()}}
 	for i := 0; i < 2; i++ {
-		if _, err := s.Flush(ctx, 1, 42, acks, []*Batch{b}); err != nil {
+		if _, err := s.Flush(ctx, 1, 42, true, acks, []*Batch{b}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -286,7 +286,7 @@ func TestFlushStoresAnyErrorText(t *testing.T) {
 	enqueue(t, s, pool, "q")
 	b, _ := s.Claim(ctx, "q", 1, 1, false, noLimit)
 	acks := []Ack{{Batch: b, Job: &b.Jobs[0], State: AckRetried, Err: "bad\x00byte \xff\xfe end", RetryAt: time.Now()}}
-	if _, err := s.Flush(ctx, 1, 1, acks, []*Batch{b}); err != nil {
+	if _, err := s.Flush(ctx, 1, 1, true, acks, []*Batch{b}); err != nil {
 		t.Fatalf("flush of an error with NUL and invalid UTF-8: %v", err)
 	}
 	var e string
@@ -366,11 +366,11 @@ func TestStuckBatchIsReleased(t *testing.T) {
 	if adopted == nil || adopted.TickID != old.TickID {
 		t.Fatalf("adoption: %+v", adopted)
 	}
-	fenced, err := s.Flush(ctx, 5, 1, []Ack{{Batch: old, Job: &old.Jobs[0], State: AckCompleted}}, []*Batch{old})
+	fenced, err := s.Flush(ctx, 5, 1, true, []Ack{{Batch: old, Job: &old.Jobs[0], State: AckCompleted}}, []*Batch{old})
 	if err != nil || len(fenced) != 1 || fenced[0] != old.TickID {
 		t.Fatalf("the stuck holder's late flush: %v, fenced %v; want its tick fenced", err, fenced)
 	}
-	if _, err := s.Flush(ctx, 6, 1, []Ack{{Batch: adopted, Job: &adopted.Jobs[0], State: AckCompleted}}, []*Batch{adopted}); err != nil {
+	if _, err := s.Flush(ctx, 6, 1, true, []Ack{{Batch: adopted, Job: &adopted.Jobs[0], State: AckCompleted}}, []*Batch{adopted}); err != nil {
 		t.Fatal(err)
 	}
 	var acks int
@@ -426,7 +426,7 @@ func TestRotationNeverWaitsOnAConsumer(t *testing.T) {
 		t.Fatalf("the unserved queue's job was claimed %d times after 8 rotations", got[unserved])
 	}
 	// The long job's batch is still open and its ack is accepted.
-	fenced, err := s.Flush(ctx, 1, 1, []Ack{{Batch: long, Job: &long.Jobs[0], State: AckCompleted}}, []*Batch{long})
+	fenced, err := s.Flush(ctx, 1, 1, true, []Ack{{Batch: long, Job: &long.Jobs[0], State: AckCompleted}}, []*Batch{long})
 	if err != nil || len(fenced) != 0 {
 		t.Fatalf("ack of the long job after the rotations: %v, fenced %v", err, fenced)
 	}
@@ -558,13 +558,13 @@ func TestRotationLateFlushAfterReclaimIsFenced(t *testing.T) {
 		t.Fatalf("rescue: %v %+v", err, rel)
 	}
 	adopted, _ := s.Claim(ctx, "q", 6, 1, false, noLimit)
-	if _, err := s.Flush(ctx, 6, 1, []Ack{{Batch: adopted, Job: &adopted.Jobs[0], State: AckCompleted}}, []*Batch{adopted}); err != nil {
+	if _, err := s.Flush(ctx, 6, 1, true, []Ack{{Batch: adopted, Job: &adopted.Jobs[0], State: AckCompleted}}, []*Batch{adopted}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 6; i++ {
 		rotate(t, s, 0)
 	}
-	fenced, err := s.Flush(ctx, 5, 1, []Ack{{Batch: old, Job: &old.Jobs[0], State: AckRetried, Err: "late", RetryAt: time.Now()}}, []*Batch{old})
+	fenced, err := s.Flush(ctx, 5, 1, true, []Ack{{Batch: old, Job: &old.Jobs[0], State: AckRetried, Err: "late", RetryAt: time.Now()}}, []*Batch{old})
 	if err != nil || len(fenced) != 1 {
 		t.Fatalf("late flush of the released holder: %v, fenced %v; want its tick fenced", err, fenced)
 	}
@@ -584,7 +584,7 @@ func TestFlushReplayAfterItsRowWasReclaimed(t *testing.T) {
 	enqueue(t, s, pool, "q")
 	b, _ := s.Claim(ctx, "q", 1, 1, false, noLimit)
 	acks := []Ack{{Batch: b, Job: &b.Jobs[0], State: AckRetried, Err: "boom", RetryAt: time.Now().Add(time.Hour)}}
-	if _, err := s.Flush(ctx, 1, 7, acks, nil); err != nil { // the batch stays open: one job has no ack
+	if _, err := s.Flush(ctx, 1, 7, true, acks, nil); err != nil { // the batch stays open: one job has no ack
 		t.Fatal(err)
 	}
 	for i := 0; i < 6; i++ {
@@ -595,7 +595,7 @@ func TestFlushReplayAfterItsRowWasReclaimed(t *testing.T) {
 	if rows != 0 {
 		t.Fatalf("the flush row survived six reclaims; the test needs it gone")
 	}
-	if _, err := s.Flush(ctx, 1, 7, acks, nil); err != nil {
+	if _, err := s.Flush(ctx, 1, 7, true, acks, nil); err != nil {
 		t.Fatal(err)
 	}
 	var sched int
@@ -616,7 +616,7 @@ func TestLostClaimReplyAfterClosingAndAdopting(t *testing.T) {
 	enqueue(t, s, pool, "q")
 	second, _ := s.Claim(ctx, "q", 5, 2, false, noLimit)
 	// Batch one was fully acked before 5 died; its done mark never came.
-	if _, err := s.Flush(ctx, 5, 1, []Ack{{Batch: first, Job: &first.Jobs[0], State: AckCompleted}}, nil); err != nil {
+	if _, err := s.Flush(ctx, 5, 1, true, []Ack{{Batch: first, Job: &first.Jobs[0], State: AckCompleted}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if rel, err := s.Rescue(ctx, time.Hour); err != nil || len(rel) != 2 {

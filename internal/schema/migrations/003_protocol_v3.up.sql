@@ -387,30 +387,24 @@ CREATE FUNCTION millrace.range_jobs(
     p_max_jobs int, p_max_bytes bigint
 ) RETURNS SETOF millrace.job LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp SET jit = off AS $$
+-- Plans are made for each call's bounds: a cached generic plan would turn
+-- the optional bounds below into filters, and a continued range would be
+-- rescanned from its start at every claim.
 DECLARE
     v_x     xid8;
     v_r     millrace.job;
     v_n     int := 0;
     v_bytes bigint := 0;
     v_lo    xid8 := pg_snapshot_xmax(p_prev);
-    -- Bounds are never NULL, so that every statement's key bounds are index
-    -- conditions in a cached generic plan too (a NULL-or-compare predicate
-    -- would become a filter, and a continued range would be rescanned from
-    -- its start at every claim). Ids are positive.
-    v_a_txid xid8 := coalesce(p_after_txid, '0'::xid8);
-    v_a_id   bigint := coalesce(p_after_id, -1);
-    v_u_txid xid8 := coalesce(p_upto_txid, pg_snapshot_xmax(p_snap));
-    v_u_id   bigint := coalesce(p_upto_id, 9223372036854775807);
-    v_from   bigint;
-    v_to     bigint;
 BEGIN
     FOR v_x IN SELECT x FROM pg_snapshot_xip(p_prev) x
-               WHERE x >= v_a_txid AND x <= v_u_txid ORDER BY x LOOP
+               WHERE (p_after_txid IS NULL OR x >= p_after_txid) AND (p_upto_txid IS NULL OR x <= p_upto_txid)
+               ORDER BY x LOOP
         CONTINUE WHEN NOT pg_visible_in_snapshot(v_x, p_snap);
-        v_from := CASE WHEN v_x = v_a_txid THEN v_a_id ELSE -1 END;
-        v_to := CASE WHEN v_x = v_u_txid THEN v_u_id ELSE 9223372036854775807 END;
         FOR v_r IN SELECT * FROM millrace.job j
-                   WHERE j.queue = p_queue AND j.txid = v_x AND j.id > v_from AND j.id <= v_to
+                   WHERE j.queue = p_queue AND j.txid = v_x
+                     AND (p_after_txid IS NULL OR v_x > p_after_txid OR j.id > p_after_id)
+                     AND (p_upto_txid IS NULL OR v_x < p_upto_txid OR j.id <= p_upto_id)
                    ORDER BY j.txid, j.id LOOP
             RETURN NEXT v_r;
             v_n := v_n + 1;
@@ -420,16 +414,13 @@ BEGIN
             END IF;
         END LOOP;
     END LOOP;
-    -- The range: from (xmax(prev), -1) or the key after which to continue,
-    -- whichever is higher, up to the upper bound and below xmax(snap).
-    IF p_after_txid IS NULL OR p_after_txid < v_lo THEN
-        v_a_txid := v_lo;
-        v_a_id := -1;
+    IF p_after_txid IS NOT NULL AND p_after_txid > v_lo THEN
+        v_lo := p_after_txid;
     END IF;
     FOR v_r IN SELECT * FROM millrace.job j
-               WHERE j.queue = p_queue
-                 AND (j.txid, j.id) > (v_a_txid, v_a_id) AND (j.txid, j.id) <= (v_u_txid, v_u_id)
-                 AND j.txid < pg_snapshot_xmax(p_snap)
+               WHERE j.queue = p_queue AND j.txid >= v_lo AND j.txid < pg_snapshot_xmax(p_snap)
+                 AND (p_after_txid IS NULL OR (j.txid, j.id) > (p_after_txid, p_after_id))
+                 AND (p_upto_txid IS NULL OR (j.txid, j.id) <= (p_upto_txid, p_upto_id))
                  AND pg_visible_in_snapshot(j.txid, p_snap)
                ORDER BY j.txid, j.id LOOP
         RETURN NEXT v_r;
@@ -589,17 +580,20 @@ END $$;
 -- lease token is not the one given are dropped (fencing) and their ticks
 -- returned. Retries go to the schedule, discarded jobs to discarded.
 -- Arrays are parallel; job fields other than the ids may be NULL for
--- completed jobs.
+-- completed jobs. p_replay says the caller may have sent this flush before
+-- (it lost a reply): acks already written are then skipped one by one,
+-- which a first attempt need not pay for.
 CREATE FUNCTION millrace.flush(
     p_owner int, p_seq bigint,
     p_job bigint[], p_tick bigint[], p_token bigint[], p_state smallint[], p_attempt int[], p_error text[],
     p_retry_at timestamptz[], p_queue text[], p_kind text[], p_args jsonb[], p_priority smallint[],
     p_max_attempts int[], p_created_at timestamptz[],
-    p_done_tick bigint[], p_done_token bigint[], p_done_queue text[]
+    p_done_tick bigint[], p_done_token bigint[], p_done_queue text[],
+    p_replay boolean DEFAULT true
 ) RETURNS SETOF bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
     v_fenced bigint[];
-    v_new    bigint[];
+    v_new    boolean[];
     v_slot   smallint;
 BEGIN
     PERFORM pg_advisory_xact_lock(millrace.flush_space(), p_owner);
@@ -621,27 +615,29 @@ BEGIN
        OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = x.t);
     -- Acks already written (a replay that outlived its flush row) are not
     -- written again, nor their retries or discards.
-    SELECT coalesce(array_agg(u.i), '{}') INTO v_new
-    FROM unnest(p_job, p_tick) WITH ORDINALITY AS u(j, t, i)
-    WHERE u.t <> ALL (v_fenced)
-      AND NOT EXISTS (SELECT 1 FROM millrace.ack a WHERE a.tick_id = u.t AND a.job_id = u.j);
+    -- v_new[i]: ack i is written (one flag per ack, looked up by position).
+    SELECT coalesce(array_agg(u.t <> ALL (v_fenced)
+               AND (NOT p_replay OR NOT EXISTS (SELECT 1 FROM millrace.ack a WHERE a.tick_id = u.t AND a.job_id = u.j))
+               ORDER BY u.i), '{}')
+    INTO v_new
+    FROM unnest(p_job, p_tick) WITH ORDINALITY AS u(j, t, i);
 
     INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt, error)
     SELECT v_slot, u.j, u.t, u.k, u.s, u.a, u.e
     FROM unnest(p_job, p_tick, p_token, p_state, p_attempt, p_error) WITH ORDINALITY AS u(j, t, k, s, a, e, i)
-    WHERE u.i = ANY (v_new);
+    WHERE v_new[u.i];
 
     INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, last_error)
     SELECT millrace.current_gen(), u.j, u.q, u.kd, u.ar, u.p, u.a, u.m, u.c, u.r, u.e
     FROM unnest(p_job, p_tick, p_state, p_attempt, p_error, p_retry_at, p_queue, p_kind, p_args, p_priority,
                 p_max_attempts, p_created_at) WITH ORDINALITY AS u(j, t, s, a, e, r, q, kd, ar, p, m, c, i)
-    WHERE u.s = 2 AND u.i = ANY (v_new);
+    WHERE u.s = 2 AND v_new[u.i];
 
     INSERT INTO millrace.discarded (id, queue, kind, args, priority, attempt, max_attempts, created_at, error)
     SELECT u.j, u.q, u.kd, u.ar, u.p, u.a, u.m, u.c, coalesce(u.e, '')
     FROM unnest(p_job, p_tick, p_state, p_attempt, p_error, p_queue, p_kind, p_args, p_priority,
                 p_max_attempts, p_created_at) WITH ORDINALITY AS u(j, t, s, a, e, q, kd, ar, p, m, c, i)
-    WHERE u.s = 3 AND u.i = ANY (v_new);
+    WHERE u.s = 3 AND v_new[u.i];
 
     INSERT INTO millrace.done (slot, queue, tick_id)
     SELECT DISTINCT v_slot, u.q, u.t FROM unnest(p_done_tick, p_done_queue) AS u(t, q)

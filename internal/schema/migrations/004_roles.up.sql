@@ -90,7 +90,7 @@ BEGIN
             millrace.schema_version(),
             millrace.claim(text, int, bigint, boolean, int, bigint),
             millrace.flush(int, bigint, bigint[], bigint[], bigint[], smallint[], int[], text[], timestamptz[], text[],
-                           text[], jsonb[], smallint[], int[], timestamptz[], bigint[], bigint[], text[]),
+                           text[], jsonb[], smallint[], int[], timestamptz[], bigint[], bigint[], text[], boolean),
             millrace.register(text, text, int),
             millrace.release(int),
             millrace.rescue(interval),
