@@ -386,7 +386,7 @@ CREATE FUNCTION millrace.range_jobs(
     p_after_txid xid8, p_after_id bigint, p_upto_txid xid8, p_upto_id bigint,
     p_max_jobs int, p_max_bytes bigint
 ) RETURNS SETOF millrace.job LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp SET jit = off AS $$
+SET search_path = pg_catalog, pg_temp SET jit = off SET plan_cache_mode = force_custom_plan AS $$
 -- Plans are made for each call's bounds: a cached generic plan would turn
 -- the optional bounds below into filters, and a continued range would be
 -- rescanned from its start at every claim.
