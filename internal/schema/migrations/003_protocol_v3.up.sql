@@ -804,6 +804,13 @@ BEGIN
     RETURN v_total;
 END $$;
 
+-- slot_is_clean says slot p_slot was reclaimed since it was last current.
+CREATE FUNCTION millrace.slot_is_clean(p_slot int) RETURNS boolean LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce((SELECT max(c.id) FROM millrace.reclaim c WHERE c.segment = p_slot), 0)
+         > coalesce((SELECT max(r.id) FROM millrace.rotation r WHERE r.segment = p_slot), 0)
+$$;
+
 -- rotate is one round of ring maintenance, serialized by an advisory lock
 -- and reading the ledger only after it holds it (so two leaders can never
 -- both rotate from the same state):
@@ -856,8 +863,7 @@ BEGIN
             CONTINUE WHEN EXISTS (
                 SELECT 1 FROM generate_series(0, millrace.slots() - 1) g
                 WHERE g <> v_cur.segment
-                  AND coalesce((SELECT max(c.id) FROM millrace.reclaim c WHERE c.segment = g), 0)
-                    > coalesce((SELECT max(r.id) FROM millrace.rotation r WHERE r.segment = g), 0));
+                  AND millrace.slot_is_clean(g));
         END IF;
         SELECT count(*) INTO v_n FROM (SELECT 1 FROM millrace.unclaimed(v_slot.slot) LIMIT p_max_carry + 1) u;
         -- ... unless no slot is clean: then the backlog is carried rather
@@ -865,8 +871,7 @@ BEGIN
         IF v_n > p_max_carry AND EXISTS (
                 SELECT 1 FROM generate_series(0, millrace.slots() - 1) g
                 WHERE g <> v_cur.segment
-                  AND coalesce((SELECT max(c.id) FROM millrace.reclaim c WHERE c.segment = g), 0)
-                    > coalesce((SELECT max(r.id) FROM millrace.rotation r WHERE r.segment = g), 0)) THEN
+                  AND millrace.slot_is_clean(g)) THEN
             action := 'blocked'; segment := v_slot.slot;
             detail := format('slot %s holds more than %s jobs not yet claimed (a backlog); it is reclaimed once they are',
                              v_slot.slot, p_max_carry);
@@ -908,8 +913,7 @@ BEGIN
     IF v_cur.at <= now() - p_after THEN
         SELECT g::smallint INTO segment FROM generate_series(1, millrace.slots() - 1) k
         CROSS JOIN LATERAL (SELECT (v_cur.segment + k) % millrace.slots() AS g) x
-        WHERE coalesce((SELECT max(c.id) FROM millrace.reclaim c WHERE c.segment = x.g), 0)
-            > coalesce((SELECT max(r.id) FROM millrace.rotation r WHERE r.segment = x.g), 0)
+        WHERE millrace.slot_is_clean(x.g)
         ORDER BY k LIMIT 1;
         IF FOUND THEN
             INSERT INTO millrace.rotation (id, segment, n) VALUES (nextval('millrace.ring_seq'), segment, v_cur.n + 1);
