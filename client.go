@@ -2,11 +2,11 @@ package millrace
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -74,6 +74,26 @@ type Config struct {
 	// before it is written. It runs on the worker's goroutine: keep it
 	// short. Failed attempts are also logged, at most 10 lines a second.
 	ErrorHandler func(ctx context.Context, e *JobError)
+	// StarveAfter is how long the first waiting job of a lower priority
+	// may wait before its priority is served ahead of higher ones
+	// (default 5s): priorities order the work, and none starves.
+	StarveAfter time.Duration
+	// CompletedRetention is how long completed jobs stay in history
+	// (default 24h, at most 70h); DiscardedRetention the same for every
+	// other finished attempt: failed, snoozed, cancelled and discarded
+	// (default 7 days, at most 31 days). History goes away by TRUNCATE of
+	// whole buckets (2 hours for completed, a day for the others), so a
+	// row may outlive its retention by up to one bucket.
+	CompletedRetention time.Duration
+	DiscardedRetention time.Duration
+	// Periodic jobs are enqueued by the leader at each slot of their
+	// schedule, each slot exactly once whatever the number of processes.
+	Periodic []PeriodicJob
+	// InsertMiddleware wraps every insert (outermost first); WorkMiddleware
+	// wraps every attempt of a job (outermost first). For logging, metrics
+	// and tracing.
+	InsertMiddleware []InsertMiddleware
+	WorkMiddleware   []WorkMiddleware
 }
 
 // JobError describes a failed attempt of a job, for Config.ErrorHandler.
@@ -92,20 +112,14 @@ type JobError struct {
 	RetryAt   time.Time
 }
 
-// InsertOpts are per-job options; nil means defaults.
-type InsertOpts struct {
-	Queue       string    // default "default"
-	Priority    int       // 0..32767, lower runs first within a batch; default 0
-	RunAt       time.Time // zero: now
-	MaxAttempts int       // default Config.MaxAttempts
-}
-
 // Client inserts and works jobs.
 type Client struct {
 	pool   *pgxpool.Pool
 	cfg    Config
 	store  *storage.Store
 	sender *notifier.Sender
+
+	events events
 
 	mu      sync.Mutex
 	started bool
@@ -123,14 +137,17 @@ var ErrArgsTooLarge = errors.New("millrace: job arguments too large")
 
 // The defaults of Config, in one place.
 const (
-	DefaultMaxArgsBytes     = 1 << 20          // Config.MaxArgsBytes
-	DefaultMaxAttempts      = 25               // Config.MaxAttempts
-	DefaultPollInterval     = time.Second      // Config.PollInterval
-	DefaultRotateAfter      = 10 * time.Second // Config.RotateAfter
-	DefaultMaintenanceEvery = time.Second      // Config.MaintenanceEvery
-	DefaultStuckAfter       = time.Hour        // Config.StuckAfter
-	DefaultMaxBatchJobs     = 1000             // Config.MaxBatchJobs
-	DefaultMaxBatchBytes    = 8 << 20          // Config.MaxBatchBytes
+	DefaultMaxArgsBytes       = 1 << 20            // Config.MaxArgsBytes
+	DefaultMaxAttempts        = 25                 // Config.MaxAttempts
+	DefaultPollInterval       = time.Second        // Config.PollInterval
+	DefaultRotateAfter        = 10 * time.Second   // Config.RotateAfter
+	DefaultMaintenanceEvery   = time.Second        // Config.MaintenanceEvery
+	DefaultStuckAfter         = time.Hour          // Config.StuckAfter
+	DefaultMaxBatchJobs       = 1000               // Config.MaxBatchJobs
+	DefaultMaxBatchBytes      = 8 << 20            // Config.MaxBatchBytes
+	DefaultStarveAfter        = 5 * time.Second    // Config.StarveAfter
+	DefaultCompletedRetention = 24 * time.Hour     // Config.CompletedRetention
+	DefaultDiscardedRetention = 7 * 24 * time.Hour // Config.DiscardedRetention
 )
 
 // ErrNotMigrated is returned by Start when the database's schema is
@@ -154,7 +171,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"PollInterval", cfg.PollInterval}, {"RotateAfter", cfg.RotateAfter}, {"MaintenanceEvery", cfg.MaintenanceEvery}, {"StuckAfter", cfg.StuckAfter}} {
+	}{{"PollInterval", cfg.PollInterval}, {"RotateAfter", cfg.RotateAfter}, {"MaintenanceEvery", cfg.MaintenanceEvery},
+		{"StuckAfter", cfg.StuckAfter}, {"StarveAfter", cfg.StarveAfter}, {"CompletedRetention", cfg.CompletedRetention},
+		{"DiscardedRetention", cfg.DiscardedRetention}} {
 		if d.v < 0 {
 			return cfg, fmt.Errorf("millrace: Config.%s must not be negative", d.name)
 		}
@@ -174,6 +193,20 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.RotateAfter, DefaultRotateAfter)
 	def(&cfg.MaintenanceEvery, DefaultMaintenanceEvery)
 	def(&cfg.StuckAfter, DefaultStuckAfter)
+	def(&cfg.StarveAfter, DefaultStarveAfter)
+	def(&cfg.CompletedRetention, DefaultCompletedRetention)
+	def(&cfg.DiscardedRetention, DefaultDiscardedRetention)
+	if cfg.CompletedRetention > 70*time.Hour {
+		return cfg, errors.New("millrace: Config.CompletedRetention must be at most 70h")
+	}
+	if cfg.DiscardedRetention > 31*24*time.Hour {
+		return cfg, errors.New("millrace: Config.DiscardedRetention must be at most 31 days")
+	}
+	for i, pj := range cfg.Periodic {
+		if err := pj.check(); err != nil {
+			return cfg, fmt.Errorf("millrace: Config.Periodic[%d]: %w", i, err)
+		}
+	}
 	if cfg.MaxArgsBytes == 0 {
 		cfg.MaxArgsBytes = DefaultMaxArgsBytes
 	}
@@ -215,106 +248,6 @@ func Migrate(ctx context.Context, p *pgxpool.Pool) error {
 	return err
 }
 
-func (c *Client) newJob(args JobArgs, opts *InsertOpts) (storage.NewJob, error) {
-	if args == nil {
-		return storage.NewJob{}, errors.New("millrace: insert of nil args")
-	}
-	j := storage.NewJob{Queue: DefaultQueue, Kind: args.Kind(), MaxAttempts: c.cfg.MaxAttempts}
-	priority := 0
-	if opts != nil {
-		if opts.Queue != "" {
-			j.Queue = opts.Queue
-		}
-		if opts.MaxAttempts != 0 {
-			j.MaxAttempts = opts.MaxAttempts
-		}
-		priority = opts.Priority
-		j.RunAt = opts.RunAt
-	}
-	// The rules and their order are millrace.check_job's: the first rule
-	// an input breaks gives the same message on every path.
-	if j.Kind == "" || len(j.Kind) > 255 {
-		return j, errors.New("millrace: kind must be 1 to 255 bytes")
-	}
-	if len(j.Queue) > 128 {
-		return j, errors.New("millrace: queue must be 1 to 128 bytes")
-	}
-	b, err := json.Marshal(args)
-	if err != nil {
-		return j, fmt.Errorf("millrace: encoding args of kind %s: %w", j.Kind, err)
-	}
-	if len(b) > c.cfg.MaxArgsBytes {
-		return j, fmt.Errorf("%w: kind %s is %d bytes encoded, the limit is %d", ErrArgsTooLarge, j.Kind, len(b), c.cfg.MaxArgsBytes)
-	}
-	j.Args = b
-	if priority < 0 || priority > 32767 {
-		return j, errors.New("millrace: priority must be 0 to 32767")
-	}
-	j.Priority = int16(priority)
-	if j.MaxAttempts < 1 || j.MaxAttempts > 1000 {
-		return j, errors.New("millrace: max_attempts must be 1 to 1000")
-	}
-	return j, nil
-}
-
-// Insert enqueues one job in its own transaction and returns its id. Idle
-// workers of the queue are woken by a notification coalesced with others
-// sent from this process within a couple of milliseconds.
-func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (int64, error) {
-	j, err := c.newJob(args, opts)
-	if err != nil {
-		return 0, err
-	}
-	id, err := c.store.Enqueue(ctx, c.pool, j, false)
-	if err != nil {
-		return 0, err
-	}
-	c.notify(j.Queue)
-	return id, nil
-}
-
-// InsertTx enqueues one job inside the caller's transaction: it runs only if
-// tx commits. Postgres delivers one NOTIFY per queue when tx commits.
-func (c *Client) InsertTx(ctx context.Context, tx pgx.Tx, args JobArgs, opts *InsertOpts) (int64, error) {
-	j, err := c.newJob(args, opts)
-	if err != nil {
-		return 0, err
-	}
-	return c.store.Enqueue(ctx, tx, j, true)
-}
-
-// InsertManyParams is one job of an InsertMany call.
-type InsertManyParams struct {
-	Args JobArgs
-	Opts *InsertOpts
-}
-
-// InsertMany enqueues jobs with COPY in one transaction and returns how many
-// it inserted. Either all are inserted or none.
-func (c *Client) InsertMany(ctx context.Context, jobs []InsertManyParams) (int64, error) {
-	var n int64
-	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		var err error
-		n, err = c.InsertManyTx(ctx, tx, jobs)
-		return err
-	})
-	return n, err
-}
-
-// InsertManyTx is InsertMany inside the caller's transaction.
-func (c *Client) InsertManyTx(ctx context.Context, tx pgx.Tx, jobs []InsertManyParams) (int64, error) {
-	nj := make([]storage.NewJob, len(jobs))
-	for i, p := range jobs {
-		j, err := c.newJob(p.Args, p.Opts)
-		if err != nil {
-			return 0, fmt.Errorf("job %d: %w", i, err)
-		}
-		nj[i] = j
-	}
-	ids, err := storage.EnqueueMany(ctx, tx, nj)
-	return int64(len(ids)), err
-}
-
 func (c *Client) notify(queue string) {
 	c.mu.Lock()
 	w := c.workers
@@ -341,11 +274,13 @@ func (c *Client) Start(ctx context.Context) error {
 	for name, q := range c.cfg.Queues {
 		queues[name] = q.MaxWorkers
 	}
-	var ws *Workers = c.cfg.Workers
-	handle := func(ctx context.Context, j *storage.Job) error { return ws.handle(ctx, j) }
+	ws := c.cfg.Workers
+	handle := c.wrapWork(ws.handle)
 	c.workers = pool.New(pool.Config{Store: c.store, Queues: queues, Handle: handle, Logger: c.cfg.Logger,
 		Backoff: c.cfg.Backoff, Poll: c.cfg.PollInterval, OnClaim: c.cfg.OnClaim,
-		MaxBatchJobs: c.cfg.MaxBatchJobs, MaxBatchBytes: c.cfg.MaxBatchBytes, OnFailure: c.onFailure})
+		MaxBatchJobs: c.cfg.MaxBatchJobs, MaxBatchBytes: c.cfg.MaxBatchBytes, OnFailure: c.onFailure,
+		Policy: ws.policy, OnAcked: c.events.publishAcks, Starve: c.cfg.StarveAfter})
+	promoter := maint.NewPromoter(c.store, c.cfg.Logger)
 	runCtx, cancel := context.WithCancel(context.Background())
 	sess, err := session.Start(ctx, runCtx, session.Config{
 		Connect: func(ctx context.Context) (*pgx.Conn, error) {
@@ -361,10 +296,29 @@ func (c *Client) Start(ctx context.Context) error {
 			return pgx.ConnectConfig(ctx, cc)
 		},
 		Name: c.cfg.Name, Logger: c.cfg.Logger,
-		SetOwner: c.workers.SetOwner, Wake: c.workers.Wake, WakeAll: c.workers.WakeAll,
+		SetOwner: c.workers.SetOwner, WakeAll: c.workers.WakeAll,
+		Notify: func(channel, payload string) {
+			switch channel {
+			case notifier.SchedChannel:
+				promoter.Kick()
+			case notifier.CancelChannel:
+				if id, err := strconv.ParseInt(payload, 10, 64); err == nil {
+					c.workers.CancelJob(id)
+				}
+			default:
+				c.workers.Wake(payload)
+			}
+		},
 		Lead: func(ctx context.Context) {
+			periodic, err := c.periodicJobs()
+			if err != nil {
+				c.cfg.Logger.Error("millrace: periodic jobs not run", "err", err)
+			}
+			go promoter.Run(ctx)
 			maint.Run(ctx, maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
-				RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter})
+				RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter,
+				CompletedRetention: c.cfg.CompletedRetention, DiscardedRetention: c.cfg.DiscardedRetention,
+				Periodic: periodic})
 		},
 	})
 	if err != nil {

@@ -137,8 +137,8 @@ func TestInsertWorkExactlyOnce(t *testing.T) {
 	for i := range params {
 		params[i] = millrace.InsertManyParams{Args: countArgs{N: single + i}}
 	}
-	if n, err := client.InsertMany(ctx, params); err != nil || n != bulk {
-		t.Fatalf("InsertMany = %d, %v", n, err)
+	if n, err := client.InsertMany(ctx, params); err != nil || len(n) != bulk {
+		t.Fatalf("InsertMany = %d, %v", len(n), err)
 	}
 	wg.Wait()
 	waitFor(t, "all jobs to run", 60*time.Second, func() bool { return s.n.Load() >= single+bulk })

@@ -341,11 +341,11 @@ func protocolPaths(t *testing.T, pool *pgxpool.Pool) {
 			t.Fatal(err)
 		}
 	}
-	b, err := s.Claim(ctx, "paths-retry", 900001, 1, false, lim)
+	b, err := claimOne(s, ctx, "paths-retry", 900001, 1, false, lim)
 	if err != nil || b == nil {
 		t.Fatalf("claim: %v", err)
 	}
-	if again, err := s.Claim(ctx, "paths-retry", 900001, 1, true, lim); err != nil || again == nil || again.TickID != b.TickID {
+	if again, err := claimOne(s, ctx, "paths-retry", 900001, 1, true, lim); err != nil || again == nil || again.TickID != b.TickID {
 		t.Fatalf("retried claim: %v %+v", err, again)
 	}
 	for i := 0; i < 2; i++ { // the second is a replay
@@ -359,14 +359,14 @@ func protocolPaths(t *testing.T, pool *pgxpool.Pool) {
 	}
 	defer conn.Close(ctx)
 	conn.Exec(ctx, "SELECT pg_advisory_lock($1, 900002)", storage.LockSpace) // a live holder
-	stuck, err := s.Claim(ctx, "paths-stuck", 900002, 1, false, lim)
+	stuck, err := claimOne(s, ctx, "paths-stuck", 900002, 1, false, lim)
 	if err != nil || stuck == nil {
 		t.Fatalf("claim: %v", err)
 	}
 	if rel, err := s.Rescue(ctx, time.Nanosecond); err != nil || len(rel) == 0 {
 		t.Fatalf("stuck release: %v %+v", err, rel)
 	}
-	adopted, err := s.Claim(ctx, "paths-stuck", 900003, 1, false, lim)
+	adopted, err := claimOne(s, ctx, "paths-stuck", 900003, 1, false, lim)
 	if err != nil || adopted == nil {
 		t.Fatalf("adoption: %v", err)
 	}
@@ -381,4 +381,13 @@ func protocolPaths(t *testing.T, pool *pgxpool.Pool) {
 	if gens < 2 {
 		t.Fatalf("the schedule was never compacted (%d generations)", gens)
 	}
+}
+
+// claimOne is Store.Claim for a queue of one lane: its one batch, or nil.
+func claimOne(s *storage.Store, ctx context.Context, queue string, owner int32, req int64, retry bool, lim storage.Limits) (*storage.Batch, error) {
+	bs, err := s.Claim(ctx, queue, owner, req, retry, lim)
+	if err != nil || len(bs) == 0 {
+		return nil, err
+	}
+	return bs[0], nil
 }

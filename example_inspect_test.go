@@ -16,10 +16,10 @@ func ExampleQueueCounts() {
 	pool := exampleDatabase()
 	defer pool.Close()
 	client, _ := millrace.NewClient(pool, millrace.Config{})
-	id, _ := client.Insert(ctx, EmailArgs{To: "ada@example.com"}, &millrace.InsertOpts{Queue: "email"})
+	res, _ := client.Insert(ctx, EmailArgs{To: "ada@example.com"}, &millrace.InsertOpts{Queue: "email"})
 	client.Insert(ctx, EmailArgs{To: "bob@example.com"}, &millrace.InsertOpts{Queue: "email", RunAt: time.Now().Add(time.Hour)})
 
-	job, err := millrace.JobByID(ctx, pool, id)
+	job, err := millrace.JobByID(ctx, pool, res.ID)
 	if err != nil {
 		panic(err)
 	}
@@ -82,12 +82,12 @@ func ExampleClient_StopAndCancel() {
 		Queues:  map[string]millrace.QueueConfig{millrace.DefaultQueue: {MaxWorkers: 1}},
 	})
 	client.Start(ctx)
-	id, _ := client.Insert(ctx, EmailArgs{To: "ada@example.com"}, nil)
+	res, _ := client.Insert(ctx, EmailArgs{To: "ada@example.com"}, nil)
 	<-running
 	if err := client.StopAndCancel(ctx); err != nil {
 		panic(err)
 	}
-	job, _ := millrace.JobByID(ctx, pool, id)
+	job, _ := millrace.JobByID(ctx, pool, res.ID)
 	fmt.Println("attempts so far:", job.Attempt)
 	// Output: attempts so far: 0
 }

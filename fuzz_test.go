@@ -73,7 +73,7 @@ func FuzzEnqueueRules(f *testing.F) {
 			}
 			return
 		}
-		for _, id := range []int64{goID, sqlID} {
+		for _, id := range []int64{goID.ID, sqlID} {
 			// Read the stored row back directly (the test runs as the
 			// schema's owner); millrace.jobs would recompute every job.
 			var j millrace.JobInfo

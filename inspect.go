@@ -44,17 +44,20 @@ func ReadStats(ctx context.Context, db DB) (Stats, error) {
 		Reclaims: st.Reclaims, LastReclaim: st.LastReclaim}, nil
 }
 
-// JobState is where a job not yet finished stands.
+// JobState is where a job stands.
 type JobState string
 
-// The states of a job that has not finished (see the millrace.jobs view).
+// The states of a job.
 const (
 	JobAvailable JobState = "available" // committed, not yet claimed
 	JobRunning   JobState = "running"   // in a claimed batch, no outcome yet
-	JobScheduled JobState = "scheduled" // due later, or a retry waiting for its backoff
+	JobScheduled JobState = "scheduled" // due later, or waiting for a retry or a snooze
+	JobCompleted JobState = "completed" // finished: succeeded
+	JobDiscarded JobState = "discarded" // finished: failed its last attempt, or discarded by its worker
+	JobCancelled JobState = "cancelled" // finished: cancelled
 )
 
-// JobInfo is a job as the millrace.jobs view shows it.
+// JobInfo is a job and its history.
 type JobInfo struct {
 	ID          int64
 	Queue       string
@@ -66,21 +69,67 @@ type JobInfo struct {
 	CreatedAt   time.Time
 	State       JobState
 	RunAt       time.Time // for scheduled jobs
+	// Attempts are its finished attempts, oldest first, while history
+	// keeps them (Config.CompletedRetention, Config.DiscardedRetention).
+	Attempts []AttemptInfo
 }
 
-// ErrJobNotFound is returned by JobByID for a job that is not waiting or
-// running: it finished (completed jobs are not kept; discarded ones are in
-// millrace.discarded), or never existed.
-var ErrJobNotFound = errors.New("millrace: job not found among jobs not yet finished")
+// AttemptInfo is one finished attempt of a job.
+type AttemptInfo struct {
+	Attempt  int
+	State    string // completed, failed, snoozed, cancelled, discarded
+	Started  time.Time
+	Finished time.Time
+	Error    string
+	Process  int // the process identity that ran it
+}
 
-// JobByID returns a job that has not finished yet. It reads every slot of
-// the ring: use it to inspect, not on a hot path.
+// ErrJobNotFound is returned by JobByID for a job that never existed, or
+// finished longer ago than history keeps.
+var ErrJobNotFound = errors.New("millrace: job not found")
+
+// JobByID returns a job, live or finished, with its attempts. It costs a
+// few index probes.
 func JobByID(ctx context.Context, db DB, id int64) (JobInfo, error) {
-	var j JobInfo
+	j := JobInfo{ID: id}
+	var state *string
+	if err := db.QueryRow(ctx, "SELECT millrace.job_state($1)", id).Scan(&state); err != nil {
+		return j, err
+	}
+	if state == nil {
+		return j, ErrJobNotFound
+	}
+	j.State = JobState(*state)
+	rows, err := db.Query(ctx, `SELECT attempt, state, queue, kind, args, priority, max_attempts, created_at,
+		coalesce(started_at, finished_at), finished_at, coalesce(error, ''), owner
+		FROM millrace.history WHERE id = $1 ORDER BY finished_at, attempt`, id)
+	if err != nil {
+		return j, err
+	}
+	for rows.Next() {
+		var a AttemptInfo
+		if err := rows.Scan(&a.Attempt, &a.State, &j.Queue, &j.Kind, &j.Args, &j.Priority, &j.MaxAttempts, &j.CreatedAt,
+			&a.Started, &a.Finished, &a.Error, &a.Process); err != nil {
+			rows.Close()
+			return j, err
+		}
+		j.Attempts = append(j.Attempts, a)
+		if a.State != "snoozed" {
+			j.Attempt = a.Attempt
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return j, err
+	}
+	switch j.State {
+	case JobCompleted, JobDiscarded, JobCancelled:
+		return j, nil
+	}
+	// A live job: its current row.
 	var runAt *time.Time
-	err := db.QueryRow(ctx, `SELECT id, queue, kind, args, priority, attempt, max_attempts, created_at, state, run_at
-		FROM millrace.jobs WHERE id = $1 ORDER BY state = 'running' DESC LIMIT 1`, id).
-		Scan(&j.ID, &j.Queue, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt, &j.State, &runAt)
+	err = db.QueryRow(ctx, `SELECT queue, kind, args, priority, attempt, max_attempts, created_at, run_at
+		FROM millrace.live_job($1)`, id).
+		Scan(&j.Queue, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt, &runAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return j, ErrJobNotFound
 	}
@@ -96,20 +145,23 @@ type QueueCount struct {
 	Available int64
 	Running   int64
 	Scheduled int64
-	Discarded int64
+	Discarded int64 // in history
+	Completed int64 // in history
+	Paused    bool
 }
 
 // QueueCounts returns, per queue, how many jobs are available, running,
-// scheduled and discarded. It reads every slot of the ring (cost grows
-// with the jobs not yet finished): for dashboards at human cadence.
+// scheduled, and (while history keeps them) discarded and completed, and
+// whether the queue is paused. It reads every slot of the ring and the
+// history: for people at human cadence, not for a loop.
 func QueueCounts(ctx context.Context, db DB) ([]QueueCount, error) {
-	rows, err := db.Query(ctx, "SELECT queue, available, running, scheduled, discarded FROM millrace.queue_counts()")
+	rows, err := db.Query(ctx, "SELECT queue, available, running, scheduled, discarded, completed, paused FROM millrace.queue_counts()")
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueCount, error) {
 		var c QueueCount
-		err := r.Scan(&c.Queue, &c.Available, &c.Running, &c.Scheduled, &c.Discarded)
+		err := r.Scan(&c.Queue, &c.Available, &c.Running, &c.Scheduled, &c.Discarded, &c.Completed, &c.Paused)
 		return c, err
 	})
 }

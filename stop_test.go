@@ -104,12 +104,12 @@ func TestStopAndCancel(t *testing.T) {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	id, _ := c.Insert(ctx, countArgs{N: 1}, nil)
+	ins, _ := c.Insert(ctx, countArgs{N: 1}, nil)
 	<-running
 	if err := c.StopAndCancel(ctx); err != nil { // no deadline: returns because the job honoured cancel
 		t.Fatal(err)
 	}
-	j, err := millrace.JobByID(ctx, pool, id)
+	j, err := millrace.JobByID(ctx, pool, ins.ID)
 	if err != nil {
 		t.Fatalf("the cancelled job is gone: %v", err)
 	}

@@ -34,6 +34,23 @@ type Config struct {
 	OnRotate func([]storage.RingAction)
 	// OnRelease observes each batch released to other claimers.
 	OnRelease func(storage.Released)
+	// CompletedRetention and DiscardedRetention bound how long history
+	// keeps completed jobs and every other finished attempt (defaults 24h
+	// and 7 days); expired buckets are truncated about once a minute.
+	CompletedRetention time.Duration
+	DiscardedRetention time.Duration
+	// Periodic jobs to enqueue at each slot of their schedule.
+	Periodic []Periodic
+}
+
+// Periodic is a job enqueued at every slot of a schedule.
+type Periodic struct {
+	Name     string
+	Schedule interface{ Next(time.Time) time.Time }
+	Job      func() (storage.NewJob, error) // the job to enqueue at a slot
+	// RunOnStart enqueues the latest slot at or before the leader's start
+	// when the job never ran; otherwise its first slot is the next one.
+	RunOnStart bool
 }
 
 func (cfg *Config) defaults() {
@@ -55,13 +72,19 @@ func (cfg *Config) defaults() {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.CompletedRetention <= 0 {
+		cfg.CompletedRetention = 24 * time.Hour
+	}
+	if cfg.DiscardedRetention <= 0 {
+		cfg.DiscardedRetention = 7 * 24 * time.Hour
+	}
 }
 
 // Run loops until ctx ends. It is called only while this process holds the
 // leader lock; errors are logged and retried at the next round.
 func Run(ctx context.Context, cfg Config) {
 	cfg.defaults()
-	m := &Maintainer{cfg: cfg, logged: map[string]time.Time{}}
+	m := New(cfg)
 	t := time.NewTicker(cfg.Every)
 	defer t.Stop()
 	for {
@@ -76,14 +99,17 @@ func Run(ctx context.Context, cfg Config) {
 
 // Maintainer is one leader's maintenance state (what it logged when).
 type Maintainer struct {
-	cfg    Config
-	logged map[string]time.Time
+	cfg     Config
+	logged  map[string]time.Time
+	started time.Time
+	expired time.Time            // when history was last expired
+	last    map[string]time.Time // newest slot enqueued, per periodic job
 }
 
 // New makes a Maintainer whose Step tests can call directly.
 func New(cfg Config) *Maintainer {
 	cfg.defaults()
-	return &Maintainer{cfg: cfg, logged: map[string]time.Time{}}
+	return &Maintainer{cfg: cfg, logged: map[string]time.Time{}, started: time.Now(), last: map[string]time.Time{}}
 }
 
 // Step runs one round of maintenance.
@@ -109,6 +135,17 @@ func (m *Maintainer) Step(ctx context.Context) {
 			"holder", r.Owner, "reason", r.Reason)
 		if cfg.OnRelease != nil {
 			cfg.OnRelease(r)
+		}
+	}
+	m.runPeriodic(ctx)
+	if time.Since(m.expired) >= time.Minute {
+		m.expired = time.Now()
+		if n, err := cfg.Store.ExpireHistory(ctx, cfg.CompletedRetention, cfg.DiscardedRetention); err != nil {
+			if ctx.Err() == nil {
+				cfg.Logger.Warn("millrace: expiring history failed", "err", err)
+			}
+		} else if n > 0 {
+			cfg.Logger.Debug("millrace: history buckets truncated", "n", n)
 		}
 	}
 	start := time.Now()
@@ -148,4 +185,111 @@ func (m *Maintainer) warnBehind(ctx context.Context, a storage.RingAction) {
 			"last_reclaim_ago", time.Since(st.LastReclaim).Round(time.Second))
 	}
 	m.cfg.Logger.Warn("millrace: rotation is held back", attrs...)
+}
+
+// runPeriodic enqueues the due slot of every periodic job: the latest slot
+// at or before now that comes after the newest one enqueued (slots missed
+// while no leader ran are skipped, not replayed). The database's primary
+// key on (name, slot) makes each slot run once across leaders.
+func (m *Maintainer) runPeriodic(ctx context.Context) {
+	now := time.Now()
+	for _, p := range m.cfg.Periodic {
+		last, ok := m.last[p.Name]
+		if !ok {
+			var err error
+			if last, err = m.cfg.Store.PeriodicLast(ctx, p.Name); err != nil {
+				if ctx.Err() == nil {
+					m.cfg.Logger.Warn("millrace: reading periodic job state failed", "name", p.Name, "err", err)
+				}
+				continue
+			}
+			if last.IsZero() {
+				last = m.started
+				if p.RunOnStart {
+					last = m.started.Add(-366 * 24 * time.Hour)
+				}
+			}
+			m.last[p.Name] = last
+		}
+		slot := time.Time{}
+		for t, i := p.Schedule.Next(last), 0; !t.IsZero() && !t.After(now) && i < 100000; t, i = p.Schedule.Next(t), i+1 {
+			slot = t
+		}
+		if slot.IsZero() {
+			continue
+		}
+		j, err := p.Job()
+		if err != nil {
+			m.cfg.Logger.Error("millrace: building periodic job failed", "name", p.Name, "err", err)
+			m.last[p.Name] = slot
+			continue
+		}
+		id, inserted, err := m.cfg.Store.PeriodicRun(ctx, p.Name, slot, j)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.cfg.Logger.Warn("millrace: enqueuing periodic job failed", "name", p.Name, "slot", slot, "err", err)
+			}
+			continue
+		}
+		m.last[p.Name] = slot
+		if inserted {
+			m.cfg.Logger.Debug("millrace: periodic job enqueued", "name", p.Name, "slot", slot, "job", id)
+		}
+	}
+}
+
+// Promoter promotes scheduled jobs as they fall due: it sleeps until the
+// next due time (at most MaxWait), or until Kick says a job was scheduled
+// or a retry queued (NOTIFY millrace_sched), so a job starts within a few
+// milliseconds of its time, and a job whose transaction commits after its
+// time starts when it commits.
+type Promoter struct {
+	Store  *storage.Store
+	Logger *slog.Logger
+	// MaxWait bounds a sleep (default 250ms): a schedule change whose
+	// notification was missed is seen within it.
+	MaxWait time.Duration
+	// CompactMin is the least number of promotions between two compactions
+	// of the schedule (default 10000).
+	CompactMin int64
+	kick       chan struct{}
+}
+
+// NewPromoter makes a Promoter.
+func NewPromoter(s *storage.Store, logger *slog.Logger) *Promoter {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Promoter{Store: s, Logger: logger, MaxWait: 250 * time.Millisecond, CompactMin: 10000, kick: make(chan struct{}, 1)}
+}
+
+// Kick wakes the promoter now.
+func (p *Promoter) Kick() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run promotes until ctx ends.
+func (p *Promoter) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		wait := p.MaxWait
+		if _, err := p.Store.Promote(ctx, p.CompactMin); err != nil {
+			if ctx.Err() == nil {
+				p.Logger.Warn("millrace: promoting scheduled jobs failed", "err", err)
+			}
+		} else if next, err := p.Store.NextDue(ctx); err == nil && !next.IsZero() {
+			wait = min(wait, max(time.Until(next), time.Millisecond))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-p.kick:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }

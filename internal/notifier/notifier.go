@@ -15,16 +15,22 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Channel is the LISTEN/NOTIFY channel; the payload is the queue name.
-const Channel = "millrace"
+// The LISTEN/NOTIFY channels.
+const (
+	Channel       = "millrace"        // payload: a queue with new jobs
+	SchedChannel  = "millrace_sched"  // a job was scheduled or a retry queued
+	CancelChannel = "millrace_cancel" // payload: the id of a job to cancel
+)
 
 // Listen runs on conn until ctx ends or the connection fails: it calls wake
-// with the queue of every notification, and every at most `every` it calls
-// tick with the connection (for work that must run on it, such as trying
-// the leader lock). It returns the error that ended it.
-func Listen(ctx context.Context, conn *pgx.Conn, every time.Duration, wake func(queue string), tick func(ctx context.Context, conn *pgx.Conn) error) error {
-	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
-		return err
+// with the channel and payload of every notification, and every at most
+// `every` it calls tick with the connection (for work that must run on it,
+// such as trying the leader lock). It returns the error that ended it.
+func Listen(ctx context.Context, conn *pgx.Conn, every time.Duration, wake func(channel, payload string), tick func(ctx context.Context, conn *pgx.Conn) error) error {
+	for _, ch := range []string{Channel, SchedChannel, CancelChannel} {
+		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
+			return err
+		}
 	}
 	last := time.Time{}
 	for {
@@ -48,7 +54,7 @@ func Listen(ctx context.Context, conn *pgx.Conn, every time.Duration, wake func(
 			}
 			return err
 		}
-		wake(n.Payload)
+		wake(n.Channel, n.Payload)
 	}
 }
 

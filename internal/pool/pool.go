@@ -11,7 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,8 +21,77 @@ import (
 )
 
 // Handler runs one job. A nil error completes it; an error fails the
-// attempt (retried with backoff until max attempts, then discarded).
-type Handler func(ctx context.Context, job *storage.Job) error
+// attempt (retried with backoff until max attempts, then discarded), unless
+// it is a *Snooze, *Cancel or *Discard.
+type Handler func(ctx context.Context, run *Run) error
+
+// Run is one attempt of a job as its handler sees it.
+type Run struct {
+	Job     *storage.Job
+	Batch   *storage.Batch
+	Owner   int32     // the process identity that holds the batch
+	Started time.Time // when the attempt began
+	// completedTx is set once the handler completed the job inside its own
+	// transaction (the ack may already exist).
+	completedTx atomic.Bool
+}
+
+// MarkCompletedTx records that the handler wrote the job's completion in
+// its own transaction: the pool then writes the ack only if that
+// transaction did not commit it.
+func (r *Run) MarkCompletedTx() { r.completedTx.Store(true) }
+
+// Snooze, returned by a handler, runs the job again after Delay without
+// counting the attempt.
+type Snooze struct{ Delay time.Duration }
+
+func (e *Snooze) Error() string { return fmt.Sprintf("millrace: job snoozed for %s", e.Delay) }
+
+// Cancel, returned by a handler, finishes the job as cancelled: it never
+// runs again. Err says why (may be nil).
+type Cancel struct{ Err error }
+
+func (e *Cancel) Error() string {
+	if e.Err == nil {
+		return "millrace: job cancelled"
+	}
+	return "millrace: job cancelled: " + e.Err.Error()
+}
+
+func (e *Cancel) Unwrap() error { return e.Err }
+
+// Discard, returned by a handler, finishes the job as discarded at once,
+// whatever attempts it has left. Err says why (may be nil).
+type Discard struct{ Err error }
+
+func (e *Discard) Error() string {
+	if e.Err == nil {
+		return "millrace: job discarded"
+	}
+	return "millrace: job discarded: " + e.Err.Error()
+}
+
+func (e *Discard) Unwrap() error { return e.Err }
+
+// errCancelRequested is the cause of a running job's context cancelled by
+// millrace.cancel.
+var errCancelRequested = errors.New("millrace: job cancelled by request")
+
+// ErrCancelRequested is the context cause a job sees when it was cancelled
+// from outside (context.Cause(ctx)).
+var ErrCancelRequested = errCancelRequested
+
+// errTimeout is the cause of a job's context ended by its timeout.
+var errTimeout = errors.New("millrace: job timed out")
+
+// ErrTimeout is the context cause a job sees when its timeout passed.
+var ErrTimeout = errTimeout
+
+// KindPolicy is how jobs of one kind retry and how long they may run.
+type KindPolicy struct {
+	Backoff func(attempt int) time.Duration // nil: the pool's
+	Timeout time.Duration                   // 0: none (a job's own timeout still applies)
+}
 
 // Config configures a Pool.
 type Config struct {
@@ -53,12 +122,28 @@ type Config struct {
 	// whether it was a recovered panic, and whether it was the last
 	// attempt (the job is discarded) or when it runs again.
 	OnFailure func(job *storage.Job, err error, panicked, discarded bool, retryAt time.Time)
+	// Policy gives a kind's retry and timeout policy (nil: defaults).
+	Policy func(kind string) KindPolicy
+	// OnAcked is told, after each flush commits, the acks it wrote (those
+	// of fenced batches left out).
+	OnAcked func(acks []storage.Ack)
+	// Starve is how long a lower priority's first job may wait before its
+	// lane is served first (default 5s).
+	Starve time.Duration
+	// CancelPoll is how often the ids of running jobs are checked for a
+	// cancellation request whose notification was missed (default 1s).
+	CancelPoll time.Duration
 }
 
 // item is one job of a leased batch.
 type item struct {
 	batch *batch
 	job   storage.Job
+}
+
+// running is a job being worked in this process.
+type running struct {
+	cancel context.CancelCauseFunc
 }
 
 // batch tracks a leased batch until every job has an ack.
@@ -96,6 +181,9 @@ type Pool struct {
 	flushSeq    atomic.Int64
 	ackStop     chan struct{} // closed by Stop: the acker writes what it has and exits
 
+	runMu   sync.Mutex
+	running map[int64]*running
+
 	failMu         sync.Mutex
 	failWindow     time.Time
 	failLogged     int
@@ -122,7 +210,10 @@ func New(cfg Config) *Pool {
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 8 << 20
 	}
-	p := &Pool{cfg: cfg, queues: map[string]*queue{}, acks: make(chan storage.Ack, 4096), ackerDone: make(chan struct{}), ackStop: make(chan struct{})}
+	if cfg.CancelPoll <= 0 {
+		cfg.CancelPoll = time.Second
+	}
+	p := &Pool{cfg: cfg, queues: map[string]*queue{}, running: map[int64]*running{}, acks: make(chan storage.Ack, 4096), ackerDone: make(chan struct{}), ackStop: make(chan struct{})}
 	for name, n := range cfg.Queues {
 		p.queues[name] = &queue{name: name, workers: n, jobs: make(chan item, n), wake: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
 	}
@@ -163,6 +254,52 @@ func (p *Pool) Start() {
 		}
 	}
 	go p.acker()
+	go p.pollCancels()
+}
+
+// CancelJob cancels the context of job id if it runs in this process (a
+// cancellation request reached it); it reports whether it did.
+func (p *Pool) CancelJob(id int64) bool {
+	p.runMu.Lock()
+	r := p.running[id]
+	p.runMu.Unlock()
+	if r == nil {
+		return false
+	}
+	r.cancel(errCancelRequested)
+	return true
+}
+
+// pollCancels checks, every CancelPoll while jobs run, whether any of them
+// has a cancellation request: a notification can be missed (a reconnect).
+func (p *Pool) pollCancels() {
+	t := time.NewTicker(p.cfg.CancelPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.claimCtx.Done():
+			return
+		case <-t.C:
+		}
+		p.runMu.Lock()
+		ids := make([]int64, 0, len(p.running))
+		for id := range p.running {
+			ids = append(ids, id)
+		}
+		p.runMu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(p.claimCtx, 5*time.Second)
+		got, err := p.cfg.Store.Cancelled(ctx, ids)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, id := range got {
+			p.CancelJob(id)
+		}
+	}
 }
 
 // Wake tells a queue's claimer that new jobs may have committed.
@@ -187,7 +324,7 @@ func (p *Pool) claim(q *queue) {
 	defer p.claimersWG.Done()
 	ctx := p.claimCtx
 	backoff := 10 * time.Millisecond
-	lim := storage.Limits{MaxJobs: min(p.cfg.MaxBatchJobs, q.workers), MaxBytes: p.cfg.MaxBatchBytes}
+	lim := storage.Limits{MaxJobs: min(p.cfg.MaxBatchJobs, q.workers), MaxBytes: p.cfg.MaxBatchBytes, Starve: p.cfg.Starve}
 	// req numbers this claimer's calls. After an error the same req is
 	// sent again with retry set: if the failed call committed and only its
 	// reply was lost, its batch comes back instead of being stranded.
@@ -222,7 +359,7 @@ func (p *Pool) claim(q *queue) {
 			req++
 		}
 		start := time.Now()
-		sb, err := p.cfg.Store.Claim(ctx, q.name, owner, req, retry, lim)
+		sbs, err := p.cfg.Store.Claim(ctx, q.name, owner, req, retry, lim)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -239,7 +376,7 @@ func (p *Pool) claim(q *queue) {
 		}
 		backoff = 10 * time.Millisecond
 		retry = false
-		if sb == nil {
+		if len(sbs) == 0 {
 			select {
 			case <-ctx.Done():
 				return
@@ -248,18 +385,29 @@ func (p *Pool) claim(q *queue) {
 			}
 			continue
 		}
-		if p.cfg.OnClaim != nil {
-			p.cfg.OnClaim(q.name, time.Since(start), len(sb.Jobs))
+		n := 0
+		for _, sb := range sbs {
+			n += len(sb.Jobs)
 		}
-		// A claim returns jobs in commit order; run the batch by priority.
-		sort.SliceStable(sb.Jobs, func(i, j int) bool { return sb.Jobs[i].Priority < sb.Jobs[j].Priority })
-		b := &batch{Batch: sb, owner: owner}
-		b.remaining.Store(int32(len(sb.Jobs)))
-		for _, j := range sb.Jobs {
-			select {
-			case q.jobs <- item{batch: b, job: j}:
-			case <-ctx.Done():
-				return // the rest stay unacked: released with the lease
+		if p.cfg.OnClaim != nil {
+			p.cfg.OnClaim(q.name, time.Since(start), n)
+		}
+		// Batches come in lane order (priority, the starving first); run
+		// each batch's jobs in commit order.
+		for _, sb := range sbs {
+			b := &batch{Batch: sb, owner: owner}
+			b.remaining.Store(int32(len(sb.Jobs)))
+			for _, j := range sb.Jobs {
+				if j.Cancelled {
+					// Cancelled before it ran: ack it so, never run it.
+					p.ack(b, storage.Ack{Batch: sb, Job: &j, State: storage.AckCancelled, Finished: time.Now()})
+					continue
+				}
+				select {
+				case q.jobs <- item{batch: b, job: j}:
+				case <-ctx.Done():
+					return // the rest stay unacked: released with the lease
+				}
 			}
 		}
 	}
@@ -289,30 +437,99 @@ func (p *Pool) work(q *queue) {
 }
 
 func (p *Pool) run(it item) {
-	err := p.call(it)
-	if err != nil && p.stopping.Load() && p.jobCtx.Err() != nil {
+	run := &Run{Job: &it.job, Batch: it.batch.Batch, Owner: it.batch.owner, Started: time.Now()}
+	var pol KindPolicy
+	if p.cfg.Policy != nil {
+		pol = p.cfg.Policy(it.job.Kind)
+	}
+	ctx, cancel := context.WithCancelCause(p.jobCtx)
+	timeout := pol.Timeout
+	if it.job.Timeout > 0 {
+		timeout = it.job.Timeout
+	}
+	var timer *time.Timer
+	if timeout > 0 {
+		timer = time.AfterFunc(timeout, func() {
+			cancel(errTimeout)
+			// A job that ignores its context keeps its worker; say so. If it
+			// never returns, its batch is released after StuckAfter.
+			p.cfg.Logger.Warn("millrace: job passed its timeout; its context is cancelled", "job", it.job.ID,
+				"kind", it.job.Kind, "timeout", timeout)
+		})
+	}
+	p.runMu.Lock()
+	p.running[it.job.ID] = &running{cancel: cancel}
+	p.runMu.Unlock()
+	err := p.call(ctx, run)
+	if timer != nil {
+		timer.Stop()
+	}
+	cause := context.Cause(ctx)
+	cancel(nil)
+	p.runMu.Lock()
+	delete(p.running, it.job.ID)
+	p.runMu.Unlock()
+	if err != nil && p.stopping.Load() && p.jobCtx.Err() != nil && !errors.Is(cause, errCancelRequested) && !errors.Is(cause, errTimeout) {
 		// Cut short by shutdown: not an attempt. No ack; the job is
 		// released with the lease and runs again elsewhere.
 		return
 	}
-	p.ack(it.batch, p.outcome(&it, err))
+	a := p.outcome(&it, err, cause, pol)
+	a.Started, a.Finished = run.Started, time.Now()
+	if run.completedTx.Load() {
+		// The handler's transaction may have written the completion: the
+		// flush skips this ack if so.
+		a = storage.Ack{Batch: it.batch.Batch, Job: &it.job, State: storage.AckCompleted, Started: a.Started, Finished: a.Finished, IfAbsent: true}
+	}
+	p.ack(it.batch, a)
 }
 
 // outcome decides what one attempt of a job leads to, in one place: the
-// attempt is this run's number (1 for the first); an error retries the job
-// after the backoff of that attempt, or discards it after its last.
-func (p *Pool) outcome(it *item, err error) storage.Ack {
+// attempt is this run's number (1 for the first). nil completes the job;
+// a *Snooze runs it again later without counting the attempt; a *Cancel,
+// or any error after a cancellation request, cancels it; a *Discard
+// discards it; any other error retries it after its kind's backoff, or
+// discards it after its last attempt.
+func (p *Pool) outcome(it *item, err error, cause error, pol KindPolicy) storage.Ack {
 	a := storage.Ack{Batch: it.batch.Batch, Job: &it.job, State: storage.AckCompleted}
 	if err == nil {
 		return a
 	}
+	var (
+		sn *Snooze
+		cn *Cancel
+		dc *Discard
+	)
+	switch {
+	case errors.As(err, &sn):
+		a.State = storage.AckSnoozed
+		a.RetryAt = time.Now().Add(max(sn.Delay, 0))
+		return a
+	case errors.As(err, &cn):
+		a.State = storage.AckCancelled
+		if cn.Err != nil {
+			a.Err = cn.Err.Error()
+		}
+		return a
+	case errors.Is(cause, errCancelRequested):
+		a.State = storage.AckCancelled
+		a.Err = err.Error()
+		return a
+	}
 	attempt := it.job.Attempt + 1
 	a.Err = err.Error()
-	if attempt >= it.job.MaxAttempts {
+	if errors.Is(cause, errTimeout) && !errors.Is(err, errTimeout) {
+		a.Err = "millrace: job timed out: " + a.Err
+	}
+	backoff := p.cfg.Backoff
+	if pol.Backoff != nil {
+		backoff = pol.Backoff
+	}
+	if errors.As(err, &dc) || attempt >= it.job.MaxAttempts {
 		a.State = storage.AckDiscarded
 	} else {
 		a.State = storage.AckRetried
-		a.RetryAt = time.Now().Add(p.cfg.Backoff(attempt))
+		a.RetryAt = time.Now().Add(backoff(attempt))
 	}
 	var pe *panicError
 	panicked := errors.As(err, &pe)
@@ -363,13 +580,13 @@ type panicError struct{ msg string }
 
 func (e *panicError) Error() string { return e.msg }
 
-func (p *Pool) call(it item) (err error) {
+func (p *Pool) call(ctx context.Context, run *Run) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &panicError{msg: fmt.Sprintf("panic: %v\n%s", r, debug.Stack())}
 		}
 	}()
-	return p.cfg.Handle(p.jobCtx, &it.job)
+	return p.cfg.Handle(ctx, run)
 }
 
 // doneMark is an ack-channel entry that closes a batch.
@@ -505,6 +722,9 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 		fenced, err := p.cfg.Store.Flush(ctx, owner, seq, attempt > 0, acks, done)
 		cancel()
 		if err == nil {
+			if p.cfg.OnAcked != nil && len(acks) > 0 {
+				p.cfg.OnAcked(unfenced(acks, fenced))
+			}
 			for _, t := range fenced {
 				p.cfg.Logger.Warn("millrace: batch was released to another process; its acks from here were dropped", "tick", t)
 				if p.cfg.OnFenced != nil {
@@ -520,6 +740,20 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 		time.Sleep(backoff)
 		backoff = min(backoff*2, time.Second)
 	}
+}
+
+// unfenced is acks without those of the fenced batches.
+func unfenced(acks []storage.Ack, fenced []int64) []storage.Ack {
+	if len(fenced) == 0 {
+		return acks
+	}
+	out := make([]storage.Ack, 0, len(acks))
+	for _, a := range acks {
+		if !slices.Contains(fenced, a.Batch.TickID) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Stop stops claiming and starting jobs at once, lets running jobs finish

@@ -46,9 +46,9 @@ type Config struct {
 	// SetOwner is told each identity the session registers (0 while it has
 	// none).
 	SetOwner func(id int32)
-	// Wake is called with the queue of every notification; WakeAll after a
-	// reconnect (notifications may have been missed).
-	Wake    func(queue string)
+	// Notify is called with the channel and payload of every notification;
+	// WakeAll after a reconnect (notifications may have been missed).
+	Notify  func(channel, payload string)
 	WakeAll func()
 	// Lead runs the leader's maintenance until ctx ends; it is started when
 	// this process wins the leader lock and stopped when the connection
@@ -166,5 +166,5 @@ func (s *Session) listen(ctx context.Context, conn *pgx.Conn) error {
 		}()
 		return nil
 	}
-	return notifier.Listen(lctx, conn, time.Second, s.cfg.Wake, tick)
+	return notifier.Listen(lctx, conn, time.Second, s.cfg.Notify, tick)
 }

@@ -95,3 +95,44 @@ func (s *Store) Release(ctx context.Context, owner int32) (int, error) {
 	err := s.Pool.QueryRow(ctx, "SELECT millrace.release($1)", owner).Scan(&n)
 	return n, err
 }
+
+// NextDue is when the next scheduled job not yet promoted is due (zero:
+// none is waiting).
+func (s *Store) NextDue(ctx context.Context) (time.Time, error) {
+	var t *time.Time
+	if err := s.Pool.QueryRow(ctx, "SELECT millrace.next_due()").Scan(&t); err != nil || t == nil {
+		return time.Time{}, err
+	}
+	return *t, nil
+}
+
+// ExpireHistory truncates the history buckets older than their retention
+// and returns how many it emptied.
+func (s *Store) ExpireHistory(ctx context.Context, completed, other time.Duration) (int, error) {
+	var n int
+	err := s.Pool.QueryRow(ctx, "SELECT millrace.expire_history($1, $2)", completed, other).Scan(&n)
+	return n, err
+}
+
+// PeriodicLast is the newest slot of periodic job name that was enqueued
+// (zero: none yet).
+func (s *Store) PeriodicLast(ctx context.Context, name string) (time.Time, error) {
+	var t *time.Time
+	if err := s.Pool.QueryRow(ctx, "SELECT millrace.periodic_last($1)", name).Scan(&t); err != nil || t == nil {
+		return time.Time{}, err
+	}
+	return *t, nil
+}
+
+// PeriodicRun enqueues job j as slot (name, at) of a periodic job unless
+// that slot was enqueued before (by any process); it reports whether it
+// inserted.
+func (s *Store) PeriodicRun(ctx context.Context, name string, at time.Time, j NewJob) (int64, bool, error) {
+	var id *int64
+	err := s.Pool.QueryRow(ctx, "SELECT millrace.periodic_run($1, $2, $3, $4::jsonb, $5, $6, $7, $8)",
+		name, at, j.Kind, string(j.Args), j.Queue, int32(j.Priority), int32(j.MaxAttempts), int32(j.Timeout.Milliseconds())).Scan(&id)
+	if err != nil || id == nil {
+		return 0, false, err
+	}
+	return *id, true, nil
+}

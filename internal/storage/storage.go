@@ -25,11 +25,13 @@ import (
 // each have their own key space (millrace.claim_space() and so on).
 const LockSpace = 1836412274
 
-// Ack states, as stored in millrace.ack.state.
+// Ack states, as stored in millrace.ack.state and millrace.finished.state.
 const (
 	AckCompleted int16 = 1
-	AckRetried   int16 = 2
+	AckRetried   int16 = 2 // failed; runs again after its backoff
 	AckDiscarded int16 = 3
+	AckCancelled int16 = 4
+	AckSnoozed   int16 = 5 // runs again after a delay; not counted as an attempt
 )
 
 // Job is a stored job as a worker receives it.
@@ -42,6 +44,9 @@ type Job struct {
 	Attempt     int // attempts made before this one
 	MaxAttempts int
 	CreatedAt   time.Time
+	ReadyAt     time.Time     // when it became ready to run (enqueued, or due)
+	Timeout     time.Duration // the job's own timeout (0: its kind's)
+	Cancelled   bool          // cancelled before it ran: ack it cancelled, do not run it
 }
 
 // Batch is a claimed tick: jobs of one queue that committed between two
@@ -61,6 +66,21 @@ type NewJob struct {
 	Priority    int16
 	RunAt       time.Time // zero: now
 	MaxAttempts int
+	Timeout     time.Duration
+	// UniqueKey, when set, makes the job unique: it is not inserted while
+	// the newest job with the same key still blocks it (unfinished, or
+	// finished in a state of UniqueStates, within UniqueUntil).
+	UniqueKey    string
+	UniqueStates int       // bits: 2 completed, 4 discarded, 8 cancelled
+	UniqueUntil  time.Time // end of the key's period (zero: none)
+}
+
+// Inserted is the result of inserting one job.
+type Inserted struct {
+	ID        int64
+	Duplicate bool // a unique job with the same key blocked it; ID is that job's
+	Scheduled bool // due later (RunAt in the future)
+	RunAt     time.Time
 }
 
 // Ack is the outcome of one attempt of one job of a batch.
@@ -69,14 +89,22 @@ type Ack struct {
 	Job   *Job
 	State int16
 	Err   string
-	// RetryAt is when a retried job runs again (State == AckRetried).
+	// RetryAt is when a retried or snoozed job runs again.
 	RetryAt time.Time
+	// Started and Finished time the attempt (zero Started: it never ran).
+	Started, Finished time.Time
+	// IfAbsent marks an ack the job's own transaction may already have
+	// written (transactional completion): the flush skips it if so.
+	IfAbsent bool
 }
 
 // Limits bound one claim.
 type Limits struct {
 	MaxJobs  int   // at most this many jobs
 	MaxBytes int64 // stop once the batch's args reach this many bytes (at least one job)
+	// Starve is how long a lane's (priority's) first job may wait before
+	// the lane is served ahead of higher priorities (0: 5s).
+	Starve time.Duration
 }
 
 // Store runs the protocol's statements on a pool.
@@ -90,44 +118,58 @@ type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// Enqueue inserts one job through millrace.enqueue on q (inside q's
-// transaction if q is one) and returns its id. notify asks Postgres for a
-// NOTIFY in the same transaction (the client usually passes false and
-// coalesces its own notifications).
-func (s *Store) Enqueue(ctx context.Context, q Querier, j NewJob, notify bool) (int64, error) {
-	var runAt any
-	if !j.RunAt.IsZero() {
-		runAt = j.RunAt
-	}
-	var id int64
-	err := q.QueryRow(ctx, "SELECT millrace.enqueue($1, $2::jsonb, $3, $4::int, $5, $6, $7)",
-		j.Kind, string(j.Args), j.Queue, int(j.Priority), runAt, j.MaxAttempts, notify).Scan(&id)
-	return id, err
-}
-
-// EnqueueMany inserts jobs in one statement through millrace.enqueue_many
-// (inside q's transaction if q is one) and returns their ids in order. It
-// sends one NOTIFY per queue that got a job due now.
-func EnqueueMany(ctx context.Context, q Querier, jobs []NewJob) ([]int64, error) {
+// Insert inserts jobs in one statement through millrace.insert_many (inside
+// q's transaction if q is one) and returns, in order, each job's id and
+// whether it was a duplicate of a unique job. notify asks Postgres for one
+// NOTIFY per queue with a job due now, sent when the transaction commits
+// (the client usually passes false outside a transaction and coalesces its
+// own notifications).
+func Insert(ctx context.Context, q Querier, jobs []NewJob, notify bool) ([]Inserted, error) {
 	n := len(jobs)
 	kinds, queues := make([]string, n), make([]string, n)
 	args := make([]string, n)
-	prios, maxAtt := make([]int32, n), make([]int32, n)
-	runAt := make([]*time.Time, n)
+	prios, maxAtt, timeouts := make([]int32, n), make([]int32, n), make([]int32, n)
+	runAt, until := make([]*time.Time, n), make([]*time.Time, n)
+	keys, states := make([]*string, n), make([]int32, n)
 	for i, j := range jobs {
 		kinds[i], queues[i], args[i] = j.Kind, j.Queue, string(j.Args)
 		prios[i], maxAtt[i] = int32(j.Priority), int32(j.MaxAttempts)
+		timeouts[i] = int32(j.Timeout.Milliseconds())
 		if !j.RunAt.IsZero() {
 			t := j.RunAt
 			runAt[i] = &t
 		}
+		if j.UniqueKey != "" {
+			k := j.UniqueKey
+			keys[i], states[i] = &k, int32(j.UniqueStates)
+			if !j.UniqueUntil.IsZero() {
+				t := j.UniqueUntil
+				until[i] = &t
+			}
+		}
 	}
-	rows, err := q.Query(ctx, "SELECT millrace.enqueue_many($1, $2::jsonb[], $3, $4, $5, $6)",
-		kinds, args, queues, prios, runAt, maxAtt)
+	rows, err := q.Query(ctx, "SELECT id, duplicate, scheduled, run_at FROM millrace.insert_many($1, $2::jsonb[], $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+		kinds, args, queues, prios, runAt, maxAtt, keys, states, until, timeouts, notify)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
+	out := make([]Inserted, 0, n)
+	for rows.Next() {
+		var r Inserted
+		var at *time.Time
+		if err := rows.Scan(&r.ID, &r.Duplicate, &r.Scheduled, &at); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if at != nil {
+			r.RunAt = *at
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Claim sends claimSQL behind asyncCommit in one pgx batch, which Postgres
@@ -135,13 +177,14 @@ func EnqueueMany(ctx context.Context, q Querier, jobs []NewJob) ([]int64, error)
 // WAL to reach disk.
 const (
 	asyncCommit = "SELECT set_config('synchronous_commit', 'off', true)"
-	claimSQL    = "SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at FROM millrace.claim($1, $2, $3, $4, $5, $6)"
+	claimSQL    = "SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled FROM millrace.claim($1, $2, $3, $4, $5, $6, $7)"
 )
 
-// Claim takes the next batch of queue for process owner: a batch whose reply
-// an earlier call with the same req lost (when retry is set), a batch
-// released by the leader, or the next jobs committed since the queue's
-// newest tick, within lim. It returns nil when there is nothing to run.
+// Claim takes the next batches of queue for process owner: the batches
+// whose reply an earlier call with the same req lost (when retry is set), a
+// batch released by the leader, or the next jobs of each priority lane
+// committed since the lane's newest tick, within lim. It returns nil when
+// there is nothing to run (or the queue is paused).
 //
 // req identifies the call: after an error that may have come after the
 // server committed (a lost reply), call again with the same req and retry
@@ -153,10 +196,14 @@ const (
 // ack of its batch commits, and an ack's synchronous commit flushes the WAL
 // up to and past the tick's commit record. A tick lost in a crash of
 // Postgres only means its jobs, none of them acked, are claimed again.
-func (s *Store) Claim(ctx context.Context, queue string, owner int32, req int64, retry bool, lim Limits) (*Batch, error) {
+func (s *Store) Claim(ctx context.Context, queue string, owner int32, req int64, retry bool, lim Limits) ([]*Batch, error) {
+	starve := lim.Starve
+	if starve <= 0 {
+		starve = 5 * time.Second
+	}
 	var b pgx.Batch
 	b.Queue(asyncCommit)
-	b.Queue(claimSQL, queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes)
+	b.Queue(claimSQL, queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve)
 	br := s.Pool.SendBatch(ctx, &b) // Close releases the connection
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
@@ -167,16 +214,23 @@ func (s *Store) Claim(ctx context.Context, queue string, owner int32, req int64,
 		return nil, err
 	}
 	defer rows.Close()
-	var batch *Batch
+	var batches []*Batch
+	byTick := map[int64]*Batch{}
 	for rows.Next() {
 		var tick, token int64
+		var timeoutMS int32
 		var j Job
-		if err := rows.Scan(&tick, &token, &j.ID, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt); err != nil {
+		if err := rows.Scan(&tick, &token, &j.ID, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt,
+			&j.ReadyAt, &timeoutMS, &j.Cancelled); err != nil {
 			return nil, err
 		}
 		j.Queue = queue
+		j.Timeout = time.Duration(timeoutMS) * time.Millisecond
+		batch := byTick[tick]
 		if batch == nil {
 			batch = &Batch{Queue: queue, TickID: tick, Token: token}
+			byTick[tick] = batch
+			batches = append(batches, batch)
 		}
 		batch.Jobs = append(batch.Jobs, j)
 	}
@@ -184,7 +238,7 @@ func (s *Store) Claim(ctx context.Context, queue string, owner int32, req int64,
 		return nil, err
 	}
 	rows.Close()
-	return batch, br.Close()
+	return batches, br.Close()
 }
 
 // MaxErrorBytes caps the error text stored with an ack.
@@ -228,37 +282,70 @@ func (s *Store) Flush(ctx context.Context, owner int32, seq int64, replay bool, 
 	var (
 		jobIDs, ticks, tokens = make([]int64, n), make([]int64, n), make([]int64, n)
 		states                = make([]int16, n)
-		attempts, maxAtt      = make([]int32, n), make([]*int32, n)
+		attempts, maxAtt      = make([]int32, n), make([]int32, n)
+		timeouts              = make([]int32, n)
 		errs                  = make([]*string, n)
-		retryAt, createdAt    = make([]*time.Time, n), make([]*time.Time, n)
-		queues, kinds, args   = make([]*string, n), make([]*string, n), make([]*string, n)
-		prios                 = make([]*int16, n)
+		retryAt, createdAt    = make([]*time.Time, n), make([]time.Time, n)
+		started, finished     = make([]*time.Time, n), make([]*time.Time, n)
+		queues, kinds, args   = make([]string, n), make([]string, n), make([]string, n)
+		prios                 = make([]int16, n)
 	)
 	for i, a := range acks {
 		j := a.Job
 		jobIDs[i], ticks[i], tokens[i], states[i] = j.ID, a.Batch.TickID, a.Batch.Token, a.State
 		attempts[i] = int32(j.Attempt + 1)
+		if a.IfAbsent {
+			replay = true
+		}
 		if a.Err != "" {
 			e := CleanText(a.Err)
 			errs[i] = &e
 		}
-		if a.State == AckCompleted {
-			continue
-		}
-		if a.State == AckRetried {
+		if a.State == AckRetried || a.State == AckSnoozed {
 			t := a.RetryAt
 			retryAt[i] = &t
 		}
-		q, k, ar, p, m, c := j.Queue, j.Kind, string(j.Args), j.Priority, int32(j.MaxAttempts), j.CreatedAt
-		queues[i], kinds[i], args[i], prios[i], maxAtt[i], createdAt[i] = &q, &k, &ar, &p, &m, &c
+		if !a.Started.IsZero() {
+			t := a.Started
+			started[i] = &t
+		}
+		if !a.Finished.IsZero() {
+			t := a.Finished
+			finished[i] = &t
+		}
+		queues[i], kinds[i], args[i], prios[i], maxAtt[i], createdAt[i] = j.Queue, j.Kind, string(j.Args), j.Priority, int32(j.MaxAttempts), j.CreatedAt
+		timeouts[i] = int32(j.Timeout.Milliseconds())
 	}
 	doneTicks, doneTokens, doneQueues := make([]int64, len(done)), make([]int64, len(done)), make([]string, len(done))
 	for i, b := range done {
 		doneTicks[i], doneTokens[i], doneQueues[i] = b.TickID, b.Token, b.Queue
 	}
-	rows, err := s.Pool.Query(ctx, `SELECT millrace.flush($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb[], $13, $14, $15, $16, $17, $18, $19)`,
+	rows, err := s.Pool.Query(ctx, `SELECT millrace.flush($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb[], $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
 		owner, seq, jobIDs, ticks, tokens, states, attempts, errs, retryAt, queues, kinds, args, prios, maxAtt, createdAt,
-		doneTicks, doneTokens, doneQueues, replay)
+		timeouts, started, finished, doneTicks, doneTokens, doneQueues, replay)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// Complete writes the completion of job j of batch b inside tx (the
+// worker's own transaction): its ack and history row commit with tx or not
+// at all. It fails when the batch was released since or the job already
+// has an outcome.
+func Complete(ctx context.Context, tx Querier, owner int32, b *Batch, j *Job, started time.Time) error {
+	rows, err := tx.Query(ctx, "SELECT millrace.complete($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12)",
+		j.ID, b.TickID, b.Token, j.Attempt+1, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, j.CreatedAt, started, owner)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// Cancelled returns those of ids that have a cancellation request.
+func (s *Store) Cancelled(ctx context.Context, ids []int64) ([]int64, error) {
+	rows, err := s.Pool.Query(ctx, "SELECT millrace.cancelled($1)", ids)
 	if err != nil {
 		return nil, err
 	}
@@ -277,4 +364,27 @@ func IsConnError(err error) bool {
 		return pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
 	}
 	return true
+}
+
+// Enqueue inserts one job (see Insert) and returns its id.
+func (s *Store) Enqueue(ctx context.Context, q Querier, j NewJob, notify bool) (int64, error) {
+	r, err := Insert(ctx, q, []NewJob{j}, notify)
+	if err != nil {
+		return 0, err
+	}
+	return r[0].ID, nil
+}
+
+// EnqueueMany inserts jobs in one statement (see Insert), with one NOTIFY
+// per queue that got a job due now, and returns their ids in order.
+func EnqueueMany(ctx context.Context, q Querier, jobs []NewJob) ([]int64, error) {
+	r, err := Insert(ctx, q, jobs, true)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(r))
+	for i, x := range r {
+		ids[i] = x.ID
+	}
+	return ids, nil
 }

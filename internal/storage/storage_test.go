@@ -79,7 +79,7 @@ func claimAll(t *testing.T, s *Store, queue string, owner int32, lim Limits) map
 	t.Helper()
 	got := map[int64]int{}
 	for req := int64(1); ; req++ {
-		b, err := s.Claim(context.Background(), queue, owner, req, false, lim)
+		b, err := s.claimBatch(context.Background(), queue, owner, req, false, lim)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func TestClaimRacingReclaimLosesNoJob(t *testing.T) {
 	}
 	claimed := make(chan result, 1)
 	go func() {
-		b, err := s.Claim(ctx, "q", 1, 100, false, noLimit)
+		b, err := s.claimBatch(ctx, "q", 1, 100, false, noLimit)
 		claimed <- result{b, err}
 	}()
 	waitBlocked(t, pool)
@@ -195,7 +195,7 @@ func TestBatchCapSharesABulkInsert(t *testing.T) {
 	got := map[int64]int{}
 	per := map[int32]int{}
 	for req, owner := int64(1), int32(1); ; req, owner = req+1, owner%3+1 {
-		b, err := s.Claim(ctx, "q", owner, req, false, Limits{MaxJobs: 400, MaxBytes: 1 << 30})
+		b, err := s.claimBatch(ctx, "q", owner, req, false, Limits{MaxJobs: 400, MaxBytes: 1 << 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func TestBatchCapSharesABulkInsert(t *testing.T) {
 	// The byte cap: each job's args take about 120 bytes.
 	enqueue(t, s, pool, "b")
 	enqueue(t, s, pool, "b")
-	b, err := s.Claim(ctx, "b", 1, 1, false, Limits{MaxJobs: 100, MaxBytes: 1})
+	b, err := s.claimBatch(ctx, "b", 1, 1, false, Limits{MaxJobs: 100, MaxBytes: 1})
 	if err != nil || b == nil || len(b.Jobs) != 1 {
 		t.Fatalf("claim with a 1-byte cap: %v, %+v; want exactly one job", err, b)
 	}
@@ -238,18 +238,18 @@ func TestLostClaimReplyIsReturnedOnRetry(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
 	id := enqueue(t, s, pool, "q")
-	first, err := s.Claim(ctx, "q", 1, 7, false, noLimit)
+	first, err := s.claimBatch(ctx, "q", 1, 7, false, noLimit)
 	if err != nil || first == nil {
 		t.Fatal(err)
 	}
 	// The reply of that call is "lost": the same call again, retried.
-	again, err := s.Claim(ctx, "q", 1, 7, true, noLimit)
+	again, err := s.claimBatch(ctx, "q", 1, 7, true, noLimit)
 	if err != nil || again == nil || again.TickID != first.TickID || len(again.Jobs) != 1 || again.Jobs[0].ID != id {
 		t.Fatalf("retried claim: %v, %+v; want tick %d with job %d", err, again, first.TickID, id)
 	}
 	// A retry for a request that never committed claims normally.
 	enqueue(t, s, pool, "q")
-	next, err := s.Claim(ctx, "q", 1, 8, true, noLimit)
+	next, err := s.claimBatch(ctx, "q", 1, 8, true, noLimit)
 	if err != nil || next == nil || next.TickID == first.TickID {
 		t.Fatalf("retry of an uncommitted request: %v, %+v", err, next)
 	}
@@ -261,7 +261,7 @@ func TestFlushReplayIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
 	enqueue(t, s, pool, "q")
-	b, err := s.Claim(ctx, "q", 1, 1, false, noLimit)
+	b, err := s.claimBatch(ctx, "q", 1, 1, false, noLimit)
 	if err != nil || b == nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestFlushStoresAnyErrorText(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
 	enqueue(t, s, pool, "q")
-	b, _ := s.Claim(ctx, "q", 1, 1, false, noLimit)
+	b, _ := s.claimBatch(ctx, "q", 1, 1, false, noLimit)
 	acks := []Ack{{Batch: b, Job: &b.Jobs[0], State: AckRetried, Err: "bad\x00byte \xff\xfe end", RetryAt: time.Now()}}
 	if _, err := s.Flush(ctx, 1, 1, true, acks, []*Batch{b}); err != nil {
 		t.Fatalf("flush of an error with NUL and invalid UTF-8: %v", err)
@@ -318,7 +318,7 @@ func TestRescueOfClaimCommittedAfterItsProcessDied(t *testing.T) {
 	blocker.Exec(ctx, "SELECT pg_advisory_xact_lock(millrace.claim_space(), hashtext('q'))")
 	claimed := make(chan *Batch, 1)
 	go func() {
-		b, _ := s.Claim(ctx, "q", 5, 1, false, noLimit)
+		b, _ := s.claimBatch(ctx, "q", 5, 1, false, noLimit)
 		claimed <- b
 	}()
 	waitBlocked(t, pool)
@@ -339,7 +339,7 @@ func TestRescueOfClaimCommittedAfterItsProcessDied(t *testing.T) {
 	if err != nil || len(rel) != 1 || rel[0].Reason != "dead" {
 		t.Fatalf("rescue after the late claim: %v, %+v; want the batch released", err, rel)
 	}
-	b, err := s.Claim(ctx, "q", 9, 1, false, noLimit)
+	b, err := s.claimBatch(ctx, "q", 9, 1, false, noLimit)
 	if err != nil || b == nil || len(b.Jobs) != 1 || b.Jobs[0].ID != id || b.Token <= b.TickID {
 		t.Fatalf("adoption by process 9: %v, %+v", err, b)
 	}
@@ -354,7 +354,7 @@ func TestStuckBatchIsReleased(t *testing.T) {
 	conn, _ := pgx.Connect(ctx, pool.Config().ConnString())
 	defer conn.Close(ctx)
 	conn.Exec(ctx, "SELECT pg_advisory_lock($1, 5)", LockSpace)
-	old, _ := s.Claim(ctx, "q", 5, 1, false, noLimit)
+	old, _ := s.claimBatch(ctx, "q", 5, 1, false, noLimit)
 	if rel, _ := s.Rescue(ctx, time.Hour); len(rel) != 0 {
 		t.Fatalf("a fresh batch of a live process was released: %+v", rel)
 	}
@@ -362,7 +362,7 @@ func TestStuckBatchIsReleased(t *testing.T) {
 	if err != nil || len(rel) != 1 || rel[0].Reason != "stuck" {
 		t.Fatalf("rescue of a stuck batch: %v %+v", err, rel)
 	}
-	adopted, _ := s.Claim(ctx, "q", 6, 1, false, noLimit)
+	adopted, _ := s.claimBatch(ctx, "q", 6, 1, false, noLimit)
 	if adopted == nil || adopted.TickID != old.TickID {
 		t.Fatalf("adoption: %+v", adopted)
 	}
@@ -387,7 +387,7 @@ func TestRotationNeverWaitsOnAConsumer(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
 	enqueue(t, s, pool, "long")
-	long, _ := s.Claim(ctx, "long", 1, 1, false, noLimit) // held open for the whole test
+	long, _ := s.claimBatch(ctx, "long", 1, 1, false, noLimit) // held open for the whole test
 	unserved := enqueue(t, s, pool, "typo")
 	producer, _ := pool.Begin(ctx)
 	defer producer.Rollback(ctx)
@@ -528,19 +528,19 @@ func TestLostAdoptionReplyIsReturnedOnRetry(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
 	id := enqueue(t, s, pool, "q")
-	first, err := s.Claim(ctx, "q", 5, 1, false, noLimit) // owner 5 holds no liveness lock: dead
+	first, err := s.claimBatch(ctx, "q", 5, 1, false, noLimit) // owner 5 holds no liveness lock: dead
 	if err != nil || first == nil {
 		t.Fatal(err)
 	}
 	if rel, err := s.Rescue(ctx, time.Hour); err != nil || len(rel) != 1 {
 		t.Fatalf("rescue: %v %+v", err, rel)
 	}
-	adopted, err := s.Claim(ctx, "q", 6, 3, false, noLimit)
+	adopted, err := s.claimBatch(ctx, "q", 6, 3, false, noLimit)
 	if err != nil || adopted == nil || adopted.TickID != first.TickID {
 		t.Fatalf("adoption: %v %+v", err, adopted)
 	}
 	// Its reply is "lost": the same call again, retried.
-	again, err := s.Claim(ctx, "q", 6, 3, true, noLimit)
+	again, err := s.claimBatch(ctx, "q", 6, 3, true, noLimit)
 	if err != nil || again == nil || again.TickID != first.TickID || again.Token != adopted.Token || len(again.Jobs) != 1 || again.Jobs[0].ID != id {
 		t.Fatalf("retried adoption: %v, %+v; want tick %d under token %d", err, again, first.TickID, adopted.Token)
 	}
@@ -553,11 +553,11 @@ func TestRotationLateFlushAfterReclaimIsFenced(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
 	enqueue(t, s, pool, "q")
-	old, _ := s.Claim(ctx, "q", 5, 1, false, noLimit) // owner 5 is dead: no liveness lock
+	old, _ := s.claimBatch(ctx, "q", 5, 1, false, noLimit) // owner 5 is dead: no liveness lock
 	if rel, err := s.Rescue(ctx, time.Hour); err != nil || len(rel) != 1 {
 		t.Fatalf("rescue: %v %+v", err, rel)
 	}
-	adopted, _ := s.Claim(ctx, "q", 6, 1, false, noLimit)
+	adopted, _ := s.claimBatch(ctx, "q", 6, 1, false, noLimit)
 	if _, err := s.Flush(ctx, 6, 1, true, []Ack{{Batch: adopted, Job: &adopted.Jobs[0], State: AckCompleted}}, []*Batch{adopted}); err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +582,7 @@ func TestFlushReplayAfterItsRowWasReclaimed(t *testing.T) {
 	s, pool := newStore(t)
 	enqueue(t, s, pool, "q")
 	enqueue(t, s, pool, "q")
-	b, _ := s.Claim(ctx, "q", 1, 1, false, noLimit)
+	b, _ := s.claimBatch(ctx, "q", 1, 1, false, noLimit)
 	acks := []Ack{{Batch: b, Job: &b.Jobs[0], State: AckRetried, Err: "boom", RetryAt: time.Now().Add(time.Hour)}}
 	if _, err := s.Flush(ctx, 1, 7, true, acks, nil); err != nil { // the batch stays open: one job has no ack
 		t.Fatal(err)
@@ -612,9 +612,9 @@ func TestLostClaimReplyAfterClosingAndAdopting(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
 	enqueue(t, s, pool, "q")
-	first, _ := s.Claim(ctx, "q", 5, 1, false, noLimit) // dead owner 5
+	first, _ := s.claimBatch(ctx, "q", 5, 1, false, noLimit) // dead owner 5
 	enqueue(t, s, pool, "q")
-	second, _ := s.Claim(ctx, "q", 5, 2, false, noLimit)
+	second, _ := s.claimBatch(ctx, "q", 5, 2, false, noLimit)
 	// Batch one was fully acked before 5 died; its done mark never came.
 	if _, err := s.Flush(ctx, 5, 1, true, []Ack{{Batch: first, Job: &first.Jobs[0], State: AckCompleted}}, nil); err != nil {
 		t.Fatal(err)
@@ -622,12 +622,24 @@ func TestLostClaimReplyAfterClosingAndAdopting(t *testing.T) {
 	if rel, err := s.Rescue(ctx, time.Hour); err != nil || len(rel) != 2 {
 		t.Fatalf("rescue: %v %+v", err, rel)
 	}
-	got, err := s.Claim(ctx, "q", 6, 9, false, noLimit)
+	got, err := s.claimBatch(ctx, "q", 6, 9, false, noLimit)
 	if err != nil || got == nil || got.TickID != second.TickID {
 		t.Fatalf("claim: %v %+v; want batch %d adopted", err, got, second.TickID)
 	}
-	again, err := s.Claim(ctx, "q", 6, 9, true, noLimit)
+	again, err := s.claimBatch(ctx, "q", 6, 9, true, noLimit)
 	if err != nil || again == nil || again.TickID != second.TickID || again.Token != got.Token {
 		t.Fatalf("retried claim: %v %+v; want batch %d again", err, again, second.TickID)
 	}
+}
+
+// claimBatch is Claim for tests that expect at most one batch (one lane).
+func (s *Store) claimBatch(ctx context.Context, queue string, owner int32, req int64, retry bool, lim Limits) (*Batch, error) {
+	bs, err := s.Claim(ctx, queue, owner, req, retry, lim)
+	if err != nil || len(bs) == 0 {
+		return nil, err
+	}
+	if len(bs) > 1 {
+		return nil, fmt.Errorf("claim returned %d batches, want at most 1", len(bs))
+	}
+	return bs[0], nil
 }

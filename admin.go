@@ -1,0 +1,80 @@
+package millrace
+
+import (
+	"context"
+	"fmt"
+)
+
+// CancelResult says what Cancel did.
+type CancelResult string
+
+// The results of Cancel.
+const (
+	Cancelled  CancelResult = "cancelled"  // it was waiting or scheduled: it never runs
+	Cancelling CancelResult = "cancelling" // it was claimed: the process running it cancels its context
+	Finished   CancelResult = "finished"   // it had already finished: nothing was done
+	Unknown    CancelResult = "unknown"    // no such job (or it finished beyond history's retention)
+)
+
+// Cancel asks that job id never run again. A waiting job is finished as
+// cancelled by the next claimer without running; a running job's context
+// is cancelled (cause ErrCancelled) in whichever process runs it, within a
+// second. The role needs millrace_admin's rights.
+func Cancel(ctx context.Context, db DB, id int64) (CancelResult, error) {
+	var r string
+	err := db.QueryRow(ctx, "SELECT millrace.cancel($1)", id).Scan(&r)
+	return CancelResult(r), err
+}
+
+// Retry queues a discarded or cancelled job to run again now, as a new job
+// with the same kind, queue, arguments, priority and max attempts, and
+// returns "retried"; or "not finished", "completed" or "unknown".
+func Retry(ctx context.Context, db DB, id int64) (string, error) {
+	var r string
+	err := db.QueryRow(ctx, "SELECT millrace.retry($1)", id).Scan(&r)
+	return r, err
+}
+
+// PauseQueue stops every process from claiming jobs of queue, from its
+// next claim on: its jobs stay, running ones finish, and storage keeps
+// rotating. The role needs millrace_admin's rights.
+func PauseQueue(ctx context.Context, db DB, queue string) error {
+	return exec(ctx, db, "SELECT millrace.pause($1)", queue)
+}
+
+// ResumeQueue lets queue be claimed again and wakes its workers.
+func ResumeQueue(ctx context.Context, db DB, queue string) error {
+	return exec(ctx, db, "SELECT millrace.resume($1)", queue)
+}
+
+// QueuePaused says whether queue is paused.
+func QueuePaused(ctx context.Context, db DB, queue string) (bool, error) {
+	var p bool
+	err := db.QueryRow(ctx, "SELECT millrace.queue_paused($1)", queue).Scan(&p)
+	return p, err
+}
+
+func exec(ctx context.Context, db DB, sql string, args ...any) error {
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("millrace: %w", err)
+	}
+	return nil
+}
+
+// Cancel is the package function Cancel on the client's pool.
+func (c *Client) Cancel(ctx context.Context, id int64) (CancelResult, error) { return Cancel(ctx, c.pool, id) }
+
+// PauseQueue is the package function PauseQueue on the client's pool.
+func (c *Client) PauseQueue(ctx context.Context, queue string) error {
+	return PauseQueue(ctx, c.pool, queue)
+}
+
+// ResumeQueue is the package function ResumeQueue on the client's pool.
+func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
+	return ResumeQueue(ctx, c.pool, queue)
+}
