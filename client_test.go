@@ -212,7 +212,7 @@ func TestRetryThenDiscard(t *testing.T) {
 	waitFor(t, "retries", 20*time.Second, func() bool {
 		a, _ := attempts.Load(1)
 		var n int
-		pool.QueryRow(ctx, "SELECT count(*) FROM millrace.discarded WHERE attempt = 2 AND error = 'boom'").Scan(&n)
+		pool.QueryRow(ctx, "SELECT count(*) FROM millrace.history WHERE state = 'discarded' AND attempt = 2 AND error = 'boom'").Scan(&n)
 		return a == 3 && n == 1
 	})
 }
@@ -250,4 +250,13 @@ func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	}
 	cfg.MaxConns = 20
 	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// unfinished is the number of jobs not yet finished in counts.
+func unfinished(counts []millrace.QueueCount) int64 {
+	var n int64
+	for _, c := range counts {
+		n += c.Available + c.Running + c.Scheduled
+	}
+	return n
 }

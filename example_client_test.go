@@ -112,7 +112,7 @@ func ExampleConfig_backoff() {
 	}
 	var errText string
 	for range 500 {
-		if pool.QueryRow(ctx, "SELECT error FROM millrace.discarded").Scan(&errText) == nil {
+		if pool.QueryRow(ctx, "SELECT error FROM millrace.history WHERE state = 'discarded'").Scan(&errText) == nil {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)

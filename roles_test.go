@@ -59,9 +59,13 @@ var forbidden = []string{
 	`SELECT millrace.reclaim_slot(1::smallint, 0::smallint)`,
 	`SELECT nextval('millrace.job_id_seq')`,
 	`CREATE TABLE millrace.intruder (x int)`,
-	`DROP TABLE millrace.discarded`,
-	`DROP FUNCTION millrace.claim(text, int, bigint, boolean, int, bigint)`,
+	`DROP TABLE millrace.finished`,
+	`TRUNCATE millrace.finished_0`,
+	`DROP FUNCTION millrace.claim(text, int, bigint, boolean, int, bigint, interval)`,
 }
+
+// adminOnly are operator actions only millrace_admin may take.
+var adminOnly = []string{`SELECT millrace.pause('default')`, `SELECT millrace.cancel(1)`, `SELECT millrace.retry(1)`}
 
 // TestRoles checks each role: what it must do succeeds, every other write
 // fails with permission denied.
@@ -82,19 +86,19 @@ func TestRoles(t *testing.T) {
 			},
 			append([]string{
 				`SELECT * FROM millrace.claim('default', 1, 1)`,
-				`SELECT millrace.flush(1, 1, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')`,
+				`SELECT millrace.flush(1, 1, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')`,
 				`SELECT * FROM millrace.rotate('0s')`,
 				`SELECT millrace.promote()`,
 				`SELECT * FROM millrace.rescue('0s')`,
 				`SELECT millrace.register('x', 'h', 1)`,
 				`SELECT * FROM millrace.jobs`,
 				`SELECT * FROM millrace.job`,
-			}, forbidden...)},
+			}, append(adminOnly, forbidden...)...)},
 		{"millrace_worker",
 			[]string{
 				`SELECT millrace.enqueue('k', '{}')`,
 				`SELECT count(*) FROM millrace.claim('default', 1, 1)`,
-				`SELECT count(*) FROM millrace.flush(1, 1, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')`,
+				`SELECT count(*) FROM millrace.flush(1, 1, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')`,
 				`SELECT count(*) FROM millrace.rotate('1h')`,
 				`SELECT millrace.promote()`,
 				`SELECT count(*) FROM millrace.rescue('1h')`,
@@ -103,9 +107,11 @@ func TestRoles(t *testing.T) {
 				`SELECT * FROM millrace.queue_counts()`,
 				`SELECT * FROM millrace.ring_stats()`,
 			},
-			append([]string{`SELECT * FROM millrace.job`, `DELETE FROM millrace.discarded`}, forbidden...)},
+			append([]string{`SELECT * FROM millrace.job`}, append(adminOnly, forbidden...)...)},
 		{"millrace_admin",
-			[]string{`SELECT count(*) FROM millrace.job`, `SELECT count(*) FROM millrace.claim('default', 1, 2)`, `DELETE FROM millrace.discarded`},
+			[]string{`SELECT count(*) FROM millrace.job`, `SELECT count(*) FROM millrace.claim('default', 1, 2)`,
+				`SELECT millrace.pause('q')`, `SELECT millrace.resume('q')`, `SELECT millrace.cancel(1)`, `SELECT millrace.retry(1)`,
+				`SELECT count(*) FROM millrace.history`},
 			forbidden},
 	} {
 		t.Run(tc.role, func(t *testing.T) {

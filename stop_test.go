@@ -68,7 +68,7 @@ func TestStopKeepsItsWord(t *testing.T) {
 	// reached the database before the first client's session closed.
 	waitFor(t, "every job to finish", 20*time.Second, func() bool {
 		counts, err := millrace.QueueCounts(ctx, pool)
-		return err == nil && len(counts) == 0 && s.n.Load() >= 8
+		return err == nil && unfinished(counts) == 0 && s.n.Load() >= 8
 	})
 	if n := startedAfterStop.Load(); n != 0 {
 		t.Fatalf("%d jobs started after Stop was called", n)

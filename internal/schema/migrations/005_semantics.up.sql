@@ -1057,14 +1057,17 @@ CREATE FUNCTION millrace.periodic_run(
 DECLARE
     v_id bigint;
 BEGIN
-    INSERT INTO millrace.periodic (name, slot_at, job_id) VALUES (p_name, p_slot_at, 0) ON CONFLICT DO NOTHING;
-    IF NOT FOUND THEN
+    -- Leaders trying the same slot are serialized; the later one sees the
+    -- earlier one's row once it commits (READ COMMITTED: each statement
+    -- here takes a new snapshot).
+    PERFORM pg_advisory_xact_lock(millrace.uniq_space(), hashtext('periodic:' || p_name));
+    IF EXISTS (SELECT 1 FROM millrace.periodic p WHERE p.name = p_name AND p.slot_at = p_slot_at) THEN
         RETURN NULL;
     END IF;
     SELECT i.id INTO v_id FROM millrace.insert_many(ARRAY[p_kind], ARRAY[p_args], ARRAY[p_queue], ARRAY[p_priority],
                                                     ARRAY[NULL::timestamptz], ARRAY[p_max_attempts], NULL, NULL, NULL,
                                                     ARRAY[p_timeout_ms]) i;
-    UPDATE millrace.periodic SET job_id = v_id WHERE name = p_name AND slot_at = p_slot_at;
+    INSERT INTO millrace.periodic (name, slot_at, job_id) VALUES (p_name, p_slot_at, v_id);
     RETURN v_id;
 END $$;
 
