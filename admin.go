@@ -67,7 +67,9 @@ func exec(ctx context.Context, db DB, sql string, args ...any) error {
 }
 
 // Cancel is the package function Cancel on the client's pool.
-func (c *Client) Cancel(ctx context.Context, id int64) (CancelResult, error) { return Cancel(ctx, c.pool, id) }
+func (c *Client) Cancel(ctx context.Context, id int64) (CancelResult, error) {
+	return Cancel(ctx, c.pool, id)
+}
 
 // PauseQueue is the package function PauseQueue on the client's pool.
 func (c *Client) PauseQueue(ctx context.Context, queue string) error {
