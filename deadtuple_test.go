@@ -236,6 +236,7 @@ func TestDeadTupleContract(t *testing.T) {
 		return nDiscarded == discards
 	})
 	protocolPaths(t, pool)
+	semanticPaths(t, pool)
 	if err := client.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -392,4 +393,130 @@ func claimOne(s *storage.Store, ctx context.Context, queue string, owner int32, 
 		return nil, err
 	}
 	return bs[0], nil
+}
+
+type semArgs struct {
+	N  int    `json:"n"`
+	Do string `json:"do"`
+}
+
+func (semArgs) Kind() string { return "sem" }
+
+// semanticPaths drives the job semantics of schema 5 through the client:
+// priorities, snooze, cancel and discard from a worker, cancel from
+// outside (queued, scheduled and running), unique inserts and their
+// duplicates, pause and resume, transactional completion, periodic slots,
+// retry of a discarded job and the expiry of history.
+func semanticPaths(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	done := map[int]bool{}
+	running := make(chan int64, 1)
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[semArgs]) error {
+		finish := func(err error) error {
+			mu.Lock()
+			done[j.Args.N] = true
+			mu.Unlock()
+			return err
+		}
+		switch j.Args.Do {
+		case "snooze":
+			if j.ReadyAt.Equal(j.CreatedAt) {
+				return millrace.JobSnooze(10 * time.Millisecond)
+			}
+		case "cancel":
+			return finish(millrace.JobCancel(nil))
+		case "discard":
+			return finish(millrace.JobDiscard(errors.New("no")))
+		case "block":
+			running <- j.ID
+			<-ctx.Done()
+			return finish(ctx.Err())
+		case "tx":
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback(ctx)
+			if err := millrace.CompleteTx(ctx, tx, j); err != nil {
+				return err
+			}
+			if err := tx.Commit(ctx); err != nil {
+				return err
+			}
+		}
+		return finish(nil)
+	}))
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[tickArgs]) error { return nil }))
+	c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(), Name: "semantic",
+		Queues:           map[string]millrace.QueueConfig{"sem": {MaxWorkers: 4}, millrace.DefaultQueue: {MaxWorkers: 1}},
+		MaintenanceEvery: 50 * time.Millisecond, StarveAfter: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	q := func(prio int) *millrace.InsertOpts { return &millrace.InsertOpts{Queue: "sem", Priority: prio} }
+	want := 0
+	for i, do := range []string{"", "snooze", "cancel", "discard", "tx", "", "snooze", "tx"} {
+		if _, err := c.Insert(ctx, semArgs{N: i, Do: do}, q(i%3)); err != nil {
+			t.Fatal(err)
+		}
+		want++
+	}
+	// Unique: one inserted, one duplicate.
+	u := &millrace.InsertOpts{Queue: "sem", Unique: &millrace.UniqueOpts{ByArgs: true}}
+	first, err := c.Insert(ctx, semArgs{N: 100}, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dup, err := c.Insert(ctx, semArgs{N: 100}, u); err != nil || (!dup.Duplicate && !first.Duplicate) {
+		t.Fatalf("unique insert: %+v %v", dup, err)
+	}
+	want++
+	// Cancel from outside: scheduled, then running.
+	sched, _ := c.Insert(ctx, semArgs{N: 200}, &millrace.InsertOpts{Queue: "sem", RunAt: time.Now().Add(2 * time.Second)})
+	millrace.Cancel(ctx, pool, sched.ID)
+	if _, err := c.Insert(ctx, semArgs{N: 201, Do: "block"}, q(0)); err != nil {
+		t.Fatal(err)
+	}
+	id := <-running
+	millrace.Cancel(ctx, pool, id)
+	want++
+	// Pause and resume.
+	c.PauseQueue(ctx, "sem")
+	c.Insert(ctx, semArgs{N: 300}, q(1))
+	c.ResumeQueue(ctx, "sem")
+	want++
+	waitFor(t, "the semantic paths", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(done) >= want
+	}, func() string { mu.Lock(); defer mu.Unlock(); return fmt.Sprintf("done %v", done) })
+	waitFor(t, "the cancelled scheduled job to finish", 10*time.Second, func() bool {
+		j, err := millrace.JobByID(ctx, pool, sched.ID)
+		return err == nil && j.State == millrace.JobCancelled
+	}, func() string {
+		j, err := millrace.JobByID(ctx, pool, sched.ID)
+		return fmt.Sprintf("job %d: %+v %v", sched.ID, j, err)
+	})
+	// Periodic slots (run by the leader, which here is another client):
+	// the same slot twice enqueues once.
+	for i := 0; i < 2; i++ {
+		if _, err := pool.Exec(ctx, "SELECT millrace.periodic_run('dt', '2026-01-01', 'tick', '{}', 'default', 0, 1)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var discarded int64
+	pool.QueryRow(ctx, "SELECT id FROM millrace.history WHERE kind = 'sem' AND state = 'discarded' LIMIT 1").Scan(&discarded)
+	if r, err := millrace.Retry(ctx, pool, discarded); err != nil || r != "retried" {
+		t.Fatalf("retry: %v %v", r, err)
+	}
+	if _, err := pool.Exec(ctx, "SELECT millrace.expire_history('1 hour', '1 hour')"); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -477,9 +477,10 @@ func (p *Pool) run(it item) {
 	a := p.outcome(&it, err, cause, pol)
 	a.Started, a.Finished = run.Started, time.Now()
 	if run.completedTx.Load() {
-		// The handler's transaction may have written the completion: the
-		// flush skips this ack if so.
-		a = storage.Ack{Batch: it.batch.Batch, Job: &it.job, State: storage.AckCompleted, Started: a.Started, Finished: a.Finished, IfAbsent: true}
+		// The handler's transaction may have committed the completion (then
+		// the flush skips this ack), or rolled back (then this outcome
+		// stands: completed if the handler returned nil, else as decided).
+		a.IfAbsent = true
 	}
 	p.ack(it.batch, a)
 }

@@ -596,12 +596,19 @@ BEGIN
         FROM l WHERE l.priority IS NOT NULL)
     SELECT coalesce(array_agg(l.priority ORDER BY l.priority), '{}') INTO v_lanes FROM l WHERE l.priority IS NOT NULL;
     IF cardinality(v_lanes) > 1 THEN
-        -- Starving lanes first, the longest waiting first; then by priority.
-        SELECT array_agg(x.p ORDER BY x.starving DESC, CASE WHEN x.starving THEN x.first END, x.p) INTO v_lanes
-        FROM (SELECT p, f.ready_at AS first, coalesce(f.ready_at < now() - p_starve, false) AS starving
+        -- A lane is starving when it has a job waiting and has not been
+        -- served for p_starve (or its first job has waited that long and
+        -- it was never served): starving lanes first, the longest unserved
+        -- first; then by priority. A starving lane is served one batch,
+        -- which makes it not starving for another p_starve.
+        SELECT array_agg(x.p ORDER BY x.starving DESC, CASE WHEN x.starving THEN x.since END, x.p) INTO v_lanes
+        FROM (SELECT p, greatest(f.ready_at, l.at) AS since,
+                     coalesce(greatest(f.ready_at, l.at) < clock_timestamp() - p_starve, false) AS starving
               FROM unnest(v_lanes) p
               LEFT JOIN LATERAL (SELECT k.ready_at FROM millrace.lane_take(p_queue, p, v_snap, 0, p_owner, p_req, 1,
-                                                                           9223372036854775807, true) k LIMIT 1) f ON true) x;
+                                                                           9223372036854775807, true) k LIMIT 1) f ON true
+              LEFT JOIN LATERAL (SELECT t.at FROM millrace.tick t WHERE t.queue = p_queue AND t.priority = p
+                                 ORDER BY t.tick_id DESC LIMIT 1) l ON true) x;
     END IF;
     FOREACH v_lane IN ARRAY v_lanes LOOP
         EXIT WHEN v_left <= 0 OR v_bytes <= 0;
