@@ -340,6 +340,16 @@ func (c *Client) onFailure(j *storage.Job, err error, panicked, discarded bool, 
 		MaxAttempts: j.MaxAttempts, Err: err, Panic: panicked, Discarded: discarded, RetryAt: retryAt})
 }
 
+// Leader says whether this process is the maintenance leader now (it
+// rotates the ring, promotes scheduled jobs, rescues batches and enqueues
+// periodic jobs).
+func (c *Client) Leader() bool {
+	c.mu.Lock()
+	s := c.session
+	c.mu.Unlock()
+	return s != nil && s.Leading()
+}
+
 // Stop stops claiming and starting jobs at once, waits for running jobs
 // until ctx ends, then cancels their contexts and returns by ctx's deadline,
 // whatever the jobs do. A job cut short by shutdown is not counted as an

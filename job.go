@@ -82,10 +82,11 @@ type KindOpts struct {
 	// Backoff is the delay before attempt+1 after attempt failed (nil:
 	// Config.Backoff). Sub-second delays are honoured.
 	Backoff func(attempt int) time.Duration
-	// Timeout cancels a job's context after this long (0: none). A job's
-	// own InsertOpts.Timeout wins. A job that ignores its context keeps
-	// its worker until it returns; if it never does, its batch is released
-	// to other processes after Config.StuckAfter.
+	// Timeout cancels a job's context after this long (0: none; cause
+	// ErrTimeout). A job's own InsertOpts.Timeout wins. A job that ignores
+	// its context for 2 s more is treated as stuck: the attempt fails (the
+	// job runs again, at least once, perhaps while the abandoned call is
+	// still running) and its worker takes the next job.
 	Timeout time.Duration
 }
 

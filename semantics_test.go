@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -426,8 +427,14 @@ func TestTimeouts(t *testing.T) {
 	pool := newDB(t)
 	var causes sync.Map
 	workers := millrace.NewWorkers()
+	hang := make(chan struct{})
+	defer close(hang)
 	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[slowArgs]) error {
 		start := time.Now()
+		if j.Args.Ignore {
+			<-hang // ignores its context
+			return nil
+		}
 		<-ctx.Done()
 		causes.Store(j.ID, fmt.Sprintf("%v after %v", context.Cause(ctx), time.Since(start).Round(100*time.Millisecond)))
 		return ctx.Err()
@@ -437,6 +444,13 @@ func TestTimeouts(t *testing.T) {
 	jobTimeout := mustInsert(t, c, slowArgs{}, &millrace.InsertOpts{Timeout: 600 * time.Millisecond})
 	for _, id := range []int64{kindTimeout.ID, jobTimeout.ID} {
 		waitFor(t, "the job to time out and be discarded", 10*time.Second, func() bool { return jobState(t, pool, id) == millrace.JobDiscarded })
+	}
+	// A job that ignores its context is abandoned after the grace: its
+	// attempt fails and the worker is free for the next job.
+	ignoring := mustInsert(t, c, slowArgs{Ignore: true}, nil)
+	waitFor(t, "the job ignoring its context to be abandoned", 10*time.Second, func() bool { return jobState(t, pool, ignoring.ID) == millrace.JobDiscarded })
+	if j, _ := millrace.JobByID(context.Background(), pool, ignoring.ID); len(j.Attempts) != 1 || !strings.Contains(j.Attempts[0].Error, "abandoned") {
+		t.Errorf("history of an abandoned job: %+v", j.Attempts)
 	}
 	if v, _ := causes.Load(kindTimeout.ID); v != "millrace: job timed out after 200ms" {
 		t.Errorf("kind timeout: %v", v)

@@ -249,6 +249,9 @@ type Promoter struct {
 	// MaxWait bounds a sleep (default 250ms): a schedule change whose
 	// notification was missed is seen within it.
 	MaxWait time.Duration
+	// MinGap spaces promotion rounds (default 10ms): jobs falling due
+	// within it are promoted together, bounding rounds to 100 a second.
+	MinGap time.Duration
 	// CompactMin is the least number of promotions between two compactions
 	// of the schedule (default 10000).
 	CompactMin int64
@@ -260,7 +263,8 @@ func NewPromoter(s *storage.Store, logger *slog.Logger) *Promoter {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Promoter{Store: s, Logger: logger, MaxWait: 250 * time.Millisecond, CompactMin: 10000, kick: make(chan struct{}, 1)}
+	return &Promoter{Store: s, Logger: logger, MaxWait: 250 * time.Millisecond, MinGap: 10 * time.Millisecond, CompactMin: 10000,
+		kick: make(chan struct{}, 1)}
 }
 
 // Kick wakes the promoter now.
@@ -275,12 +279,13 @@ func (p *Promoter) Kick() {
 func (p *Promoter) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		wait := p.MaxWait
+		round := time.Now()
 		if _, err := p.Store.Promote(ctx, p.CompactMin); err != nil {
 			if ctx.Err() == nil {
 				p.Logger.Warn("millrace: promoting scheduled jobs failed", "err", err)
 			}
 		} else if next, err := p.Store.NextDue(ctx); err == nil && !next.IsZero() {
-			wait = min(wait, max(time.Until(next), time.Millisecond))
+			wait = min(wait, max(time.Until(next), time.Until(round.Add(p.MinGap)), time.Millisecond))
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -288,6 +293,17 @@ func (p *Promoter) Run(ctx context.Context) {
 			t.Stop()
 			return
 		case <-p.kick:
+			// A schedule changed: promote soon, but not more often than
+			// every MinGap.
+			if gap := time.Until(round.Add(p.MinGap)); gap > 0 {
+				t.Reset(gap)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
 		case <-t.C:
 		}
 		t.Stop()

@@ -133,6 +133,9 @@ type Config struct {
 	// CancelPoll is how often the ids of running jobs are checked for a
 	// cancellation request whose notification was missed (default 1s).
 	CancelPoll time.Duration
+	// TimeoutGrace is how long a job may run on after its timeout, its
+	// context cancelled, before it is abandoned (default 2s).
+	TimeoutGrace time.Duration
 }
 
 // item is one job of a leased batch.
@@ -181,8 +184,9 @@ type Pool struct {
 	flushSeq    atomic.Int64
 	ackStop     chan struct{} // closed by Stop: the acker writes what it has and exits
 
-	runMu   sync.Mutex
-	running map[int64]*running
+	runMu     sync.Mutex
+	running   map[int64]*running
+	abandoned atomic.Int64
 
 	failMu         sync.Mutex
 	failWindow     time.Time
@@ -212,6 +216,9 @@ func New(cfg Config) *Pool {
 	}
 	if cfg.CancelPoll <= 0 {
 		cfg.CancelPoll = time.Second
+	}
+	if cfg.TimeoutGrace <= 0 {
+		cfg.TimeoutGrace = 2 * time.Second
 	}
 	p := &Pool{cfg: cfg, queues: map[string]*queue{}, running: map[int64]*running{}, acks: make(chan storage.Ack, 4096), ackerDone: make(chan struct{}), ackStop: make(chan struct{})}
 	for name, n := range cfg.Queues {
@@ -460,7 +467,12 @@ func (p *Pool) run(it item) {
 	p.runMu.Lock()
 	p.running[it.job.ID] = &running{cancel: cancel}
 	p.runMu.Unlock()
-	err := p.call(ctx, run)
+	var err error
+	if timeout > 0 {
+		err = p.callWithin(ctx, run, timeout+p.cfg.TimeoutGrace)
+	} else {
+		err = p.call(ctx, run)
+	}
 	if timer != nil {
 		timer.Stop()
 	}
@@ -740,6 +752,30 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 		p.cfg.Logger.Warn("millrace: ack flush failed; retrying", "acks", len(acks), "err", err, "attempt", attempt)
 		time.Sleep(backoff)
 		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// errAbandoned is the error of an attempt whose handler ignored its
+// context past its timeout and the grace after it.
+var errAbandoned = errors.New("millrace: job ignored its context past its timeout and was abandoned (it may still be running)")
+
+// callWithin runs the handler, but returns errAbandoned if it has not
+// returned after limit: the job is then treated as a failed attempt (run
+// again elsewhere, at least once) and its worker slot is freed; the
+// handler's goroutine is left to finish on its own.
+func (p *Pool) callWithin(ctx context.Context, run *Run, limit time.Duration) error {
+	res := make(chan error, 1)
+	go func() { res <- p.call(ctx, run) }()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case err := <-res:
+		return err
+	case <-t.C:
+		n := p.abandoned.Add(1)
+		p.cfg.Logger.Error("millrace: job ignored its context past its timeout; abandoned", "job", run.Job.ID,
+			"kind", run.Job.Kind, "abandoned_in_process", n)
+		return errAbandoned
 	}
 }
 

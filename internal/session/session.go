@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,10 +59,14 @@ type Config struct {
 
 // Session is a running process presence.
 type Session struct {
-	cfg  Config
-	done chan struct{}
-	id   int32 // the identity registered now
+	cfg     Config
+	done    chan struct{}
+	id      int32 // the identity registered now
+	leading atomic.Bool
 }
+
+// Leading says whether this process holds the leader lock now.
+func (s *Session) Leading() bool { return s.leading.Load() }
 
 // Start connects, registers an identity, and keeps the session alive in
 // the background until ctx ends. It returns once the first identity is
@@ -149,6 +154,7 @@ func (s *Session) listen(ctx context.Context, conn *pgx.Conn) error {
 		if leadDone != nil {
 			<-leadDone
 		}
+		s.leading.Store(false)
 	}()
 	tick := func(ctx context.Context, conn *pgx.Conn) error {
 		if leading || s.cfg.Lead == nil {
@@ -159,6 +165,7 @@ func (s *Session) listen(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		}
 		leading = true
+		s.leading.Store(true)
 		leadDone = make(chan struct{})
 		go func() {
 			defer close(leadDone)
