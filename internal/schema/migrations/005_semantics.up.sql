@@ -537,6 +537,9 @@ BEGIN
         RAISE EXCEPTION 'millrace: claim limits must be positive' USING ERRCODE = '22023';
     END IF;
     PERFORM pg_advisory_xact_lock(millrace.claim_space(), hashtext(p_queue));
+    -- The snapshot of new jobs is taken before the pause is checked: a job
+    -- committed after a pause is never claimed until the queue resumes.
+    v_snap := pg_current_snapshot();
 
     IF p_retry THEN
         -- The batches an earlier call with this request id took: new ticks,
@@ -586,7 +589,6 @@ BEGIN
         INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), p_queue, v_tick);
     END LOOP;
 
-    v_snap := pg_current_snapshot();
     -- The queue's lanes: its distinct priorities (a skip scan of job_lane).
     WITH RECURSIVE l AS (
         (SELECT j.priority FROM millrace.job j WHERE j.queue = p_queue ORDER BY j.priority LIMIT 1)
