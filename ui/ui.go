@@ -230,7 +230,8 @@ func seeOther(w http.ResponseWriter, loc string) {
 	w.WriteHeader(http.StatusSeeOther)
 }
 
-// page is what every template gets.
+// page is what every template gets (render fills Base, Nav, Msg, Can and
+// ReadOnly).
 type page struct {
 	Base     string
 	Title    string
@@ -246,6 +247,9 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, name string, st
 	p.Nav = name
 	p.Msg = r.URL.Query().Get("msg")
 	p.ReadOnly = h.opts.ReadOnly
+	if can, err := h.can(r.Context()); err == nil {
+		p.Can = can
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
@@ -287,12 +291,7 @@ func (h *handler) can(ctx context.Context) (ops.Privileges, error) {
 }
 
 func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request) {
-	can, err := h.can(r.Context())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.render(w, r, "queues", http.StatusOK, page{Title: "Queues", Can: can})
+	h.render(w, r, "queues", http.StatusOK, page{Title: "Queues"})
 }
 
 // overview is the JSON the queues page polls every second.
@@ -352,11 +351,6 @@ type jobsData struct {
 
 func (h *handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	can, err := h.can(ctx)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	d := jobsData{States: append(append([]string{}, ops.LiveStates...), ops.FinishedStates...)}
 	f, err := filterOf(r.URL.Query())
 	d.Filter = f
@@ -372,7 +366,7 @@ func (h *handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 			h.log.Error("ui: jobs", "error", err)
 		}
 	}
-	h.render(w, r, "jobs", status, page{Title: "Jobs", Can: can, Data: d})
+	h.render(w, r, "jobs", status, page{Title: "Jobs", Data: d})
 }
 
 func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
@@ -412,11 +406,6 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, "denied", http.StatusBadRequest, page{Title: "Bad request", Data: err.Error()})
 		return
 	}
-	can, err := h.can(ctx)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	d, err := ops.GetJob(ctx, h.pool, id)
 	if errors.Is(err, ops.ErrNotFound) {
 		h.render(w, r, "denied", http.StatusNotFound, page{Title: "Not found", Data: "job " + strconv.FormatInt(id, 10) + ": " + err.Error()})
@@ -426,7 +415,7 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, "job", http.StatusOK, page{Title: "Job " + strconv.FormatInt(id, 10), Can: can, Data: jobData{Job: d, Latest: d.Latest()}})
+	h.render(w, r, "job", http.StatusOK, page{Title: "Job " + strconv.FormatInt(id, 10), Data: jobData{Job: d, Latest: d.Latest()}})
 }
 
 func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {

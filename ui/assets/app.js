@@ -29,7 +29,7 @@ function human(s) {
 }
 
 function fmt(n) {
-  if (n >= 100 || n === 0) return Math.round(n).toLocaleString("en");
+  if (Number.isInteger(n) || n >= 100) return Math.round(n).toLocaleString("en");
   return n.toFixed(n >= 10 ? 1 : 2);
 }
 

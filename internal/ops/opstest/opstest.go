@@ -165,3 +165,65 @@ func LoginAs(t testing.TB, db *pgxpool.Pool, role string) string {
 	u.User = url.User(name)
 	return u.String()
 }
+
+// WorkArgs are the arguments of a job that takes Millis milliseconds and
+// fails when Fail is set.
+type WorkArgs struct {
+	Millis int  `json:"millis"`
+	Fail   bool `json:"fail,omitempty"`
+}
+
+// Kind is the job kind of WorkArgs.
+func (WorkArgs) Kind() string { return "work" }
+
+// Work runs a producer of perSecond jobs a second on queue, a few of them
+// failing, and a client that works them, until the test ends: something
+// for the live charts to draw.
+func Work(t testing.TB, db *pgxpool.Pool, queue string, perSecond int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[WorkArgs]) error {
+		select {
+		case <-time.After(time.Duration(j.Args.Millis) * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if j.Args.Fail {
+			return errors.New("work: the remote end said no")
+		}
+		return nil
+	}))
+	client, err := millrace.NewClient(db, millrace.Config{
+		Workers: workers,
+		Queues:  map[string]millrace.QueueConfig{queue: {MaxWorkers: 8}},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second / time.Duration(perSecond))
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			client.Insert(ctx, WorkArgs{Millis: 5 + n%20, Fail: n%17 == 0}, &millrace.InsertOpts{Queue: queue, MaxAttempts: 2})
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
+		defer c()
+		client.StopAndCancel(sctx)
+	})
+}
