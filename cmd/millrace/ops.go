@@ -41,7 +41,7 @@ func newOpFlags(fs *flag.FlagSet, destructive bool) opFlags {
 		json: fs.Bool("json", false, "print JSON instead of a table"),
 	}
 	if destructive {
-		f.yes = fs.Bool("yes", false, "confirm a destructive action (cancel, retry, pause)")
+		f.yes = fs.Bool("yes", false, "confirm a destructive action (jobs cancel, jobs retry, queue pause)")
 	}
 	return f
 }
@@ -130,31 +130,30 @@ job again now. Every command takes --database-url (default $DATABASE_URL).`)
 }
 
 func runJobs(ctx context.Context, args []string) error {
-	if len(args) < 1 {
-		jobsUsage()
-		return errors.New("missing action: list, show, cancel or retry")
-	}
-	action := args[0]
-	switch action {
-	case "list", "show", "cancel", "retry":
-	case "-h", "--help", "help":
-		jobsUsage()
-		return flag.ErrHelp
-	default:
-		jobsUsage()
-		return fmt.Errorf("unknown action %q: want list, show, cancel or retry", action)
-	}
-	fs := flag.NewFlagSet("jobs "+action, flag.ContinueOnError)
-	f := newOpFlags(fs, action == "cancel" || action == "retry")
+	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
+	f := newOpFlags(fs, true)
 	queue := fs.String("queue", "", "only jobs of this queue (list)")
 	kind := fs.String("kind", "", "only jobs of this kind (list)")
 	state := fs.String("state", "", "only jobs in this state (list): "+strings.Join(append(append([]string{}, ops.LiveStates...), ops.FinishedStates...), ", "))
 	since := fs.String("since", "", "only jobs created (or attempts finished) since: a duration ago (1h) or a time (RFC 3339) (list)")
 	limit := fs.Int("limit", 100, "at most this many rows (list; at most 1000)")
 	fs.Usage = func() { jobsUsage(); fs.PrintDefaults() }
-	pos, err := parseArgs(fs, args[1:])
+	all, err := parseArgs(fs, args)
 	if err != nil {
 		return err
+	}
+	if len(all) < 1 {
+		jobsUsage()
+		return errors.New("missing action: list, show, cancel or retry")
+	}
+	action, pos := all[0], all[1:]
+	switch action {
+	case "list", "show", "cancel", "retry":
+	case "help":
+		jobsUsage()
+		return flag.ErrHelp
+	default:
+		return fmt.Errorf("unknown action %q: want list, show, cancel or retry", action)
 	}
 	var ids []int64
 	switch action {
@@ -362,27 +361,27 @@ Both take --database-url (default $DATABASE_URL).`)
 }
 
 func runQueue(ctx context.Context, args []string) error {
-	if len(args) < 1 {
-		queueUsage()
-		return errors.New("missing action: pause or resume")
-	}
-	action := args[0]
-	switch action {
-	case "pause", "resume":
-	case "-h", "--help", "help":
-		queueUsage()
-		return flag.ErrHelp
-	default:
-		queueUsage()
-		return fmt.Errorf("unknown action %q: want pause or resume", action)
-	}
-	fs := flag.NewFlagSet("queue "+action, flag.ContinueOnError)
-	f := newOpFlags(fs, action == "pause")
+	fs := flag.NewFlagSet("queue", flag.ContinueOnError)
+	f := newOpFlags(fs, true)
 	fs.Usage = func() { queueUsage(); fs.PrintDefaults() }
-	pos, err := parseArgs(fs, args[1:])
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
+	if len(pos) < 1 {
+		queueUsage()
+		return errors.New("missing action: pause or resume")
+	}
+	action := pos[0]
+	switch action {
+	case "pause", "resume":
+	case "help":
+		queueUsage()
+		return flag.ErrHelp
+	default:
+		return fmt.Errorf("unknown action %q: want pause or resume", action)
+	}
+	pos = pos[1:]
 	if len(pos) != 1 {
 		if len(pos) == 0 {
 			return fmt.Errorf("queue %s needs a queue name", action)
