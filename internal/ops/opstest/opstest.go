@@ -52,15 +52,24 @@ func NewDatabase(t testing.TB) (string, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := millrace.Migrate(ctx, pool); err != nil {
+	if err := Prepare(ctx, pool); err != nil {
 		t.Fatal(err)
+	}
+	return u, pool
+}
+
+// Prepare migrates a database and, before schema version 5 lands, adds
+// the stand-in described at NewDatabase.
+func Prepare(ctx context.Context, pool *pgxpool.Pool) error {
+	if err := millrace.Migrate(ctx, pool); err != nil {
+		return err
 	}
 	if !Schema5() {
 		if _, err := pool.Exec(ctx, contract5); err != nil {
-			t.Fatalf("schema 5 stand-in: %v", err)
+			return fmt.Errorf("schema 5 stand-in: %w", err)
 		}
 	}
-	return u, pool
+	return nil
 }
 
 // Enqueue adds a job through the SQL API and returns its id. A non-zero
