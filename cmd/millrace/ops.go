@@ -102,14 +102,14 @@ queue is paused.`)
 		fmt.Println("no queue has a job")
 		return nil
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tDISCARDED\tCOMPLETED\tRATE/S\tOLDEST WAITING\tPAUSED\t")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tDISCARDED\tCOMPLETED\tRATE/S\tOLDEST WAITING\tPAUSED")
 	for _, q := range qs {
 		paused := "no"
 		if q.Paused {
 			paused = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\t\n", q.Name, q.Available, q.Running, q.Scheduled, q.Discarded,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\n", q.Name, q.Available, q.Running, q.Scheduled, q.Discarded,
 			q.Completed, q.Rate, dur(q.OldestWaiting), paused)
 	}
 	return tw.Flush()
