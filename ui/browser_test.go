@@ -53,7 +53,9 @@ type browserTab struct {
 	errs []string
 }
 
-func newBrowser(t *testing.T) *browserTab {
+// needChromium returns the browser's path; without one it fails the test
+// under CI=true and skips it otherwise.
+func needChromium(t *testing.T) string {
 	t.Helper()
 	path, err := chromiumPath()
 	if err != nil {
@@ -62,6 +64,12 @@ func newBrowser(t *testing.T) *browserTab {
 		}
 		t.Skipf("browser tests: %v", err)
 	}
+	return path
+}
+
+func newBrowser(t *testing.T) *browserTab {
+	t.Helper()
+	path := needChromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.NoSandbox, // root in CI containers
@@ -126,6 +134,10 @@ func newBrowser(t *testing.T) *browserTab {
 		}
 	}()
 	t.Cleanup(func() {
+		// Leave the page, so that no poll is in flight when the server goes.
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		chromedp.Do(ctx, chromedp.Navigate("about:blank"))
 		if errs := b.errors(); len(errs) > 0 {
 			t.Errorf("the pages logged errors:\n%s", strings.Join(errs, "\n"))
 		}
@@ -195,13 +207,13 @@ func (b *browserTab) screenshot(t *testing.T, name string) {
 // Every page loads without a console error; the live charts gain a point
 // a second; the job page shows a discarded job's attempt and its error.
 func TestBrowserPagesAndLiveCharts(t *testing.T) {
-	b := newBrowser(t)
+	needChromium(t)
 	_, pool := opstest.NewDatabase(t)
 	for i := 0; i < 3; i++ {
 		opstest.Enqueue(t, pool, "email.send", "email", fmt.Sprintf(`{"to":"user%d@example.com"}`, i), 0)
 	}
 	opstest.Enqueue(t, pool, "report.monthly", "reports", `{"month":"2026-10"}`, time.Hour)
-	opstest.Enqueue(t, pool, "image.resize", "default", `{"image":"cat.png","width":640}`, 0)
+	opstest.Enqueue(t, pool, "image.resize", "images", `{"image":"cat.png","width":640}`, 0)
 	discarded := opstest.Discard(t, pool, "default", "resize: image cat.png: unsupported format")
 	opstest.Work(t, pool, "work", 40)
 	policy, err := guard.ParsePolicy("examples/analytics-budget.yaml", []byte("classes:\n  - name: analytics\n    match: {application_name: \"report*\"}\n    max_transaction_age: 5m\n    action: cancel\n"))
@@ -209,7 +221,8 @@ func TestBrowserPagesAndLiveCharts(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(ui.New(pool, ui.Options{Policy: policy, PolicyName: "examples/analytics-budget.yaml"}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	b := newBrowser(t) // after the server: its cleanup runs first
 
 	b.do(t, "queues page", chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`#queues tr[data-queue="email"]`)))
@@ -224,6 +237,9 @@ func TestBrowserPagesAndLiveCharts(t *testing.T) {
 		// Completed jobs reach history: the throughput line leaves zero.
 		b.waitJS(t, "the throughput chart shows completed jobs",
 			`Array.from(document.querySelectorAll('#chart-throughput polyline[data-series="completed/s"]')).some(p => p.getAttribute('points').split(' ').some(xy => Number(xy.split(',')[1]) < 170))`, 15*time.Second)
+	}
+	if os.Getenv("MILLRACE_SCREENSHOTS") != "" {
+		b.waitJS(t, "20 s of chart for the screenshot", `Number(document.getElementById('chart-throughput').dataset.points) >= 20`, 40*time.Second)
 	}
 	b.screenshot(t, "queues")
 
@@ -253,11 +269,12 @@ func TestBrowserPagesAndLiveCharts(t *testing.T) {
 // Pause and resume, clicked in the page, change the database, and the
 // page shows it.
 func TestBrowserPauseResume(t *testing.T) {
-	b := newBrowser(t)
+	needChromium(t)
 	_, pool := opstest.NewDatabase(t)
 	opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	b := newBrowser(t) // after the server: its cleanup runs first
 	ctx := context.Background()
 	b.do(t, "queues page", chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`button[data-action="pause"][data-queue="email"]`)),
@@ -278,12 +295,13 @@ func TestBrowserPauseResume(t *testing.T) {
 // Cancel and retry, clicked on the job's page, change the database.
 func TestBrowserCancelRetry(t *testing.T) {
 	opstest.NeedSchema5(t)
-	b := newBrowser(t)
+	needChromium(t)
 	_, pool := opstest.NewDatabase(t)
 	ctx := context.Background()
 	id := opstest.Enqueue(t, pool, "email.send", "email", `{"to":"ada@example.com"}`, 0)
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	b := newBrowser(t) // after the server: its cleanup runs first
 	b.do(t, "cancel", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, id)),
 		chromedp.WaitVisible(chromedp.CSS(`#cancel`)), chromedp.Click(chromedp.CSS(`#cancel`)),
 		chromedp.WaitVisible(chromedp.CSS(`#retry`)))
@@ -304,7 +322,7 @@ func TestBrowserCancelRetry(t *testing.T) {
 // A transaction left open in a second session appears on the horizon page
 // within 2 s, with its pid, and goes when it ends.
 func TestBrowserHorizonShowsHeldTransaction(t *testing.T) {
-	b := newBrowser(t)
+	needChromium(t)
 	u, pool := opstest.NewDatabase(t)
 	ctx := context.Background()
 	policy, err := guard.ParsePolicy("guard.yaml", []byte("classes:\n  - name: reports\n    match: {application_name: \"report*\"}\n    max_idle_in_transaction: 1s\n    action: cancel\n"))
@@ -312,7 +330,8 @@ func TestBrowserHorizonShowsHeldTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(ui.New(pool, ui.Options{Policy: policy, PolicyName: "guard.yaml"}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	b := newBrowser(t) // after the server: its cleanup runs first
 	b.do(t, "horizon page", chromedp.Navigate(srv.URL+"/horizon"), chromedp.WaitVisible(chromedp.CSS(`#holders tbody tr`)))
 
 	cfg, err := pgx.ParseConfig(u)

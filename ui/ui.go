@@ -185,7 +185,14 @@ func sameOrigin(r *http.Request) bool {
 		return true
 	}
 	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
+	if err != nil {
+		return false
+	}
+	// Behind a reverse proxy that rewrites Host, the proxy's
+	// X-Forwarded-Host names the site the browser saw (a page cannot set
+	// that header on a request to another site without a CORS preflight,
+	// which the dashboard never grants).
+	return u.Host == r.Host || (r.Header.Get("X-Forwarded-Host") != "" && u.Host == r.Header.Get("X-Forwarded-Host"))
 }
 
 // mountPath is the path under which the handler is mounted: the request's

@@ -225,7 +225,7 @@ func Work(t testing.TB, db *pgxpool.Pool, queue string, perSecond int) {
 				return
 			case <-tick.C:
 			}
-			client.Insert(ctx, WorkArgs{Millis: 5 + n%20, Fail: n%17 == 0}, &millrace.InsertOpts{Queue: queue, MaxAttempts: 2})
+			client.Insert(ctx, WorkArgs{Millis: 5 + n%20, Fail: n%40 == 0}, &millrace.InsertOpts{Queue: queue, MaxAttempts: 2})
 		}
 	}()
 	t.Cleanup(func() {
