@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -225,9 +226,9 @@ SELECT j.id, j.queue, j.kind, j.state, j.args, j.priority::int, j.attempt, j.max
        j.run_at, NULL::timestamptz, NULL::timestamptz, NULL::text, j.owner, true
 FROM millrace.jobs j WHERE j.id = $1
 UNION ALL
-(SELECT h.id, h.queue, h.kind, h.state, h.args, h.priority::int, h.attempt, h.max_attempts, h.created_at,
+SELECT h.id, h.queue, h.kind, h.state, h.args, h.priority::int, h.attempt, h.max_attempts, h.created_at,
        NULL, h.started_at, h.finished_at, h.error, h.owner, false
- FROM millrace.history h WHERE h.id = $1 ORDER BY h.attempt, h.finished_at)`, id)
+FROM millrace.history h WHERE h.id = $1`, id)
 	if err != nil {
 		return JobDetail{}, err
 	}
@@ -247,6 +248,13 @@ UNION ALL
 	if d.Live == nil && len(d.Attempts) == 0 {
 		return d, ErrNotFound
 	}
+	sort.SliceStable(d.Attempts, func(i, j int) bool {
+		a, b := &d.Attempts[i], &d.Attempts[j]
+		if a.Attempt != b.Attempt {
+			return a.Attempt < b.Attempt
+		}
+		return a.FinishedAt != nil && b.FinishedAt != nil && a.FinishedAt.Before(*b.FinishedAt)
+	})
 	return d, nil
 }
 
