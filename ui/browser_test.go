@@ -332,6 +332,8 @@ func TestBrowserHorizonShowsHeldTransaction(t *testing.T) {
 	srv := httptest.NewServer(ui.New(pool, ui.Options{Policy: policy, PolicyName: "guard.yaml"}))
 	t.Cleanup(srv.Close)
 	b := newBrowser(t) // after the server: its cleanup runs first
+	b.do(t, "queues page, no queue yet", chromedp.Navigate(srv.URL+"/"))
+	b.waitJS(t, "the empty state", `document.querySelector('#queues tbody').textContent.includes('No queue has a job yet.')`, 5*time.Second)
 	b.do(t, "horizon page", chromedp.Navigate(srv.URL+"/horizon"), chromedp.WaitVisible(chromedp.CSS(`#holders tbody tr`)))
 
 	cfg, err := pgx.ParseConfig(u)

@@ -89,13 +89,15 @@ function legend(id, names) {
   });
 }
 
+// queueRow builds a queue's row. Its cells with data-col are refreshed in
+// place (fillRow) every second; the row is rebuilt only when its buttons
+// change (paused, or the role's rights), so a button is never replaced
+// under the pointer.
 function queueRow(q, can) {
-  const tr = el("tr", { "data-queue": q.name });
+  const tr = el("tr", { "data-queue": q.name, "data-sig": rowSig(q, can) });
   const a = el("a", { href: "jobs?queue=" + encodeURIComponent(q.name) }, q.name);
   const name = el("td"); name.appendChild(a); tr.appendChild(name);
-  for (const k of ["available", "running", "scheduled", "discarded", "completed"]) tr.appendChild(el("td", { class: "num", "data-col": k }, fmt(q[k])));
-  tr.appendChild(el("td", { class: "num" }, human(q.oldest_waiting_s)));
-  tr.appendChild(el("td", { class: "num" }, fmt(q.rate_per_s)));
+  for (const k of ["available", "running", "scheduled", "discarded", "completed", "oldest", "rate"]) tr.appendChild(el("td", { class: "num", "data-col": k }));
   const st = el("td"); st.appendChild(el("span", { class: "state " + (q.paused ? "s-paused" : "s-active"), "data-col": "paused" }, q.paused ? "paused" : "active")); tr.appendChild(st);
   if (can.pause || can.resume) {
     const td = el("td");
@@ -109,7 +111,47 @@ function queueRow(q, can) {
     }
     tr.appendChild(td);
   }
+  fillRow(tr, q);
   return tr;
+}
+
+function rowSig(q, can) {
+  return [q.paused, can.pause, can.resume].join(",");
+}
+
+function fillRow(tr, q) {
+  const v = { available: fmt(q.available), running: fmt(q.running), scheduled: fmt(q.scheduled), discarded: fmt(q.discarded),
+    completed: fmt(q.completed), oldest: human(q.oldest_waiting_s), rate: fmt(q.rate_per_s) };
+  for (const k in v) {
+    const td = tr.querySelector('td[data-col="' + k + '"]');
+    if (td.textContent !== v[k]) td.textContent = v[k];
+  }
+}
+
+function fillQueues(tbody, queues, can) {
+  const rows = new Map();
+  for (const tr of tbody.querySelectorAll("tr[data-queue]")) rows.set(tr.getAttribute("data-queue"), tr);
+  const empty = tbody.querySelector("tr:not([data-queue])");
+  if (empty && queues.length > 0) empty.remove();
+  let prev = null;
+  for (const q of queues) {
+    let tr = rows.get(q.name);
+    rows.delete(q.name);
+    if (tr && tr.getAttribute("data-sig") === rowSig(q, can)) {
+      fillRow(tr, q);
+    } else {
+      const fresh = queueRow(q, can);
+      if (tr) tr.replaceWith(fresh); else tbody.insertBefore(fresh, prev ? prev.nextSibling : tbody.firstChild);
+      tr = fresh;
+    }
+    prev = tr;
+  }
+  for (const tr of rows.values()) tr.remove();
+  if (queues.length === 0) {
+    const msg = "No queue has a job yet.";
+    if (empty) empty.firstChild.textContent = msg;
+    else tbody.appendChild(el("tr")).appendChild(el("td", { colspan: 10, class: "empty" }, msg));
+  }
 }
 
 async function refreshQueues() {
@@ -121,15 +163,7 @@ async function refreshQueues() {
     return;
   }
   showError("");
-  const tbody = document.querySelector("#queues tbody");
-  // Keep the table still while a button in it has the focus.
-  if (!tbody.contains(document.activeElement)) {
-    tbody.textContent = "";
-    if (d.queues.length === 0) {
-      tbody.appendChild(el("tr")).appendChild(el("td", { colspan: 10, class: "empty" }, "No queue has a job yet."));
-    }
-    for (const q of d.queues) tbody.appendChild(queueRow(q, d.can));
-  }
+  fillQueues(document.querySelector("#queues tbody"), d.queues, d.can);
   const times = d.samples.map((s) => Date.parse(s.at));
   const rate = (s, n) => { const dt = (Date.parse(s.at) - Date.parse(s.since)) / 1000; return dt > 0 ? n / dt : 0; };
   chart(document.getElementById("chart-throughput"), times, [
