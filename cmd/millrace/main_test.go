@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -13,7 +14,21 @@ import (
 	"github.com/millrace/millrace/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	// A test that runs the real command starts this binary again with
+	// MILLRACE_ARGS (a JSON array): it runs main with them instead of the
+	// tests (see millrace in ops_test.go).
+	if a := os.Getenv("MILLRACE_ARGS"); a != "" {
+		var args []string
+		if err := json.Unmarshal([]byte(a), &args); err != nil {
+			panic(err)
+		}
+		os.Args = append([]string{"millrace"}, args...)
+		main()
+		os.Exit(0)
+	}
+	pgtest.Main(m)
+}
 
 func TestParseArgsAnywhere(t *testing.T) {
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
@@ -84,7 +99,8 @@ func TestHelpExitsZero(t *testing.T) {
 		}
 		return 0, string(out)
 	}
-	for _, args := range []string{"-h", "migrate -h", "guard -h", "guard watch -h", "guard check -h", "bench -h"} {
+	for _, args := range []string{"-h", "migrate -h", "guard -h", "guard watch -h", "guard check -h", "bench -h",
+		"ui -h", "queues -h", "jobs -h", "jobs list -h", "jobs cancel -h", "queue -h", "queue pause -h"} {
 		if code, out := run(args); code != 0 {
 			t.Errorf("millrace %s exited %d:\n%s", args, code, out)
 		}

@@ -1,0 +1,421 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/millrace/millrace/internal/ops"
+)
+
+// The operator commands: queues, jobs, queue. They read the schema's read
+// surface and call its operator functions (internal/ops); destructive
+// actions ask for --yes.
+
+func init() {
+	register(&command{name: "queues", summary: "list queues: depth, rate, oldest waiting job, paused", run: runQueues})
+	register(&command{name: "jobs", summary: "list, show, cancel or retry jobs (list|show|cancel|retry)", run: runJobs})
+	register(&command{name: "queue", summary: "pause or resume a queue (pause|resume NAME)", run: runQueue})
+}
+
+const opsApplicationName = "millrace-cli"
+
+// opFlags are the flags every operator command has.
+type opFlags struct {
+	url  *string
+	json *bool
+	yes  *bool
+}
+
+func newOpFlags(fs *flag.FlagSet, destructive bool) opFlags {
+	f := opFlags{
+		url:  fs.String("database-url", os.Getenv("DATABASE_URL"), "database of the queue (default $DATABASE_URL)"),
+		json: fs.Bool("json", false, "print JSON instead of a table"),
+	}
+	if destructive {
+		f.yes = fs.Bool("yes", false, "confirm a destructive action (jobs cancel, jobs retry, queue pause)")
+	}
+	return f
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func dur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "-"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}
+
+func runQueues(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("queues", flag.ContinueOnError)
+	f := newOpFlags(fs, false)
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, `Usage: millrace queues [--database-url URL] [--json]
+
+Lists every queue: jobs available, running, scheduled and discarded, the
+completed jobs still in history, completions per second over the last
+minute, how long the oldest available job has waited, and whether the
+queue is paused.`)
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("unexpected argument %q", pos[0])
+	}
+	pool, err := opPool(ctx, *f.url, opsApplicationName)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	qs, err := ops.Queues(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if *f.json {
+		if qs == nil {
+			qs = []ops.Queue{}
+		}
+		return printJSON(os.Stdout, qs)
+	}
+	if len(qs) == 0 {
+		fmt.Println("no queue has a job")
+		return nil
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tDISCARDED\tCOMPLETED\tRATE/S\tOLDEST WAITING\tPAUSED")
+	for _, q := range qs {
+		paused := "no"
+		if q.Paused {
+			paused = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\n", q.Name, q.Available, q.Running, q.Scheduled, q.Discarded,
+			q.Completed, q.Rate, dur(q.OldestWaiting), paused)
+	}
+	return tw.Flush()
+}
+
+func jobsUsage() {
+	fmt.Fprintln(os.Stderr, `Usage:
+  millrace jobs list [--queue Q] [--kind K] [--state S] [--since 1h|2006-01-02T15:04:05Z] [--limit N] [--json]
+  millrace jobs show ID [--json]
+  millrace jobs cancel ID... --yes
+  millrace jobs retry ID... --yes
+
+list shows jobs not yet finished (states available, running, scheduled)
+first, then finished attempts (completed, failed, snoozed, cancelled,
+discarded), newest first. cancel stops a waiting job for good, or tells a
+running job's process to cancel it; retry runs a discarded or cancelled
+job again now. Every command takes --database-url (default $DATABASE_URL).`)
+}
+
+func runJobs(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
+	f := newOpFlags(fs, true)
+	queue := fs.String("queue", "", "only jobs of this queue (list)")
+	kind := fs.String("kind", "", "only jobs of this kind (list)")
+	state := fs.String("state", "", "only jobs in this state (list): "+strings.Join(append(append([]string{}, ops.LiveStates...), ops.FinishedStates...), ", "))
+	since := fs.String("since", "", "only jobs created (or attempts finished) since: a duration ago (1h) or a time (RFC 3339) (list)")
+	limit := fs.Int("limit", 100, "at most this many rows (list; at most 1000)")
+	fs.Usage = func() { jobsUsage(); fs.PrintDefaults() }
+	all, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(all) < 1 {
+		jobsUsage()
+		return errors.New("missing action: list, show, cancel or retry")
+	}
+	action, pos := all[0], all[1:]
+	switch action {
+	case "list", "show", "cancel", "retry":
+	case "help":
+		jobsUsage()
+		return flag.ErrHelp
+	default:
+		return fmt.Errorf("unknown action %q: want list, show, cancel or retry", action)
+	}
+	var ids []int64
+	switch action {
+	case "list":
+		if len(pos) > 0 {
+			return fmt.Errorf("unexpected argument %q", pos[0])
+		}
+		if !ops.ValidState(*state) {
+			return fmt.Errorf("unknown state %q: want one of %s", *state, strings.Join(append(append([]string{}, ops.LiveStates...), ops.FinishedStates...), ", "))
+		}
+	default:
+		if len(pos) == 0 {
+			return fmt.Errorf("jobs %s needs a job id", action)
+		}
+		if action == "show" && len(pos) > 1 {
+			return fmt.Errorf("unexpected argument %q", pos[1])
+		}
+		for _, p := range pos {
+			id, err := strconv.ParseInt(p, 10, 64)
+			if err != nil || id <= 0 {
+				return fmt.Errorf("job id %q is not a positive number", p)
+			}
+			ids = append(ids, id)
+		}
+		if (action == "cancel" || action == "retry") && !*f.yes {
+			what := map[string]string{"cancel": "cancels", "retry": "runs again"}[action]
+			return fmt.Errorf("jobs %s %s %s: pass --yes to confirm", action, joinIDs(ids), what+" "+plural(len(ids), "this job", "these jobs"))
+		}
+	}
+	filter := ops.Filter{Queue: *queue, Kind: *kind, State: *state, Limit: *limit}
+	if *since != "" {
+		t, err := parseSince(*since, time.Now())
+		if err != nil {
+			return err
+		}
+		filter.Since = t
+	}
+	pool, err := opPool(ctx, *f.url, opsApplicationName)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	switch action {
+	case "list":
+		jobs, err := ops.ListJobs(ctx, pool, filter)
+		if err != nil {
+			return err
+		}
+		if *f.json {
+			if jobs == nil {
+				jobs = []ops.Job{}
+			}
+			return printJSON(os.Stdout, jobs)
+		}
+		if len(jobs) == 0 {
+			fmt.Println("no job matches")
+			return nil
+		}
+		printJobs(os.Stdout, jobs)
+		return nil
+	case "show":
+		d, err := ops.GetJob(ctx, pool, ids[0])
+		if errors.Is(err, ops.ErrNotFound) {
+			return fmt.Errorf("job %d: %w", ids[0], err)
+		}
+		if err != nil {
+			return err
+		}
+		if *f.json {
+			return printJSON(os.Stdout, d)
+		}
+		printJob(os.Stdout, d)
+		return nil
+	}
+	// cancel, retry
+	want := map[string][]string{"cancel": {"cancelled", "cancelling"}, "retry": {"retried"}}[action]
+	failed := 0
+	var last string
+	for _, id := range ids {
+		var out string
+		var err error
+		if action == "cancel" {
+			out, err = ops.Cancel(ctx, pool, id)
+		} else {
+			out, err = ops.Retry(ctx, pool, id)
+		}
+		if err != nil {
+			return fmt.Errorf("job %d: %w", id, err)
+		}
+		fmt.Printf("job %d: %s\n", id, out)
+		if out != want[0] && (len(want) < 2 || out != want[1]) {
+			failed++
+			last = fmt.Sprintf("job %d: %s", id, out)
+		}
+	}
+	switch {
+	case failed == 1 && len(ids) == 1:
+		return fmt.Errorf("%s (nothing done)", last)
+	case failed > 0:
+		return fmt.Errorf("%d of %d jobs not %s (last: %s)", failed, len(ids), want[0], last)
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func joinIDs(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(s, " ")
+}
+
+// parseSince reads "1h" (that long before now) or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			d = -d
+		}
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want a duration (90m, 2h) or a time (2006-01-02T15:04:05Z)", s)
+}
+
+func oneLineText(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n-1] + "…"
+	}
+	return s
+}
+
+func printJobs(w io.Writer, jobs []ops.Job) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tQUEUE\tKIND\tATTEMPT\tCREATED\tRUN AT / FINISHED\tERROR")
+	for _, j := range jobs {
+		when := ""
+		switch {
+		case j.FinishedAt != nil:
+			when = j.FinishedAt.Local().Format(time.DateTime)
+		case j.RunAt != nil:
+			when = j.RunAt.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.State, j.Queue, j.Kind, j.Attempt, j.MaxAttempts,
+			j.CreatedAt.Local().Format(time.DateTime), when, oneLineText(j.Error, 60))
+	}
+	tw.Flush()
+}
+
+func printJob(w io.Writer, d ops.JobDetail) {
+	j := d.Latest()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "id\t%d\n", d.ID)
+	fmt.Fprintf(tw, "state\t%s\n", j.State)
+	fmt.Fprintf(tw, "queue\t%s\n", j.Queue)
+	fmt.Fprintf(tw, "kind\t%s\n", j.Kind)
+	fmt.Fprintf(tw, "priority\t%d\n", j.Priority)
+	fmt.Fprintf(tw, "attempt\t%d of %d\n", j.Attempt, j.MaxAttempts)
+	fmt.Fprintf(tw, "created\t%s\n", j.CreatedAt.Local().Format(time.RFC3339Nano))
+	if d.Live != nil && d.Live.RunAt != nil {
+		fmt.Fprintf(tw, "run at\t%s\n", d.Live.RunAt.Local().Format(time.RFC3339Nano))
+	}
+	if d.Live != nil && d.Live.Owner != nil {
+		fmt.Fprintf(tw, "worked by\tprocess %d\n", *d.Live.Owner)
+	}
+	fmt.Fprintf(tw, "args\t%s\n", string(j.Args))
+	tw.Flush()
+	if len(d.Attempts) == 0 {
+		fmt.Fprintln(w, "\nno attempt has finished yet")
+		return
+	}
+	fmt.Fprintln(w, "\nattempts:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ATTEMPT\tOUTCOME\tSTARTED\tFINISHED\tTOOK\tERROR")
+	for _, a := range d.Attempts {
+		started, finished := "", ""
+		if a.StartedAt != nil {
+			started = a.StartedAt.Local().Format("2006-01-02 15:04:05.000")
+		}
+		if a.FinishedAt != nil {
+			finished = a.FinishedAt.Local().Format("2006-01-02 15:04:05.000")
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt, a.State, started, finished, dur(a.Duration()), oneLineText(a.Error, 200))
+	}
+	tw.Flush()
+}
+
+func queueUsage() {
+	fmt.Fprintln(os.Stderr, `Usage:
+  millrace queue pause NAME --yes    stop handing out the queue's jobs (those running finish)
+  millrace queue resume NAME         hand them out again
+
+Both take --database-url (default $DATABASE_URL).`)
+}
+
+func runQueue(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("queue", flag.ContinueOnError)
+	f := newOpFlags(fs, true)
+	fs.Usage = func() { queueUsage(); fs.PrintDefaults() }
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 {
+		queueUsage()
+		return errors.New("missing action: pause or resume")
+	}
+	action := pos[0]
+	switch action {
+	case "pause", "resume":
+	case "help":
+		queueUsage()
+		return flag.ErrHelp
+	default:
+		return fmt.Errorf("unknown action %q: want pause or resume", action)
+	}
+	pos = pos[1:]
+	if len(pos) != 1 {
+		if len(pos) == 0 {
+			return fmt.Errorf("queue %s needs a queue name", action)
+		}
+		return fmt.Errorf("unexpected argument %q", pos[1])
+	}
+	name := pos[0]
+	if action == "pause" && !*f.yes {
+		return fmt.Errorf("queue pause %s stops every worker from taking its jobs until it is resumed: pass --yes to confirm", name)
+	}
+	pool, err := opPool(ctx, *f.url, opsApplicationName)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if action == "pause" {
+		err = ops.Pause(ctx, pool, name)
+	} else {
+		err = ops.Resume(ctx, pool, name)
+	}
+	if err != nil {
+		return err
+	}
+	paused, err := ops.Paused(ctx, pool, name)
+	if err != nil {
+		return err
+	}
+	state := "active"
+	if paused {
+		state = "paused"
+	}
+	if *f.json {
+		return printJSON(os.Stdout, map[string]any{"queue": name, "paused": paused})
+	}
+	fmt.Printf("queue %s: %s\n", name, state)
+	return nil
+}

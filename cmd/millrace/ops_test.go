@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/millrace/millrace/internal/ops"
+	"github.com/millrace/millrace/internal/ops/opstest"
+)
+
+// millrace runs the real command (this test binary, started again with
+// MILLRACE_ARGS; see TestMain) and returns its exit code, stdout and
+// stderr. DATABASE_URL is cleared: each call passes --database-url.
+func millrace(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	a, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "MILLRACE_ARGS="+string(a), "DATABASE_URL=")
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), out.String(), errb.String()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String(), errb.String()
+}
+
+func oneLineErr(t *testing.T, stderr, want string) {
+	t.Helper()
+	s := strings.TrimSpace(stderr)
+	if strings.Count(s, "\n") != 0 || !strings.Contains(s, want) {
+		t.Errorf("stderr %q: want one line containing %q", stderr, want)
+	}
+}
+
+func TestQueuesAndPauseCommands(t *testing.T) {
+	u, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	opstest.Enqueue(t, pool, "report", "reports", `{}`, time.Hour)
+
+	code, out, errs := millrace(t, "queues", "--database-url", u)
+	if code != 0 {
+		t.Fatalf("queues: exit %d %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "OLDEST WAITING") || !strings.HasPrefix(strings.TrimSpace(lines[1]), "email") {
+		t.Fatalf("queues:\n%s", out)
+	}
+	if f := strings.Fields(lines[1]); f[1] != "2" || f[len(f)-1] != "no" {
+		t.Errorf("email row: %q", lines[1])
+	}
+
+	// pause asks for --yes, and changes nothing without it.
+	code, _, errs = millrace(t, "queue", "pause", "email", "--database-url", u)
+	if code != 1 {
+		t.Errorf("pause without --yes: exit %d", code)
+	}
+	oneLineErr(t, errs, "--yes")
+	if p, _ := ops.Paused(ctx, pool, "email"); p {
+		t.Fatal("pause without --yes paused the queue")
+	}
+	code, out, errs = millrace(t, "queue", "--database-url", u, "pause", "--yes", "email")
+	if code != 0 || strings.TrimSpace(out) != "queue email: paused" {
+		t.Fatalf("pause --yes: exit %d %q %s", code, out, errs)
+	}
+	if p, _ := ops.Paused(ctx, pool, "email"); !p {
+		t.Fatal("queue pause --yes did not pause the queue")
+	}
+	code, out, _ = millrace(t, "queues", "--json", "--database-url", u)
+	var qs []struct {
+		Name      string  `json:"name"`
+		Available int64   `json:"available"`
+		Scheduled int64   `json:"scheduled"`
+		Paused    bool    `json:"paused"`
+		Oldest    float64 `json:"oldest_waiting_s"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &qs) != nil || len(qs) != 2 {
+		t.Fatalf("queues --json: exit %d %s", code, out)
+	}
+	if !qs[0].Paused || qs[0].Available != 2 || qs[0].Oldest <= 0 || qs[1].Paused || qs[1].Scheduled != 1 {
+		t.Errorf("queues --json: %+v", qs)
+	}
+	code, out, _ = millrace(t, "queue", "resume", "email", "--database-url", u)
+	if code != 0 || strings.TrimSpace(out) != "queue email: active" {
+		t.Fatalf("resume: exit %d %q", code, out)
+	}
+	if p, _ := ops.Paused(ctx, pool, "email"); p {
+		t.Fatal("queue resume did not resume the queue")
+	}
+	code, _, errs = millrace(t, "queue", "stop", "email", "--database-url", u)
+	if code != 1 {
+		t.Errorf("queue stop: exit %d", code)
+	}
+	oneLineErr(t, errs, `unknown action "stop"`)
+}
+
+func TestJobsCommands(t *testing.T) {
+	u, pool := opstest.NewDatabase(t)
+	a := opstest.Enqueue(t, pool, "email.send", "email", `{"to":"ada@example.com"}`, 0)
+	b := opstest.Enqueue(t, pool, "report", "reports", `{"month":"2026-10"}`, time.Hour)
+	d := opstest.Discard(t, pool, "default", "image cat.png: unsupported format")
+
+	ids := func(out string) []string {
+		var r []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+			r = append(r, strings.Fields(l)[0])
+		}
+		return r
+	}
+	code, out, errs := millrace(t, "jobs", "list", "--database-url", u)
+	if code != 0 {
+		t.Fatalf("jobs list: exit %d %s", code, errs)
+	}
+	if got := strings.Join(ids(out), " "); !strings.HasPrefix(got, fmt.Sprint(b, " ", a)) || !strings.HasSuffix(got, fmt.Sprint(d)) {
+		t.Errorf("jobs list (live first, newest first, then history): ids %s\n%s", got, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--queue", "email"}, fmt.Sprint(a)},
+		{[]string{"--kind", "report"}, fmt.Sprint(b)},
+		{[]string{"--state", "scheduled"}, fmt.Sprint(b)},
+		{[]string{"--state", "discarded"}, fmt.Sprint(d)},
+		{[]string{"--queue", "email", "--since", "1h"}, fmt.Sprint(a)},
+	} {
+		code, out, errs := millrace(t, append([]string{"jobs", "list", "--database-url", u}, tc.args...)...)
+		if code != 0 || strings.Join(ids(out), " ") != tc.want {
+			t.Errorf("jobs list %v: exit %d, %q %s; want ids %s", tc.args, code, out, errs, tc.want)
+		}
+	}
+	code, out, _ = millrace(t, "jobs", "list", "--since", "2099-01-01T00:00:00Z", "--database-url", u)
+	if code != 0 || strings.TrimSpace(out) != "no job matches" {
+		t.Errorf("jobs list --since the future: %d %q", code, out)
+	}
+	code, out, _ = millrace(t, "jobs", "list", "--json", "--state", "discarded", "--database-url", u)
+	var jobs []ops.Job
+	if code != 0 || json.Unmarshal([]byte(out), &jobs) != nil || len(jobs) != 1 || jobs[0].ID != d || !strings.Contains(jobs[0].Error, "unsupported format") {
+		t.Errorf("jobs list --json: %d %s", code, out)
+	}
+	code, _, errs = millrace(t, "jobs", "list", "--state", "lost", "--database-url", u)
+	if code != 1 {
+		t.Errorf("an unknown state: exit %d", code)
+	}
+	oneLineErr(t, errs, `unknown state "lost"`)
+
+	code, out, _ = millrace(t, "jobs", "show", fmt.Sprint(a), "--database-url", u)
+	if code != 0 || !strings.Contains(out, "available") || !strings.Contains(out, "ada@example.com") || !strings.Contains(out, "no attempt has finished yet") {
+		t.Errorf("jobs show (live): %d\n%s", code, out)
+	}
+	code, out, _ = millrace(t, "jobs", "show", fmt.Sprint(d), "--database-url", u)
+	if code != 0 || !strings.Contains(out, "discarded") || !strings.Contains(out, "unsupported format") {
+		t.Errorf("jobs show (discarded): %d\n%s", code, out)
+	}
+	code, out, _ = millrace(t, "jobs", "show", "--json", fmt.Sprint(d), "--database-url", u)
+	var det ops.JobDetail
+	if code != 0 || json.Unmarshal([]byte(out), &det) != nil || det.Live != nil || len(det.Attempts) != 1 || det.Attempts[0].StartedAt == nil {
+		t.Errorf("jobs show --json: %d %s", code, out)
+	}
+	code, _, errs = millrace(t, "jobs", "show", "987654", "--database-url", u)
+	if code != 1 {
+		t.Errorf("show of an unknown job: exit %d", code)
+	}
+	oneLineErr(t, errs, "job 987654: no such job")
+
+	// cancel and retry ask for --yes before anything else.
+	for _, action := range []string{"cancel", "retry"} {
+		code, _, errs = millrace(t, "jobs", action, fmt.Sprint(a), "--database-url", u)
+		if code != 1 {
+			t.Errorf("%s without --yes: exit %d", action, code)
+		}
+		oneLineErr(t, errs, "pass --yes to confirm")
+	}
+	if _, err := ops.GetJob(context.Background(), pool, a); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := ops.ListJobs(context.Background(), pool, ops.Filter{ID: a}); len(got) != 1 || got[0].State != "available" {
+		t.Fatalf("a refused cancel changed the job: %+v", got)
+	}
+}
+
+// Cancel and retry through the command (schema version 5).
+func TestJobsCancelRetryCommands(t *testing.T) {
+	opstest.NeedSchema5(t)
+	u, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	a := opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	code, out, errs := millrace(t, "jobs", "cancel", fmt.Sprint(a), "--yes", "--database-url", u)
+	if code != 0 || strings.TrimSpace(out) != fmt.Sprintf("job %d: cancelled", a) {
+		t.Fatalf("cancel: exit %d %q %s", code, out, errs)
+	}
+	if d, err := ops.GetJob(ctx, pool, a); err != nil || d.Live != nil || d.Latest().State != "cancelled" {
+		t.Fatalf("after cancel: %+v %v", d, err)
+	}
+	code, _, errs = millrace(t, "jobs", "cancel", fmt.Sprint(a), "--yes", "--database-url", u)
+	if code != 1 {
+		t.Errorf("cancel of a finished job: exit %d", code)
+	}
+	oneLineErr(t, errs, "finished")
+	code, out, errs = millrace(t, "jobs", "retry", fmt.Sprint(a), "--yes", "--database-url", u)
+	if code != 0 || strings.TrimSpace(out) != fmt.Sprintf("job %d: retried", a) {
+		t.Fatalf("retry: exit %d %q %s", code, out, errs)
+	}
+	if d, err := ops.GetJob(ctx, pool, a); err != nil || d.Live == nil {
+		t.Fatalf("after retry: %+v %v", d, err)
+	}
+	code, _, errs = millrace(t, "jobs", "retry", "987654", "--yes", "--database-url", u)
+	if code != 1 {
+		t.Errorf("retry of an unknown job: exit %d", code)
+	}
+	oneLineErr(t, errs, "unknown")
+}
+
+// millrace ui serves the dashboard until it is interrupted.
+func TestUICommand(t *testing.T) {
+	u, _ := opstest.NewDatabase(t)
+	a, _ := json.Marshal([]string{"ui", "--listen", "127.0.0.1:0", "--database-url", u, "--token", "t0k"})
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "MILLRACE_ARGS="+string(a), "DATABASE_URL=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}()
+	lines := bufio.NewScanner(stderr)
+	var addr string
+	for lines.Scan() {
+		if _, rest, ok := strings.Cut(lines.Text(), "serving http://"); ok {
+			addr, _, _ = strings.Cut(rest, "/")
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatal("millrace ui did not say where it serves")
+	}
+	go io.Copy(io.Discard, stderr)
+	resp, err := http.Get("http://" + addr + "/api/overview")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("without the token: %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+"/api/overview", nil)
+	req.Header.Set("Authorization", "Bearer t0k")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("with the token: %d", resp.StatusCode)
+	}
+}

@@ -1,0 +1,381 @@
+// Package ops is the operator's data layer: every statement the dashboard
+// (package ui) and the operator commands (millrace queues, jobs, queue)
+// run. It reads the schema's read surface (millrace.jobs, millrace.history,
+// millrace.queue_counts) and calls its operator functions (pause, resume,
+// cancel, retry), all of schema version 5; nothing here touches a table of
+// the storage protocol directly.
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DB is what the functions need: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
+type DB interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Queue is one queue at a glance.
+type Queue struct {
+	Name                                     string
+	Available, Running, Scheduled, Discarded int64
+	// Completed is the completed jobs still kept in history.
+	Completed int64
+	Paused    bool
+	// OldestWaiting is the age of the oldest available job (0: none).
+	OldestWaiting time.Duration
+	// Rate is jobs completed per second over the last minute.
+	Rate float64
+}
+
+// MarshalJSON writes durations in seconds and the counts by name.
+func (q Queue) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Name           string  `json:"name"`
+		Available      int64   `json:"available"`
+		Running        int64   `json:"running"`
+		Scheduled      int64   `json:"scheduled"`
+		Discarded      int64   `json:"discarded"`
+		Completed      int64   `json:"completed"`
+		Paused         bool    `json:"paused"`
+		OldestWaitingS float64 `json:"oldest_waiting_s"`
+		Rate           float64 `json:"rate_per_s"`
+	}{q.Name, q.Available, q.Running, q.Scheduled, q.Discarded, q.Completed, q.Paused, q.OldestWaiting.Seconds(), q.Rate})
+}
+
+// Queues lists every queue: its jobs by state, whether it is paused, its
+// oldest waiting job and its completion rate over the last minute. It
+// reads every slot of the ring twice (queue_counts, then the oldest
+// available job): for human cadence, not a hot path.
+func Queues(ctx context.Context, db DB) ([]Queue, error) {
+	rows, err := db.Query(ctx, `
+WITH c AS (SELECT * FROM millrace.queue_counts()),
+w AS (SELECT j.queue, min(j.created_at) AS oldest FROM millrace.jobs j WHERE j.state = 'available' GROUP BY j.queue),
+r AS (SELECT h.queue, count(*) AS n FROM millrace.history h
+      WHERE h.state = 'completed' AND h.finished_at > clock_timestamp() - interval '1 minute' GROUP BY h.queue)
+SELECT c.queue, c.available, c.running, c.scheduled, c.discarded, c.completed, c.paused,
+       coalesce(extract(epoch FROM clock_timestamp() - w.oldest), 0)::float8,
+       coalesce(r.n, 0) / 60.0::float8
+FROM c LEFT JOIN w ON w.queue = c.queue LEFT JOIN r ON r.queue = c.queue
+ORDER BY c.queue`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Queue, error) {
+		var q Queue
+		var oldest float64
+		err := r.Scan(&q.Name, &q.Available, &q.Running, &q.Scheduled, &q.Discarded, &q.Completed, &q.Paused, &oldest, &q.Rate)
+		q.OldestWaiting = time.Duration(oldest * float64(time.Second))
+		return q, err
+	})
+}
+
+// LiveStates are the states of a job not yet finished (millrace.jobs);
+// FinishedStates those of a finished attempt (millrace.history).
+var (
+	LiveStates     = []string{"available", "running", "scheduled"}
+	FinishedStates = []string{"completed", "failed", "snoozed", "cancelled", "discarded"}
+)
+
+// ValidState reports whether s is a state a Filter accepts ("" is any).
+func ValidState(s string) bool {
+	if s == "" {
+		return true
+	}
+	for _, x := range append(append([]string{}, LiveStates...), FinishedStates...) {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Filter selects jobs. Zero fields select everything.
+type Filter struct {
+	ID    int64
+	Queue string
+	Kind  string
+	State string
+	// Since keeps jobs created (live jobs) or attempts finished (history)
+	// at or after it.
+	Since time.Time
+	// Limit caps the rows returned (default 100, at most 1000).
+	Limit int
+}
+
+// Job is a job not yet finished (Live, from millrace.jobs) or one finished
+// attempt of a job (from millrace.history).
+type Job struct {
+	ID          int64           `json:"id"`
+	Queue       string          `json:"queue"`
+	Kind        string          `json:"kind"`
+	State       string          `json:"state"`
+	Args        json.RawMessage `json:"args"`
+	Priority    int             `json:"priority"`
+	Attempt     int             `json:"attempt"`
+	MaxAttempts int             `json:"max_attempts"`
+	CreatedAt   time.Time       `json:"created_at"`
+	RunAt       *time.Time      `json:"run_at,omitempty"`
+	StartedAt   *time.Time      `json:"started_at,omitempty"`
+	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	Owner       *int            `json:"owner,omitempty"`
+	Live        bool            `json:"live"`
+}
+
+// Duration is how long a finished attempt ran (0 when unknown).
+func (j *Job) Duration() time.Duration {
+	if j.StartedAt == nil || j.FinishedAt == nil {
+		return 0
+	}
+	return j.FinishedAt.Sub(*j.StartedAt)
+}
+
+// jobsSQL lists live jobs and finished attempts; its columns are in
+// scanJob's order.
+const jobsSQL = `
+SELECT * FROM (
+    SELECT j.id, j.queue, j.kind, j.state, j.args, j.priority::int, j.attempt, j.max_attempts, j.created_at,
+           j.run_at, NULL::timestamptz AS started_at, NULL::timestamptz AS finished_at, NULL::text AS error, j.owner, true AS live
+    FROM millrace.jobs j
+    WHERE ($4::text = '' OR $4::text IN ('available', 'running', 'scheduled'))
+      AND ($1::bigint = 0 OR j.id = $1) AND ($2::text = '' OR j.queue = $2) AND ($3::text = '' OR j.kind = $3) AND ($4::text = '' OR j.state = $4)
+      AND ($5::timestamptz IS NULL OR j.created_at >= $5)
+    UNION ALL
+    SELECT h.id, h.queue, h.kind, h.state, h.args, h.priority::int, h.attempt, h.max_attempts, h.created_at,
+           NULL, h.started_at, h.finished_at, h.error, h.owner, false
+    FROM millrace.history h
+    WHERE ($4::text = '' OR $4::text NOT IN ('available', 'running', 'scheduled'))
+      AND ($1::bigint = 0 OR h.id = $1) AND ($2::text = '' OR h.queue = $2) AND ($3::text = '' OR h.kind = $3) AND ($4::text = '' OR h.state = $4)
+      AND ($5::timestamptz IS NULL OR h.finished_at >= $5)
+) x
+ORDER BY live DESC, coalesce(finished_at, created_at) DESC, id DESC, attempt DESC
+LIMIT $6::int`
+
+func scanJob(r pgx.CollectableRow) (Job, error) {
+	var j Job
+	var args []byte
+	var errText *string
+	err := r.Scan(&j.ID, &j.Queue, &j.Kind, &j.State, &args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt,
+		&j.RunAt, &j.StartedAt, &j.FinishedAt, &errText, &j.Owner, &j.Live)
+	j.Args = args
+	if errText != nil {
+		j.Error = *errText
+	}
+	return j, err
+}
+
+// ListJobs returns the jobs that match f: the live ones first, then
+// finished attempts, newest first.
+func ListJobs(ctx context.Context, db DB, f Filter) ([]Job, error) {
+	if !ValidState(f.State) {
+		return nil, fmt.Errorf("unknown state %q", f.State)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	if f.Limit > 1000 {
+		f.Limit = 1000
+	}
+	var since *time.Time
+	if !f.Since.IsZero() {
+		since = &f.Since
+	}
+	rows, err := db.Query(ctx, jobsSQL, f.ID, f.Queue, f.Kind, f.State, since, f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanJob)
+}
+
+// ErrNotFound is returned for a job that is neither live nor in history.
+var ErrNotFound = errors.New("no such job (not waiting, not running, and not in history)")
+
+// JobDetail is everything known of one job.
+type JobDetail struct {
+	ID int64 `json:"id"`
+	// Live is the job's row in millrace.jobs while it has not finished.
+	Live *Job `json:"live,omitempty"`
+	// Attempts are its finished attempts, oldest first.
+	Attempts []Job `json:"attempts"`
+}
+
+// Latest is the job's live row, else its newest attempt.
+func (d *JobDetail) Latest() *Job {
+	if d.Live != nil {
+		return d.Live
+	}
+	if len(d.Attempts) > 0 {
+		return &d.Attempts[len(d.Attempts)-1]
+	}
+	return nil
+}
+
+// GetJob returns a job's live row (if any) and its history.
+func GetJob(ctx context.Context, db DB, id int64) (JobDetail, error) {
+	rows, err := db.Query(ctx, `
+SELECT j.id, j.queue, j.kind, j.state, j.args, j.priority::int, j.attempt, j.max_attempts, j.created_at,
+       j.run_at, NULL::timestamptz, NULL::timestamptz, NULL::text, j.owner, true
+FROM millrace.jobs j WHERE j.id = $1
+UNION ALL
+SELECT h.id, h.queue, h.kind, h.state, h.args, h.priority::int, h.attempt, h.max_attempts, h.created_at,
+       NULL, h.started_at, h.finished_at, h.error, h.owner, false
+FROM millrace.history h WHERE h.id = $1`, id)
+	if err != nil {
+		return JobDetail{}, err
+	}
+	all, err := pgx.CollectRows(rows, scanJob)
+	if err != nil {
+		return JobDetail{}, err
+	}
+	d := JobDetail{ID: id, Attempts: []Job{}}
+	for i := range all {
+		switch {
+		case !all[i].Live:
+			d.Attempts = append(d.Attempts, all[i])
+		case d.Live == nil || all[i].State == "running":
+			d.Live = &all[i] // a job in a claimed batch shows as running
+		}
+	}
+	if d.Live == nil && len(d.Attempts) == 0 {
+		return d, ErrNotFound
+	}
+	sort.SliceStable(d.Attempts, func(i, j int) bool {
+		a, b := &d.Attempts[i], &d.Attempts[j]
+		if a.Attempt != b.Attempt {
+			return a.Attempt < b.Attempt
+		}
+		return a.FinishedAt != nil && b.FinishedAt != nil && a.FinishedAt.Before(*b.FinishedAt)
+	})
+	return d, nil
+}
+
+// Cancel cancels a job: "cancelled" (it was waiting; it never runs),
+// "cancelling" (it is running; its process is told and cancels its
+// context), "finished" (nothing done) or "unknown".
+func Cancel(ctx context.Context, db DB, id int64) (string, error) {
+	var out string
+	err := db.QueryRow(ctx, "SELECT millrace.cancel($1)", id).Scan(&out)
+	return out, err
+}
+
+// Retry queues a discarded or cancelled job to run again now: "retried",
+// "not finished" (it is still live; nothing done) or "unknown".
+func Retry(ctx context.Context, db DB, id int64) (string, error) {
+	var out string
+	err := db.QueryRow(ctx, "SELECT millrace.retry($1)", id).Scan(&out)
+	return out, err
+}
+
+// Pause stops claims from queue until Resume.
+func Pause(ctx context.Context, db DB, queue string) error {
+	var x any
+	return db.QueryRow(ctx, "SELECT millrace.pause($1)", queue).Scan(&x)
+}
+
+// Resume lets a paused queue be claimed again.
+func Resume(ctx context.Context, db DB, queue string) error {
+	var x any
+	return db.QueryRow(ctx, "SELECT millrace.resume($1)", queue).Scan(&x)
+}
+
+// Paused reports whether queue is paused.
+func Paused(ctx context.Context, db DB, queue string) (bool, error) {
+	var p bool
+	err := db.QueryRow(ctx, "SELECT millrace.queue_paused($1)", queue).Scan(&p)
+	return p, err
+}
+
+// Privileges says which operator functions the connected role may call.
+// A function the schema does not have (an older version) is not allowed.
+type Privileges struct {
+	Cancel bool `json:"cancel"`
+	Retry  bool `json:"retry"`
+	Pause  bool `json:"pause"`
+	Resume bool `json:"resume"`
+}
+
+// Any reports whether any action is allowed.
+func (p Privileges) Any() bool { return p.Cancel || p.Retry || p.Pause || p.Resume }
+
+// Can reads the connected role's privileges on the operator functions
+// (has_function_privilege, and USAGE on the schema).
+func Can(ctx context.Context, db DB) (Privileges, error) {
+	var p Privileges
+	err := db.QueryRow(ctx, `
+SELECT coalesce(u AND has_function_privilege(to_regprocedure('millrace.cancel(bigint)'), 'EXECUTE'), false),
+       coalesce(u AND has_function_privilege(to_regprocedure('millrace.retry(bigint)'), 'EXECUTE'), false),
+       coalesce(u AND has_function_privilege(to_regprocedure('millrace.pause(text)'), 'EXECUTE'), false),
+       coalesce(u AND has_function_privilege(to_regprocedure('millrace.resume(text)'), 'EXECUTE'), false)
+FROM (SELECT coalesce(has_schema_privilege(to_regnamespace('millrace'), 'USAGE'), false) AS u) s`).
+		Scan(&p.Cancel, &p.Retry, &p.Pause, &p.Resume)
+	return p, err
+}
+
+// Sample is the activity of one window of time: attempts finished in
+// (Since, At] by outcome, and latency percentiles of the attempts that
+// completed or failed in it.
+type Sample struct {
+	At    time.Time `json:"at"`
+	Since time.Time `json:"since"`
+	// Finished attempts in the window, by state.
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"`
+	Discarded int64 `json:"discarded"`
+	Cancelled int64 `json:"cancelled"`
+	Snoozed   int64 `json:"snoozed"`
+	// WaitP50/P95: from a job's creation to the start of its first
+	// attempt; RunP50/P95: from an attempt's start to its end.
+	// Milliseconds; 0 when no attempt finished in the window.
+	WaitP50 float64 `json:"wait_p50_ms"`
+	WaitP95 float64 `json:"wait_p95_ms"`
+	RunP50  float64 `json:"run_p50_ms"`
+	RunP95  float64 `json:"run_p95_ms"`
+}
+
+// PerSecond converts a count of the window into a rate.
+func (s Sample) PerSecond(n int64) float64 {
+	d := s.At.Sub(s.Since).Seconds()
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d
+}
+
+// SampleSince reads the attempts that finished after since (zero: in the
+// last second by the database's clock). The first
+// attempt's wait is measured from the job's creation, so a job scheduled
+// for later counts its whole delay.
+func SampleSince(ctx context.Context, db DB, since time.Time) (Sample, error) {
+	var s Sample
+	var from *time.Time
+	if !since.IsZero() {
+		from = &since
+	}
+	err := db.QueryRow(ctx, `
+WITH w AS (SELECT clock_timestamp() AS at, coalesce($1::timestamptz, clock_timestamp() - interval '1 second') AS since)
+SELECT w.at, w.since,
+       count(*) FILTER (WHERE h.state = 'completed'), count(*) FILTER (WHERE h.state = 'failed'),
+       count(*) FILTER (WHERE h.state = 'discarded'), count(*) FILTER (WHERE h.state = 'cancelled'),
+       count(*) FILTER (WHERE h.state = 'snoozed'),
+       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.started_at - h.created_at))
+                FILTER (WHERE h.attempt <= 1 AND h.state IN ('completed', 'failed')), 0)::float8,
+       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.started_at - h.created_at))
+                FILTER (WHERE h.attempt <= 1 AND h.state IN ('completed', 'failed')), 0)::float8,
+       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.finished_at - h.started_at))
+                FILTER (WHERE h.state IN ('completed', 'failed')), 0)::float8,
+       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.finished_at - h.started_at))
+                FILTER (WHERE h.state IN ('completed', 'failed')), 0)::float8
+FROM w LEFT JOIN millrace.history h ON h.finished_at > w.since
+GROUP BY w.at, w.since`, from).
+		Scan(&s.At, &s.Since, &s.Completed, &s.Failed, &s.Discarded, &s.Cancelled, &s.Snoozed, &s.WaitP50, &s.WaitP95, &s.RunP50, &s.RunP95)
+	return s, err
+}

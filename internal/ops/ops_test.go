@@ -1,0 +1,71 @@
+package ops_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/millrace/millrace/internal/ops"
+	"github.com/millrace/millrace/internal/ops/opstest"
+	"github.com/millrace/millrace/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func TestListJobsFilters(t *testing.T) {
+	_, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	var ids []int64
+	for i := 0; i < 5; i++ {
+		ids = append(ids, opstest.Enqueue(t, pool, "k", "q", `{}`, 0))
+	}
+	jobs, err := ops.ListJobs(ctx, pool, ops.Filter{Limit: 2})
+	if err != nil || len(jobs) != 2 || jobs[0].ID != ids[4] || jobs[1].ID != ids[3] {
+		t.Fatalf("limit 2: %+v %v", jobs, err)
+	}
+	jobs, err = ops.ListJobs(ctx, pool, ops.Filter{ID: ids[2]})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != ids[2] || !jobs[0].Live || jobs[0].State != "available" {
+		t.Fatalf("by id: %+v %v", jobs, err)
+	}
+	if _, err := ops.ListJobs(ctx, pool, ops.Filter{State: "gone"}); err == nil {
+		t.Fatal("an unknown state was accepted")
+	}
+	if _, err := ops.GetJob(ctx, pool, 1<<40); err != ops.ErrNotFound {
+		t.Fatalf("an unknown job: %v", err)
+	}
+	s, err := ops.SampleSince(ctx, pool, time.Time{})
+	if err != nil || s.At.Sub(s.Since) < 900*time.Millisecond || s.Completed != 0 {
+		t.Fatalf("an idle second: %+v %v", s, err)
+	}
+}
+
+// Completed attempts reach history: the sample counts them, with their
+// latencies, and the queue's rate is not zero (schema version 5).
+func TestSampleCountsCompleted(t *testing.T) {
+	opstest.NeedSchema5(t)
+	_, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	start := time.Now().Add(-time.Second)
+	opstest.Work(t, pool, "work", 50)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, err := ops.SampleSince(ctx, pool, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Completed >= 20 {
+			if s.RunP50 <= 0 || s.WaitP50 <= 0 || s.RunP95 < s.RunP50 {
+				t.Errorf("latencies: %+v", s)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than 20 completed attempts in history after 20 s: %+v", s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	qs, err := ops.Queues(ctx, pool)
+	if err != nil || len(qs) != 1 || qs[0].Rate <= 0 || qs[0].Completed <= 0 {
+		t.Fatalf("queues: %+v %v", qs, err)
+	}
+}

@@ -1,0 +1,238 @@
+// Package opstest prepares databases for the tests of the operator
+// surface (package ops, the dashboard, the operator commands).
+package opstest
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/schema"
+)
+
+//go:embed contract5.sql
+var contract5 string
+
+// Schema5 reports whether the library carries schema version 5, which has
+// the job states and operator functions (cancel, retry, pause, resume,
+// history) the operator surface is written against.
+func Schema5() bool { return schema.Latest() >= 5 }
+
+// NeedSchema5 skips a test that needs what only schema version 5 has
+// (cancel, retry, completed jobs kept in history).
+func NeedSchema5(t testing.TB) {
+	t.Helper()
+	if !Schema5() {
+		t.Skipf("needs schema version 5 (cancel, retry, history of completed jobs); the library carries version %d", schema.Latest())
+	}
+}
+
+// NewDatabase creates a migrated database for one test and returns its URL
+// and a pool (closed at the end of the test). Before schema version 5
+// lands it adds a stand-in for the parts of 5 that can be written over 4
+// (pause, resume, queue_paused, queue_counts' new columns, a history view
+// of discarded jobs), so that the pages and commands built on them run.
+func NewDatabase(t testing.TB) (string, *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	u := pgtest.NewDatabase(t)
+	pool, err := pgxpool.New(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := Prepare(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return u, pool
+}
+
+// Prepare migrates a database and, before schema version 5 lands, adds
+// the stand-in described at NewDatabase.
+func Prepare(ctx context.Context, pool *pgxpool.Pool) error {
+	if err := millrace.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	if !Schema5() {
+		if _, err := pool.Exec(ctx, contract5); err != nil {
+			return fmt.Errorf("schema 5 stand-in: %w", err)
+		}
+	}
+	return nil
+}
+
+// Enqueue adds a job through the SQL API and returns its id. A non-zero
+// delay schedules it for later.
+func Enqueue(t testing.TB, db *pgxpool.Pool, kind, queue string, args string, delay time.Duration) int64 {
+	t.Helper()
+	var id int64
+	err := db.QueryRow(context.Background(),
+		"SELECT millrace.enqueue($1, $2::jsonb, p_queue => $3, p_run_at => now() + $4::interval)",
+		kind, args, queue, fmt.Sprintf("%d microseconds", delay.Microseconds())).Scan(&id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// FailArgs are the arguments of a job whose worker always fails.
+type FailArgs struct {
+	Why string `json:"why"`
+}
+
+// Kind is the job kind of FailArgs.
+func (FailArgs) Kind() string { return "always_fails" }
+
+// Discard runs one job of kind always_fails on queue with one attempt and
+// waits until it is discarded; it returns the job's id.
+func Discard(t testing.TB, db *pgxpool.Pool, queue, why string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	done := make(chan struct{}, 1)
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[FailArgs]) error {
+		return errors.New(j.Args.Why)
+	}))
+	client, err := millrace.NewClient(db, millrace.Config{
+		Workers: workers,
+		Queues:  map[string]millrace.QueueConfig{queue: {MaxWorkers: 1}},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ErrorHandler: func(ctx context.Context, e *millrace.JobError) {
+			if e.Discarded {
+				done <- struct{}{}
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, err := client.Insert(ctx, FailArgs{Why: why}, &millrace.InsertOpts{Queue: queue, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the failing job was not discarded within 30 s")
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	client.Stop(sctx)
+	// The discard is recorded by the acker's flush: wait until history has it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := db.QueryRow(ctx, "SELECT count(*) FROM millrace.history WHERE id = $1 AND state = 'discarded'", id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return id
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d is not in history as discarded", id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var roleN atomic.Int64
+
+// LoginAs creates a login role, member of role, and returns a URL that
+// connects as it. The role is dropped at the end of the test.
+func LoginAs(t testing.TB, db *pgxpool.Pool, role string) string {
+	t.Helper()
+	ctx := context.Background()
+	name := fmt.Sprintf("%s_%s_%d", role, db.Config().ConnConfig.Database, roleN.Add(1))
+	if len(name) > 63 {
+		name = name[len(name)-63:]
+	}
+	id := pgx.Identifier{name}.Sanitize()
+	if _, err := db.Exec(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN IN ROLE %s", id, role)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Exec(context.Background(), fmt.Sprintf("DROP OWNED BY %[1]s; DROP ROLE %[1]s", id))
+	})
+	u, err := url.Parse(db.Config().ConnString())
+	if err != nil || u.Scheme == "" {
+		t.Fatalf("LoginAs needs a URL-form connection string: %v", err)
+	}
+	u.User = url.User(name)
+	return u.String()
+}
+
+// WorkArgs are the arguments of a job that takes Millis milliseconds and
+// fails when Fail is set.
+type WorkArgs struct {
+	Millis int  `json:"millis"`
+	Fail   bool `json:"fail,omitempty"`
+}
+
+// Kind is the job kind of WorkArgs.
+func (WorkArgs) Kind() string { return "work" }
+
+// Work runs a producer of perSecond jobs a second on queue, a few of them
+// failing, and a client that works them, until the test ends: something
+// for the live charts to draw.
+func Work(t testing.TB, db *pgxpool.Pool, queue string, perSecond int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[WorkArgs]) error {
+		select {
+		case <-time.After(time.Duration(j.Args.Millis) * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if j.Args.Fail {
+			return errors.New("work: the remote end said no")
+		}
+		return nil
+	}))
+	client, err := millrace.NewClient(db, millrace.Config{
+		Workers: workers,
+		Queues:  map[string]millrace.QueueConfig{queue: {MaxWorkers: 8}},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second / time.Duration(perSecond))
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			client.Insert(ctx, WorkArgs{Millis: 5 + n%20, Fail: n%40 == 0}, &millrace.InsertOpts{Queue: queue, MaxAttempts: 2})
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
+		defer c()
+		client.StopAndCancel(sctx)
+	})
+}

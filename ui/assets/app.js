@@ -1,0 +1,264 @@
+// millrace dashboard: polls the JSON endpoints every second and redraws
+// the live parts of the page. No library, no network but this server;
+// every URL is relative to <base>, so the dashboard works under any prefix.
+"use strict";
+
+const COLORS = ["#2756c5", "#d92d20", "#7a5af8", "#12b76a", "#f79009"];
+const SVGNS = "http://www.w3.org/2000/svg";
+
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function svgEl(tag, attrs, text) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function human(s) {
+  if (!s) return "";
+  if (s < 1) return Math.round(s * 1000) + " ms";
+  if (s < 60) return s.toFixed(1) + " s";
+  if (s < 3600) return Math.floor(s / 60) + " min " + Math.floor(s % 60) + " s";
+  return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+}
+
+function fmt(n) {
+  if (Number.isInteger(n) || n >= 100) return Math.round(n).toLocaleString("en");
+  return n.toFixed(n >= 10 ? 1 : 2);
+}
+
+function showError(msg) {
+  const e = document.getElementById("error");
+  if (!e) return;
+  e.textContent = msg || "";
+  e.classList.toggle("hidden", !msg);
+}
+
+async function getJSON(url) {
+  const r = await fetch(url, { headers: { "Accept": "application/json" }, cache: "no-store" });
+  const body = await r.json();
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+
+// chart draws series [{name, values: [number]}] over times [ms] as SVG
+// polylines, scaled to the largest value, with a grid and labels.
+function chart(svg, times, series, unit) {
+  while (svg.firstChild) svg.removeChild(svg.firstChild);
+  const W = 600, H = 200, L = 44, R = 8, T = 8, B = 20;
+  let max = 0;
+  for (const s of series) for (const v of s.values) if (v > max) max = v;
+  if (max <= 0) max = 1;
+  const step = Math.pow(10, Math.floor(Math.log10(max)));
+  max = Math.ceil(max / step) * step;
+  const t0 = times.length ? times[0] : 0, t1 = times.length ? times[times.length - 1] : 1;
+  const span = Math.max(t1 - t0, 1000);
+  const x = (t) => L + (W - L - R) * (t - t0) / span;
+  const y = (v) => T + (H - T - B) * (1 - v / max);
+  for (let i = 0; i <= 4; i++) {
+    const v = max * i / 4;
+    svg.appendChild(svgEl("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), class: "axis" }));
+    svg.appendChild(svgEl("text", { x: L - 4, y: y(v) + 4, "text-anchor": "end" }, fmt(v)));
+  }
+  svg.appendChild(svgEl("text", { x: L, y: H - 4 }, times.length ? "-" + human(span / 1000) : ""));
+  svg.appendChild(svgEl("text", { x: W - R, y: H - 4, "text-anchor": "end" }, "now " + (unit || "")));
+  series.forEach((s, i) => {
+    if (times.length < 2) return;
+    const pts = s.values.map((v, j) => x(times[j]).toFixed(1) + "," + y(v).toFixed(1)).join(" ");
+    svg.appendChild(svgEl("polyline", { points: pts, fill: "none", stroke: COLORS[i % COLORS.length], "stroke-width": 1.6, "vector-effect": "non-scaling-stroke", "data-series": s.name }));
+  });
+  svg.setAttribute("data-points", String(times.length));
+  svg.setAttribute("data-last", times.length ? String(times[times.length - 1]) : "");
+}
+
+function legend(id, names) {
+  const box = document.getElementById(id);
+  if (!box || box.childElementCount === names.length) return;
+  box.textContent = "";
+  names.forEach((n, i) => {
+    const s = el("span");
+    s.appendChild(el("i", { class: "c" + (i % COLORS.length) }));
+    s.appendChild(document.createTextNode(n));
+    box.appendChild(s);
+  });
+}
+
+// queueRow builds a queue's row. Its cells with data-col are refreshed in
+// place (fillRow) every second; the row is rebuilt only when its buttons
+// change (paused, or the role's rights), so a button is never replaced
+// under the pointer.
+function queueRow(q, can) {
+  const tr = el("tr", { "data-queue": q.name, "data-sig": rowSig(q, can) });
+  const a = el("a", { href: "jobs?queue=" + encodeURIComponent(q.name) }, q.name);
+  const name = el("td"); name.appendChild(a); tr.appendChild(name);
+  for (const k of ["available", "running", "scheduled", "discarded", "completed", "oldest", "rate"]) tr.appendChild(el("td", { class: "num", "data-col": k }));
+  const st = el("td"); st.appendChild(el("span", { class: "state " + (q.paused ? "s-paused" : "s-active"), "data-col": "paused" }, q.paused ? "paused" : "active")); tr.appendChild(st);
+  if (can.pause || can.resume) {
+    const td = el("td");
+    const act = q.paused ? "resume" : "pause";
+    if ((act === "pause" && can.pause) || (act === "resume" && can.resume)) {
+      const f = el("form", { method: "post", action: "queue/" + act });
+      if (act === "pause") f.setAttribute("data-confirm", "Pause queue " + q.name + "? Its jobs wait until it is resumed.");
+      f.appendChild(el("input", { type: "hidden", name: "queue", value: q.name }));
+      f.appendChild(el("button", { class: "small" + (act === "pause" ? " danger" : ""), "data-action": act, "data-queue": q.name }, act === "pause" ? "Pause" : "Resume"));
+      td.appendChild(f);
+    }
+    tr.appendChild(td);
+  }
+  fillRow(tr, q);
+  return tr;
+}
+
+function rowSig(q, can) {
+  return [q.paused, can.pause, can.resume].join(",");
+}
+
+function fillRow(tr, q) {
+  const v = { available: fmt(q.available), running: fmt(q.running), scheduled: fmt(q.scheduled), discarded: fmt(q.discarded),
+    completed: fmt(q.completed), oldest: human(q.oldest_waiting_s), rate: fmt(q.rate_per_s) };
+  for (const k in v) {
+    const td = tr.querySelector('td[data-col="' + k + '"]');
+    if (td.textContent !== v[k]) td.textContent = v[k];
+  }
+}
+
+function fillQueues(tbody, queues, can) {
+  const rows = new Map();
+  for (const tr of tbody.querySelectorAll("tr[data-queue]")) rows.set(tr.getAttribute("data-queue"), tr);
+  const empty = tbody.querySelector("tr:not([data-queue])");
+  if (empty && queues.length > 0) empty.remove();
+  let prev = null;
+  for (const q of queues) {
+    let tr = rows.get(q.name);
+    rows.delete(q.name);
+    if (tr && tr.getAttribute("data-sig") === rowSig(q, can)) {
+      fillRow(tr, q);
+    } else {
+      const fresh = queueRow(q, can);
+      if (tr) tr.replaceWith(fresh); else tbody.insertBefore(fresh, prev ? prev.nextSibling : tbody.firstChild);
+      tr = fresh;
+    }
+    prev = tr;
+  }
+  for (const tr of rows.values()) tr.remove();
+  if (queues.length === 0) {
+    const msg = "No queue has a job yet.";
+    if (empty) empty.firstChild.textContent = msg;
+    else tbody.appendChild(el("tr")).appendChild(el("td", { colspan: 10, class: "empty" }, msg));
+  }
+}
+
+async function refreshQueues() {
+  let d;
+  try {
+    d = await getJSON("api/overview");
+  } catch (e) {
+    showError("Cannot read the queues: " + e.message);
+    return;
+  }
+  showError("");
+  fillQueues(document.querySelector("#queues tbody"), d.queues, d.can);
+  const times = d.samples.map((s) => Date.parse(s.at));
+  const rate = (s, n) => { const dt = (Date.parse(s.at) - Date.parse(s.since)) / 1000; return dt > 0 ? n / dt : 0; };
+  chart(document.getElementById("chart-throughput"), times, [
+    { name: "completed/s", values: d.samples.map((s) => rate(s, s.completed)) },
+    { name: "failed/s", values: d.samples.map((s) => rate(s, s.failed)) },
+    { name: "discarded/s", values: d.samples.map((s) => rate(s, s.discarded)) },
+    { name: "cancelled/s", values: d.samples.map((s) => rate(s, s.cancelled)) },
+    { name: "snoozed/s", values: d.samples.map((s) => rate(s, s.snoozed)) },
+  ], "jobs/s");
+  legend("legend-throughput", ["completed", "failed", "discarded", "cancelled", "snoozed"]);
+  chart(document.getElementById("chart-latency"), times, [
+    { name: "wait p50", values: d.samples.map((s) => s.wait_p50_ms) },
+    { name: "wait p95", values: d.samples.map((s) => s.wait_p95_ms) },
+    { name: "run p50", values: d.samples.map((s) => s.run_p50_ms) },
+    { name: "run p95", values: d.samples.map((s) => s.run_p95_ms) },
+  ], "ms");
+  legend("legend-latency", ["wait p50", "wait p95", "run p50", "run p95"]);
+}
+
+async function refreshHorizon() {
+  let d;
+  try {
+    d = await getJSON("api/horizon");
+  } catch (e) {
+    showError("Cannot read the horizon: " + e.message);
+    return;
+  }
+  showError((d.errors || []).join("; "));
+  const tbody = document.querySelector("#holders tbody");
+  tbody.textContent = "";
+  document.getElementById("holders-count").textContent = "(" + d.holders.length + ")";
+  if (d.holders.length === 0) {
+    tbody.appendChild(el("tr")).appendChild(el("td", { colspan: 8, class: "empty" }, "Nothing holds the horizon back: VACUUM can remove every dead row version."));
+  }
+  for (const h of d.holders) {
+    const tr = el("tr", { "data-source": h.source, "data-pid": String(h.pid) });
+    tr.appendChild(el("td", {}, h.source + (h.node ? " (" + h.node + ")" : "")));
+    tr.appendChild(el("td", { class: "num" }, h.pid ? String(h.pid) : ""));
+    tr.appendChild(el("td", { class: "num", "data-col": "age" }, human(h.age_s) || "unknown"));
+    tr.appendChild(el("td", { class: "num" }, fmt(h.xmin_age_xids)));
+    tr.appendChild(el("td", {}, h.class || (d.policy ? "" : "no policy")));
+    const who = [h.application_name && "app=" + h.application_name, h.user && "user=" + h.user, h.database && "db=" + h.database].filter(Boolean).join(" ");
+    tr.appendChild(el("td", {}, who || h.describe));
+    tr.appendChild(el("td", {}, h.state ? h.state + (h.idle_s ? " for " + human(h.idle_s) : "") : ""));
+    tr.appendChild(el("td", { class: "query", title: h.query || "" }, h.query || ""));
+    tbody.appendChild(tr);
+  }
+  document.getElementById("waiting").textContent = d.sessions_in_transaction_not_holding
+    ? d.sessions_in_transaction_not_holding + " other session(s) in a transaction hold no xmin yet (read committed, between statements)."
+    : "";
+  const tb = document.querySelector("#tables tbody");
+  tb.textContent = "";
+  for (const t of d.tables) {
+    const tr = el("tr");
+    tr.appendChild(el("td", {}, t.name));
+    tr.appendChild(el("td", { class: "num" }, fmt(t.dead_tuples)));
+    tr.appendChild(el("td", { class: "num" }, fmt(t.live_tuples)));
+    tb.appendChild(tr);
+  }
+  if (d.tables.length === 0) tb.appendChild(el("tr")).appendChild(el("td", { colspan: 3, class: "empty" }, "No user table in this database."));
+  const ab = document.querySelector("#actions tbody");
+  if (ab) {
+    ab.textContent = "";
+    for (const a of d.actions) {
+      const tr = el("tr");
+      tr.appendChild(el("td", {}, new Date(a.at).toLocaleTimeString()));
+      tr.appendChild(el("td", {}, a.class));
+      tr.appendChild(el("td", {}, a.source + (a.pid ? " pid " + a.pid : "") + (a.target ? " " + a.target : "")));
+      tr.appendChild(el("td", {}, a.rule));
+      tr.appendChild(el("td", {}, a.action));
+      tr.appendChild(el("td", {}, a.reason));
+      ab.appendChild(tr);
+    }
+    if (d.actions.length === 0) ab.appendChild(el("tr")).appendChild(el("td", { colspan: 6, class: "empty" }, "Nothing yet: every holder is within the policy."));
+  }
+}
+
+function poll(fn) {
+  let busy = false;
+  const tick = async () => {
+    if (busy || document.hidden) return;
+    busy = true;
+    try { await fn(); } finally { busy = false; }
+  };
+  tick();
+  setInterval(tick, 1000);
+}
+
+document.addEventListener("submit", (ev) => {
+  const msg = ev.target.getAttribute("data-confirm");
+  if (msg && !window.confirm(msg)) ev.preventDefault();
+});
+
+document.addEventListener("DOMContentLoaded", () => {
+  const page = document.body.dataset.page;
+  if (page === "queues") poll(refreshQueues);
+  if (page === "horizon") poll(refreshHorizon);
+});

@@ -1,0 +1,373 @@
+package ui_test
+
+// Browser tests: the dashboard in a real headless Chromium, driven over
+// the DevTools protocol with chromedp. They need Debian's chromium package
+// (`apt-get install chromium`, which .ci/run does when it is missing):
+// without it they fail under CI=true and are skipped otherwise. Set
+// MILLRACE_CHROMIUM to use another binary, and MILLRACE_SCREENSHOTS=DIR to
+// write the pages' screenshots (docs/img for docs/ui.md).
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace/guard"
+	"github.com/millrace/millrace/internal/ops"
+	"github.com/millrace/millrace/internal/ops/opstest"
+	"github.com/millrace/millrace/ui"
+)
+
+// chromiumPath finds the browser, or says why there is none.
+func chromiumPath() (string, error) {
+	if p := os.Getenv("MILLRACE_CHROMIUM"); p != "" {
+		return p, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no Chromium found on PATH (chromium, chromium-browser, google-chrome); install it with `apt-get install chromium` or set MILLRACE_CHROMIUM")
+}
+
+// browserTab is one tab of a headless Chromium that records the console
+// errors, uncaught exceptions and browser log errors (failed loads, CSP
+// violations) of its pages, and accepts every confirm() dialog.
+type browserTab struct {
+	ctx  context.Context
+	mu   sync.Mutex
+	errs []string
+}
+
+// needChromium returns the browser's path; without one it fails the test
+// under CI=true and skips it otherwise.
+func needChromium(t *testing.T) string {
+	t.Helper()
+	path, err := chromiumPath()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("browser tests: %v", err)
+		}
+		t.Skipf("browser tests: %v", err)
+	}
+	return path
+}
+
+func newBrowser(t *testing.T) *browserTab {
+	t.Helper()
+	path := needChromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // root in CI containers
+		chromedp.WindowSize(1280, 860),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelC(); cancelA() })
+	b := &browserTab{ctx: ctx}
+	// Starts the browser (no timeout on this first call: it would bound the
+	// browser's life).
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, cdplog.Enable, cdp.Empty{})
+		return err
+	})); err != nil {
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	record := func(s string) {
+		b.mu.Lock()
+		b.errs = append(b.errs, s)
+		b.mu.Unlock()
+	}
+	go func() {
+		for ev, err := range chromedp.Events(ctx, runtime.ConsoleAPICalled) {
+			if err != nil {
+				return
+			}
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+				var parts []string
+				for _, a := range ev.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				record("console." + string(ev.Type) + ": " + strings.Join(parts, " "))
+			}
+		}
+	}()
+	go func() {
+		for ev, err := range chromedp.Events(ctx, runtime.ExceptionThrown) {
+			if err != nil {
+				return
+			}
+			record((&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error())
+		}
+	}()
+	go func() {
+		for ev, err := range chromedp.Events(ctx, cdplog.EntryAdded) {
+			if err != nil {
+				return
+			}
+			if ev.Entry.Level == cdplog.EntryLevelError {
+				record("log: " + ev.Entry.Text + " " + ev.Entry.URL)
+			}
+		}
+	}()
+	go func() {
+		for _, err := range chromedp.Events(ctx, page.JavascriptDialogOpening) {
+			if err != nil {
+				return
+			}
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+	t.Cleanup(func() {
+		// Leave the page, so that no poll is in flight when the server goes.
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		chromedp.Do(ctx, chromedp.Navigate("about:blank"))
+		if errs := b.errors(); len(errs) > 0 {
+			t.Errorf("the pages logged errors:\n%s", strings.Join(errs, "\n"))
+		}
+	})
+	return b
+}
+
+func (b *browserTab) errors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.errs...)
+}
+
+// do runs steps with a time limit.
+func (b *browserTab) do(t *testing.T, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitJS waits until the JavaScript expression is truthy.
+func (b *browserTab) waitJS(t *testing.T, what, expr string, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, timeout+5*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[any](expr, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		t.Fatalf("%s (waited for %s): %v", what, expr, err)
+	}
+}
+
+func (b *browserTab) eval(t *testing.T, expr string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return s
+}
+
+// screenshot writes the page to $MILLRACE_SCREENSHOTS/ui_NAME.png when
+// that is set.
+func (b *browserTab) screenshot(t *testing.T, name string) {
+	t.Helper()
+	dir := os.Getenv("MILLRACE_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join("..", dir) // tests run in ui/; the path is from the repository root
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ui_"+name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every page loads without a console error; the live charts gain a point
+// a second; the job page shows a discarded job's attempt and its error.
+func TestBrowserPagesAndLiveCharts(t *testing.T) {
+	needChromium(t)
+	_, pool := opstest.NewDatabase(t)
+	for i := 0; i < 3; i++ {
+		opstest.Enqueue(t, pool, "email.send", "email", fmt.Sprintf(`{"to":"user%d@example.com"}`, i), 0)
+	}
+	opstest.Enqueue(t, pool, "report.monthly", "reports", `{"month":"2026-10"}`, time.Hour)
+	opstest.Enqueue(t, pool, "image.resize", "images", `{"image":"cat.png","width":640}`, 0)
+	discarded := opstest.Discard(t, pool, "default", "resize: image cat.png: unsupported format")
+	opstest.Work(t, pool, "work", 40)
+	policy, err := guard.ParsePolicy("examples/analytics-budget.yaml", []byte("classes:\n  - name: analytics\n    match: {application_name: \"report*\"}\n    max_transaction_age: 5m\n    action: cancel\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(ui.New(pool, ui.Options{Policy: policy, PolicyName: "examples/analytics-budget.yaml"}))
+	t.Cleanup(srv.Close)
+	b := newBrowser(t) // after the server: its cleanup runs first
+
+	b.do(t, "queues page", chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#queues tr[data-queue="email"]`)))
+	if got := b.eval(t, `document.querySelector('#queues tr[data-queue="email"] td[data-col="available"]').textContent`); got != "3" {
+		t.Errorf("email available: %q, want 3", got)
+	}
+	// Live: the charts gain points from the JSON endpoint, once a second.
+	b.waitJS(t, "the charts update", `Number(document.getElementById('chart-throughput').dataset.points) >= 3 && Number(document.getElementById('chart-latency').dataset.points) >= 3`, 10*time.Second)
+	first := b.eval(t, `document.getElementById('chart-throughput').dataset.last`)
+	b.waitJS(t, "the chart moves on", fmt.Sprintf(`document.getElementById('chart-throughput').dataset.last !== %q`, first), 5*time.Second)
+	if opstest.Schema5() {
+		// Completed jobs reach history: the throughput line leaves zero.
+		b.waitJS(t, "the throughput chart shows completed jobs",
+			`Array.from(document.querySelectorAll('#chart-throughput polyline[data-series="completed/s"]')).some(p => p.getAttribute('points').split(' ').some(xy => Number(xy.split(',')[1]) < 170))`, 15*time.Second)
+	}
+	if os.Getenv("MILLRACE_SCREENSHOTS") != "" {
+		b.waitJS(t, "20 s of chart for the screenshot", `Number(document.getElementById('chart-throughput').dataset.points) >= 20`, 40*time.Second)
+	}
+	b.screenshot(t, "queues")
+
+	b.do(t, "jobs page", chromedp.Navigate(srv.URL+"/jobs"), chromedp.WaitVisible(chromedp.CSS(`#jobs tbody tr[data-id]`)))
+	b.screenshot(t, "jobs")
+	// Search by kind.
+	b.do(t, "search", chromedp.SetValue(chromedp.CSS(`#search input[name="kind"]`), "email.send"),
+		chromedp.Submit(chromedp.CSS(`#search`)), chromedp.WaitVisible(chromedp.CSS(`#jobs tbody tr[data-id]`)))
+	if n := b.eval(t, `String(document.querySelectorAll('#jobs tbody tr[data-id]').length) + ' ' + location.search`); n != "3 ?id=&queue=&kind=email.send&state=" {
+		t.Errorf("search by kind: %s", n)
+	}
+	b.do(t, "jobs by state", chromedp.Navigate(srv.URL+"/jobs?state=discarded"), chromedp.WaitVisible(chromedp.CSS(`#jobs tbody tr[data-state="discarded"]`)))
+
+	b.do(t, "job page", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, discarded)),
+		chromedp.WaitVisible(chromedp.CSS(`#attempts tr[data-state="discarded"]`)))
+	if got := b.eval(t, `document.getElementById('attempts').textContent`); !strings.Contains(got, "unsupported format") {
+		t.Errorf("the attempt's error is not shown: %s", got)
+	}
+	b.screenshot(t, "job")
+
+	b.do(t, "horizon page", chromedp.Navigate(srv.URL+"/horizon"), chromedp.WaitVisible(chromedp.CSS(`#tables tbody tr`)))
+	if got := b.eval(t, `document.getElementById('guard-source').textContent`); !strings.Contains(got, "examples/analytics-budget.yaml") {
+		t.Errorf("the guard section does not name the policy: %s", got)
+	}
+}
+
+// Pause and resume, clicked in the page, change the database, and the
+// page shows it.
+func TestBrowserPauseResume(t *testing.T) {
+	needChromium(t)
+	_, pool := opstest.NewDatabase(t)
+	opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
+	t.Cleanup(srv.Close)
+	b := newBrowser(t) // after the server: its cleanup runs first
+	ctx := context.Background()
+	b.do(t, "queues page", chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`button[data-action="pause"][data-queue="email"]`)),
+		chromedp.Click(chromedp.CSS(`button[data-action="pause"][data-queue="email"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	if p, err := ops.Paused(ctx, pool, "email"); err != nil || !p {
+		t.Fatalf("clicking pause did not pause the queue: %v %v", p, err)
+	}
+	b.waitJS(t, "the page shows the queue paused", `(document.querySelector('#queues tr[data-queue="email"] [data-col="paused"]') || {}).textContent === 'paused'`, 5*time.Second)
+	b.do(t, "resume", chromedp.WaitVisible(chromedp.CSS(`button[data-action="resume"][data-queue="email"]`)),
+		chromedp.Click(chromedp.CSS(`button[data-action="resume"][data-queue="email"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`button[data-action="pause"][data-queue="email"]`)))
+	if p, err := ops.Paused(ctx, pool, "email"); err != nil || p {
+		t.Fatalf("clicking resume did not resume the queue: %v %v", p, err)
+	}
+}
+
+// Cancel and retry, clicked on the job's page, change the database.
+func TestBrowserCancelRetry(t *testing.T) {
+	opstest.NeedSchema5(t)
+	needChromium(t)
+	_, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	id := opstest.Enqueue(t, pool, "email.send", "email", `{"to":"ada@example.com"}`, 0)
+	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
+	t.Cleanup(srv.Close)
+	b := newBrowser(t) // after the server: its cleanup runs first
+	b.do(t, "cancel", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, id)),
+		chromedp.WaitVisible(chromedp.CSS(`#cancel`)), chromedp.Click(chromedp.CSS(`#cancel`)),
+		chromedp.WaitVisible(chromedp.CSS(`#retry`)))
+	d, err := ops.GetJob(ctx, pool, id)
+	if err != nil || d.Live != nil || d.Latest().State != "cancelled" {
+		t.Fatalf("after clicking cancel: %+v %v", d, err)
+	}
+	if got := b.eval(t, `document.getElementById('job-state').textContent`); got != "cancelled" {
+		t.Errorf("the page shows %q after cancel", got)
+	}
+	b.do(t, "retry", chromedp.Click(chromedp.CSS(`#retry`)), chromedp.WaitVisible(chromedp.CSS(`#cancel`)))
+	d, err = ops.GetJob(ctx, pool, id)
+	if err != nil || d.Live == nil {
+		t.Fatalf("after clicking retry the job is not live again: %+v %v", d, err)
+	}
+}
+
+// A transaction left open in a second session appears on the horizon page
+// within 2 s, with its pid, and goes when it ends.
+func TestBrowserHorizonShowsHeldTransaction(t *testing.T) {
+	needChromium(t)
+	u, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	policy, err := guard.ParsePolicy("guard.yaml", []byte("classes:\n  - name: reports\n    match: {application_name: \"report*\"}\n    max_idle_in_transaction: 1s\n    action: cancel\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(ui.New(pool, ui.Options{Policy: policy, PolicyName: "guard.yaml"}))
+	t.Cleanup(srv.Close)
+	b := newBrowser(t) // after the server: its cleanup runs first
+	b.do(t, "queues page, no queue yet", chromedp.Navigate(srv.URL+"/"))
+	b.waitJS(t, "the empty state", `document.querySelector('#queues tbody').textContent.includes('No queue has a job yet.')`, 5*time.Second)
+	b.do(t, "horizon page", chromedp.Navigate(srv.URL+"/horizon"), chromedp.WaitVisible(chromedp.CSS(`#holders tbody tr`)))
+
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["application_name"] = "report-writer"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid() FROM (SELECT txid_current()) x").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	held := time.Now()
+	row := fmt.Sprintf(`#holders tr[data-source="session"][data-pid="%d"]`, pid)
+	b.waitJS(t, "the held transaction appears within 2 s", fmt.Sprintf(`document.querySelector(%q) !== null`, row), 2*time.Second)
+	if d := time.Since(held); d > 2*time.Second {
+		t.Fatalf("the held transaction appeared after %v", d)
+	}
+	if got := b.eval(t, fmt.Sprintf(`document.querySelector(%q).textContent`, row)); !strings.Contains(got, "reports") {
+		t.Errorf("the holder's class is not shown: %s", got)
+	}
+	// Idle in its transaction for over 1 s, it breaks the class's rule: the
+	// dry run says what the guard would do.
+	b.waitJS(t, "the guard's dry run lists the holder", `Array.from(document.querySelectorAll('#actions tbody tr')).some(r => r.textContent.includes('would terminate'))`, 5*time.Second)
+	b.screenshot(t, "horizon")
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS(t, "the holder goes when its transaction ends", fmt.Sprintf(`document.querySelector(%q) === null`, row), 5*time.Second)
+}

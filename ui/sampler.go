@@ -1,0 +1,63 @@
+package ui
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/ops"
+)
+
+// keepSamples is how many one-second samples the charts show (5 minutes).
+const keepSamples = 300
+
+// sampler reads the queues and the activity of the last second at most
+// once a second, however many pages poll it, and only while some page
+// does: the database sees one reader, not one per open tab.
+type sampler struct {
+	pool *pgxpool.Pool
+	mu   sync.Mutex
+	// last is when queues were read; samples are kept oldest first.
+	last    time.Time
+	queues  []ops.Queue
+	samples []ops.Sample
+}
+
+func newSampler(pool *pgxpool.Pool) *sampler { return &sampler{pool: pool} }
+
+// get returns the queues and the samples, reading new ones if the last
+// are a second old.
+func (s *sampler) get(ctx context.Context) ([]ops.Queue, []ops.Sample, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.last) >= 900*time.Millisecond {
+		qs, err := ops.Queues(ctx, s.pool)
+		if err != nil {
+			return nil, nil, err
+		}
+		var since time.Time // zero: the last second
+		if n := len(s.samples); n > 0 && time.Since(s.last) < time.Minute {
+			since = s.samples[n-1].At
+		} else if n > 0 {
+			s.samples = nil // the charts were not watched for a while: start afresh
+		}
+		smp, err := ops.SampleSince(ctx, s.pool, since)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.queues, s.last = qs, time.Now()
+		s.samples = append(s.samples, smp)
+		if len(s.samples) > keepSamples {
+			s.samples = append([]ops.Sample(nil), s.samples[len(s.samples)-keepSamples:]...)
+		}
+	}
+	return s.queues, append([]ops.Sample(nil), s.samples...), nil
+}
+
+// invalidate makes the next get read the queues again (after an action).
+func (s *sampler) invalidate() {
+	s.mu.Lock()
+	s.last = time.Time{}
+	s.mu.Unlock()
+}

@@ -1,0 +1,558 @@
+// Package ui is millrace's web dashboard: queues at a glance with live
+// throughput and latency charts, jobs by state with search, a page per job
+// with every attempt, operator actions (retry, cancel, pause, resume) for a
+// role allowed to take them, and the horizon: everything that holds back
+// PostgreSQL's MVCC horizon, for how long, in which workload class, and
+// what it costs in dead tuples.
+//
+// The dashboard is an http.Handler; mount it anywhere in your own server:
+//
+//	mux.Handle("/queue/", http.StripPrefix("/queue", ui.New(pool, ui.Options{})))
+//
+// Its assets (HTML, CSS, a small hand-written script that draws the charts
+// as SVG) are embedded: it fetches nothing from the network. The command
+// `millrace ui` serves it on its own.
+package ui
+
+import (
+	"context"
+	"crypto/subtle"
+	"embed"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/guard"
+	"github.com/millrace/millrace/internal/ops"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Options configure the dashboard. The zero value serves every page to
+// anyone who can reach it, and offers the actions the database role may
+// take.
+type Options struct {
+	// Token, when set, is required of every request: as a bearer token
+	// (Authorization: Bearer TOKEN), or once in the query string
+	// (?token=TOKEN), which sets a cookie for the browser that asked.
+	Token string
+	// BasicAuthUser and BasicAuthPassword, when set, require HTTP basic
+	// authentication of every request. Token and basic auth may be used
+	// together: either is then enough.
+	BasicAuthUser, BasicAuthPassword string
+	// ReadOnly hides and refuses every action, whatever the role may do.
+	ReadOnly bool
+	// Policy, when set, names the workload class of each session on the
+	// horizon page and shows what the guard would do under it (the guard
+	// is run in dry run by the dashboard; it signals nothing). PolicyName
+	// says where it came from (a file name).
+	Policy     *guard.Policy
+	PolicyName string
+	// Logger receives errors (nil: discard).
+	Logger *slog.Logger
+}
+
+type handler struct {
+	pool    *pgxpool.Pool
+	opts    Options
+	log     *slog.Logger
+	mux     *http.ServeMux
+	tmpl    map[string]*template.Template
+	static  http.Handler
+	live    *sampler
+	horizon *horizon
+}
+
+// New returns the dashboard over pool. Give it a role that may read the
+// schema (millrace_worker or millrace_admin); actions are offered only when
+// the role may execute the schema's operator functions (millrace_admin).
+// The horizon page reads pg_stat_activity: with pg_monitor it sees other
+// roles' query texts.
+func New(pool *pgxpool.Pool, opts Options) http.Handler {
+	h := &handler{pool: pool, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	if h.log == nil {
+		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	h.live = newSampler(pool)
+	h.horizon = newHorizon(pool, opts.Policy)
+	funcs := template.FuncMap{
+		"ago": ago,
+		"ms": func(d time.Duration) string {
+			return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms"
+		},
+		"ts":       func(t time.Time) string { return t.Format("2006-01-02 15:04:05.000") },
+		"pretty":   prettyJSON,
+		"idle":     func(t *time.Time) bool { return t == nil },
+		"deref":    func(t *time.Time) time.Time { return *t },
+		"finished": func(s string) bool { return s != "available" && s != "running" && s != "scheduled" },
+	}
+	h.tmpl = map[string]*template.Template{}
+	for _, page := range []string{"queues", "jobs", "job", "horizon", "denied"} {
+		h.tmpl[page] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/"+page+".html"))
+	}
+	h.static = http.FileServerFS(assets)
+
+	m := h.mux
+	m.HandleFunc("GET /{$}", h.queuesPage)
+	m.HandleFunc("GET /jobs", h.jobsPage)
+	m.HandleFunc("GET /jobs/{id}", h.jobPage)
+	m.HandleFunc("GET /horizon", h.horizonPage)
+	m.HandleFunc("GET /api/overview", h.apiOverview)
+	m.HandleFunc("GET /api/horizon", h.apiHorizon)
+	m.HandleFunc("GET /api/jobs", h.apiJobs)
+	m.HandleFunc("GET /api/jobs/{id}", h.apiJob)
+	m.HandleFunc("POST /jobs/{id}/cancel", h.jobAction)
+	m.HandleFunc("POST /jobs/{id}/retry", h.jobAction)
+	m.HandleFunc("POST /queue/pause", h.queueAction)
+	m.HandleFunc("POST /queue/resume", h.queueAction)
+	m.Handle("GET /assets/", h.static)
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Referrer-Policy", "same-origin")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
+	if !h.authorized(w, r) {
+		return
+	}
+	if r.Method == http.MethodPost && !sameOrigin(r) {
+		http.Error(w, "cross-origin request refused", http.StatusForbidden)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+const tokenCookie = "millrace_ui_token"
+
+// authorized checks the token or basic credentials, if any are set. A
+// valid ?token= sets a cookie and redirects to the same page without it.
+func (h *handler) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if h.opts.Token == "" && h.opts.BasicAuthUser == "" {
+		return true
+	}
+	eq := func(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+	if t := h.opts.Token; t != "" {
+		if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") && eq(strings.TrimPrefix(a, "Bearer "), t) {
+			return true
+		}
+		if c, err := r.Cookie(tokenCookie); err == nil && eq(c.Value, t) {
+			return true
+		}
+		if q := r.URL.Query().Get("token"); q != "" && eq(q, t) && r.Method == http.MethodGet {
+			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: t, Path: mountPath(r), HttpOnly: true,
+				SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+			q := r.URL.Query()
+			q.Del("token")
+			rel := lastSegment(r.URL.Path)
+			if len(q) > 0 {
+				rel += "?" + q.Encode()
+			}
+			seeOther(w, rel)
+			return false
+		}
+	}
+	if h.opts.BasicAuthUser != "" {
+		if u, p, ok := r.BasicAuth(); ok && eq(u, h.opts.BasicAuthUser) && eq(p, h.opts.BasicAuthPassword) {
+			return true
+		}
+		w.Header().Set("WWW-Authenticate", `Basic realm="millrace", charset="UTF-8"`)
+	}
+	http.Error(w, "unauthorized: this dashboard needs its token (open it once with ?token=TOKEN, or send Authorization: Bearer TOKEN) or its basic-auth credentials", http.StatusUnauthorized)
+	return false
+}
+
+// sameOrigin refuses what a browser marks as coming from another site.
+// Browsers send Origin (and Sec-Fetch-Site) with every POST; a request
+// with neither comes from a program, not a page, and carries its own
+// credentials.
+func sameOrigin(r *http.Request) bool {
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil {
+		return false
+	}
+	// Behind a reverse proxy that rewrites Host, the proxy's
+	// X-Forwarded-Host names the site the browser saw (a page cannot set
+	// that header on a request to another site without a CORS preflight,
+	// which the dashboard never grants).
+	return u.Host == r.Host || (r.Header.Get("X-Forwarded-Host") != "" && u.Host == r.Header.Get("X-Forwarded-Host"))
+}
+
+// mountPath is the path under which the handler is mounted: the request's
+// original path less what is left of it after any StripPrefix.
+func mountPath(r *http.Request) string {
+	orig := r.RequestURI
+	if i := strings.IndexByte(orig, '?'); i >= 0 {
+		orig = orig[:i]
+	}
+	if p := strings.TrimSuffix(orig, r.URL.Path); p != orig || r.URL.Path == "" {
+		return p + "/"
+	}
+	return "/"
+}
+
+// base is the relative path from the request's page to the dashboard's
+// root ("./", "../"): every link and fetch is relative, so that the
+// dashboard works under any prefix.
+func base(r *http.Request) string {
+	n := strings.Count(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if n == 0 {
+		return "./"
+	}
+	return strings.Repeat("../", n)
+}
+
+func lastSegment(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		p = p[i+1:]
+	}
+	if p == "" {
+		return "./"
+	}
+	return p
+}
+
+// seeOther redirects with a relative Location, resolved by the browser
+// against the URL it asked for (http.Redirect would make it absolute from
+// the path left after StripPrefix).
+func seeOther(w http.ResponseWriter, loc string) {
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// page is what every template gets (render fills Base, Nav, Msg, Can and
+// ReadOnly).
+type page struct {
+	Base     string
+	Title    string
+	Nav      string
+	Msg      string
+	Can      ops.Privileges
+	ReadOnly bool
+	Data     any
+}
+
+func (h *handler) render(w http.ResponseWriter, r *http.Request, name string, status int, p page) {
+	p.Base = base(r)
+	p.Nav = name
+	p.Msg = r.URL.Query().Get("msg")
+	p.ReadOnly = h.opts.ReadOnly
+	if can, err := h.can(r.Context()); err == nil {
+		p.Can = can
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if err := h.tmpl[name].Execute(w, p); err != nil {
+		h.log.Error("ui: render", "page", name, "error", err)
+	}
+}
+
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	h.log.Error("ui: request failed", "path", r.URL.Path, "error", err)
+	h.render(w, r, "denied", http.StatusInternalServerError, page{Title: "Error", Data: oneLine(err)})
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(v)
+}
+
+func (h *handler) jsonError(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if status >= 500 {
+		h.log.Error("ui: request failed", "path", r.URL.Path, "error", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": oneLine(err)})
+}
+
+// can is what the role may do, less everything when read-only.
+func (h *handler) can(ctx context.Context) (ops.Privileges, error) {
+	if h.opts.ReadOnly {
+		return ops.Privileges{}, nil
+	}
+	return ops.Can(ctx, h.pool)
+}
+
+func (h *handler) queuesPage(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, "queues", http.StatusOK, page{Title: "Queues"})
+}
+
+// overview is the JSON the queues page polls every second.
+type overview struct {
+	Queues  []ops.Queue    `json:"queues"`
+	Samples []ops.Sample   `json:"samples"`
+	Can     ops.Privileges `json:"can"`
+	Error   string         `json:"error,omitempty"`
+}
+
+func (h *handler) apiOverview(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	qs, samples, err := h.live.get(ctx)
+	if err != nil {
+		h.jsonError(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	can, err := h.can(ctx)
+	if err != nil {
+		h.jsonError(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if qs == nil {
+		qs = []ops.Queue{}
+	}
+	writeJSON(w, overview{Queues: qs, Samples: samples, Can: can})
+}
+
+func filterOf(q url.Values) (ops.Filter, error) {
+	f := ops.Filter{Queue: strings.TrimSpace(q.Get("queue")), Kind: strings.TrimSpace(q.Get("kind")), State: q.Get("state")}
+	if s := strings.TrimSpace(q.Get("id")); s != "" {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || id <= 0 {
+			return f, errors.New("id must be a positive number")
+		}
+		f.ID = id
+	}
+	if !ops.ValidState(f.State) {
+		return f, errors.New("unknown state " + strconv.Quote(f.State))
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			return f, errors.New("limit must be a positive number")
+		}
+		f.Limit = n
+	}
+	return f, nil
+}
+
+type jobsData struct {
+	Filter ops.Filter
+	Jobs   []ops.Job
+	States []string
+	Error  string
+}
+
+func (h *handler) jobsPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	d := jobsData{States: append(append([]string{}, ops.LiveStates...), ops.FinishedStates...)}
+	f, err := filterOf(r.URL.Query())
+	d.Filter = f
+	status := http.StatusOK
+	if err == nil {
+		d.Jobs, err = ops.ListJobs(ctx, h.pool, f)
+	} else {
+		status = http.StatusBadRequest
+	}
+	if err != nil {
+		d.Error = oneLine(err)
+		if status == http.StatusOK {
+			h.log.Error("ui: jobs", "error", err)
+		}
+	}
+	h.render(w, r, "jobs", status, page{Title: "Jobs", Data: d})
+}
+
+func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
+	f, err := filterOf(r.URL.Query())
+	if err != nil {
+		h.jsonError(w, r, http.StatusBadRequest, err)
+		return
+	}
+	jobs, err := ops.ListJobs(r.Context(), h.pool, f)
+	if err != nil {
+		h.jsonError(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	if jobs == nil {
+		jobs = []ops.Job{}
+	}
+	writeJSON(w, jobs)
+}
+
+func jobID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, errors.New("a job id is a positive number")
+	}
+	return id, nil
+}
+
+type jobData struct {
+	Job    ops.JobDetail
+	Latest *ops.Job
+}
+
+func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := jobID(r)
+	if err != nil {
+		h.render(w, r, "denied", http.StatusBadRequest, page{Title: "Bad request", Data: err.Error()})
+		return
+	}
+	d, err := ops.GetJob(ctx, h.pool, id)
+	if errors.Is(err, ops.ErrNotFound) {
+		h.render(w, r, "denied", http.StatusNotFound, page{Title: "Not found", Data: "job " + strconv.FormatInt(id, 10) + ": " + err.Error()})
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, "job", http.StatusOK, page{Title: "Job " + strconv.FormatInt(id, 10), Data: jobData{Job: d, Latest: d.Latest()}})
+}
+
+func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {
+	id, err := jobID(r)
+	if err != nil {
+		h.jsonError(w, r, http.StatusBadRequest, err)
+		return
+	}
+	d, err := ops.GetJob(r.Context(), h.pool, id)
+	if errors.Is(err, ops.ErrNotFound) {
+		h.jsonError(w, r, http.StatusNotFound, err)
+		return
+	}
+	if err != nil {
+		h.jsonError(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, d)
+}
+
+// jobAction is POST jobs/{id}/cancel or jobs/{id}/retry; it redirects back
+// to the job's page with the outcome.
+func (h *handler) jobAction(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := jobID(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	action := lastSegment(r.URL.Path)
+	can, err := h.can(ctx)
+	if err != nil {
+		http.Error(w, oneLine(err), http.StatusInternalServerError)
+		return
+	}
+	if (action == "cancel" && !can.Cancel) || (action == "retry" && !can.Retry) {
+		http.Error(w, "this dashboard may not "+action+" jobs (read-only, or the database role may not execute millrace."+action+")", http.StatusForbidden)
+		return
+	}
+	var out string
+	if action == "cancel" {
+		out, err = ops.Cancel(ctx, h.pool, id)
+	} else {
+		out, err = ops.Retry(ctx, h.pool, id)
+	}
+	if err != nil {
+		h.log.Error("ui: "+action, "job", id, "error", err)
+		http.Error(w, oneLine(err), http.StatusInternalServerError)
+		return
+	}
+	h.log.Info("ui: "+action, "job", id, "result", out)
+	seeOther(w, "../"+strconv.FormatInt(id, 10)+"?msg="+url.QueryEscape(action+": "+out))
+}
+
+// queueAction is POST queue/pause or queue/resume with the form field
+// queue; it redirects to the queues page.
+func (h *handler) queueAction(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	action := lastSegment(r.URL.Path)
+	q := r.PostFormValue("queue")
+	if q == "" {
+		http.Error(w, "missing form field queue", http.StatusBadRequest)
+		return
+	}
+	can, err := h.can(ctx)
+	if err != nil {
+		http.Error(w, oneLine(err), http.StatusInternalServerError)
+		return
+	}
+	if (action == "pause" && !can.Pause) || (action == "resume" && !can.Resume) {
+		http.Error(w, "this dashboard may not "+action+" queues (read-only, or the database role may not execute millrace."+action+")", http.StatusForbidden)
+		return
+	}
+	if action == "pause" {
+		err = ops.Pause(ctx, h.pool, q)
+	} else {
+		err = ops.Resume(ctx, h.pool, q)
+	}
+	if err != nil {
+		h.log.Error("ui: "+action, "queue", q, "error", err)
+		http.Error(w, oneLine(err), http.StatusInternalServerError)
+		return
+	}
+	h.log.Info("ui: "+action, "queue", q)
+	h.live.invalidate()
+	past := map[string]string{"pause": "paused", "resume": "resumed"}[action]
+	seeOther(w, "../?msg="+url.QueryEscape("queue "+q+" "+past))
+}
+
+func (h *handler) horizonPage(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, "horizon", http.StatusOK, page{Title: "Horizon", Data: h.opts.PolicyName})
+}
+
+func (h *handler) apiHorizon(w http.ResponseWriter, r *http.Request) {
+	v, err := h.horizon.get(r.Context())
+	if err != nil {
+		h.jsonError(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	v.PolicyName = h.opts.PolicyName
+	writeJSON(w, v)
+}
+
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return human(time.Since(t)) + " ago"
+}
+
+func human(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+	case d < time.Hour:
+		return d.Truncate(time.Second).String()
+	}
+	return d.Truncate(time.Minute).String()
+}
+
+func prettyJSON(b []byte) string {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return string(b)
+	}
+	out, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return string(b)
+	}
+	return string(out)
+}
