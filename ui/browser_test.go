@@ -233,11 +233,9 @@ func TestBrowserPagesAndLiveCharts(t *testing.T) {
 	b.waitJS(t, "the charts update", `Number(document.getElementById('chart-throughput').dataset.points) >= 3 && Number(document.getElementById('chart-latency').dataset.points) >= 3`, 10*time.Second)
 	first := b.eval(t, `document.getElementById('chart-throughput').dataset.last`)
 	b.waitJS(t, "the chart moves on", fmt.Sprintf(`document.getElementById('chart-throughput').dataset.last !== %q`, first), 5*time.Second)
-	if opstest.Schema5() {
-		// Completed jobs reach history: the throughput line leaves zero.
-		b.waitJS(t, "the throughput chart shows completed jobs",
-			`Array.from(document.querySelectorAll('#chart-throughput polyline[data-series="completed/s"]')).some(p => p.getAttribute('points').split(' ').some(xy => Number(xy.split(',')[1]) < 170))`, 15*time.Second)
-	}
+	// Completed jobs reach history: the throughput line leaves zero.
+	b.waitJS(t, "the throughput chart shows completed jobs",
+		`Array.from(document.querySelectorAll('#chart-throughput polyline[data-series="completed/s"]')).some(p => p.getAttribute('points').split(' ').some(xy => Number(xy.split(',')[1]) < 170))`, 15*time.Second)
 	if os.Getenv("MILLRACE_SCREENSHOTS") != "" {
 		b.waitJS(t, "20 s of chart for the screenshot", `Number(document.getElementById('chart-throughput').dataset.points) >= 20`, 40*time.Second)
 	}
@@ -294,7 +292,6 @@ func TestBrowserPauseResume(t *testing.T) {
 
 // Cancel and retry, clicked on the job's page, change the database.
 func TestBrowserCancelRetry(t *testing.T) {
-	opstest.NeedSchema5(t)
 	needChromium(t)
 	_, pool := opstest.NewDatabase(t)
 	ctx := context.Background()

@@ -185,11 +185,9 @@ func TestActionsFollowTheRole(t *testing.T) {
 	if !strings.Contains(body, `"pause":true,"resume":true`) {
 		t.Errorf("admin role: %s", body)
 	}
-	if opstest.Schema5() {
-		_, body = get(t, as.URL+fmt.Sprintf("/jobs/%d", id))
-		if !strings.Contains(body, `id="cancel"`) {
-			t.Error("the admin role is not offered cancel of a waiting job")
-		}
+	_, body = get(t, as.URL+fmt.Sprintf("/jobs/%d", id))
+	if !strings.Contains(body, `id="cancel"`) {
+		t.Error("the admin role is not offered cancel of a waiting job")
 	}
 	_, body = get(t, ro.URL+"/api/overview")
 	if !strings.Contains(body, `"can":{"cancel":false,"retry":false,"pause":false,"resume":false}`) {
@@ -315,7 +313,6 @@ classes:
 
 // Cancel and retry through the dashboard (schema version 5).
 func TestCancelRetry(t *testing.T) {
-	opstest.NeedSchema5(t)
 	_, pool := opstest.NewDatabase(t)
 	ctx := context.Background()
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))

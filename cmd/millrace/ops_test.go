@@ -197,7 +197,6 @@ func TestJobsCommands(t *testing.T) {
 
 // Cancel and retry through the command (schema version 5).
 func TestJobsCancelRetryCommands(t *testing.T) {
-	opstest.NeedSchema5(t)
 	u, pool := opstest.NewDatabase(t)
 	ctx := context.Background()
 	a := opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)

@@ -42,7 +42,6 @@ func TestListJobsFilters(t *testing.T) {
 // Completed attempts reach history: the sample counts them, with their
 // latencies, and the queue's rate is not zero (schema version 5).
 func TestSampleCountsCompleted(t *testing.T) {
-	opstest.NeedSchema5(t)
 	_, pool := opstest.NewDatabase(t)
 	ctx := context.Background()
 	start := time.Now().Add(-time.Second)

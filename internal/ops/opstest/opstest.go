@@ -4,7 +4,6 @@ package opstest
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -18,31 +17,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/pgtest"
-	"github.com/millrace/millrace/internal/schema"
 )
 
-//go:embed contract5.sql
-var contract5 string
-
-// Schema5 reports whether the library carries schema version 5, which has
-// the job states and operator functions (cancel, retry, pause, resume,
-// history) the operator surface is written against.
-func Schema5() bool { return schema.Latest() >= 5 }
-
-// NeedSchema5 skips a test that needs what only schema version 5 has
-// (cancel, retry, completed jobs kept in history).
-func NeedSchema5(t testing.TB) {
-	t.Helper()
-	if !Schema5() {
-		t.Skipf("needs schema version 5 (cancel, retry, history of completed jobs); the library carries version %d", schema.Latest())
-	}
-}
-
 // NewDatabase creates a migrated database for one test and returns its URL
-// and a pool (closed at the end of the test). Before schema version 5
-// lands it adds a stand-in for the parts of 5 that can be written over 4
-// (pause, resume, queue_paused, queue_counts' new columns, a history view
-// of discarded jobs), so that the pages and commands built on them run.
+// and a pool (closed at the end of the test).
 func NewDatabase(t testing.TB) (string, *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
@@ -58,18 +36,9 @@ func NewDatabase(t testing.TB) (string, *pgxpool.Pool) {
 	return u, pool
 }
 
-// Prepare migrates a database and, before schema version 5 lands, adds
-// the stand-in described at NewDatabase.
+// Prepare migrates a database.
 func Prepare(ctx context.Context, pool *pgxpool.Pool) error {
-	if err := millrace.Migrate(ctx, pool); err != nil {
-		return err
-	}
-	if !Schema5() {
-		if _, err := pool.Exec(ctx, contract5); err != nil {
-			return fmt.Errorf("schema 5 stand-in: %w", err)
-		}
-	}
-	return nil
+	return millrace.Migrate(ctx, pool)
 }
 
 // Enqueue adds a job through the SQL API and returns its id. A non-zero
@@ -120,10 +89,11 @@ func Discard(t testing.TB, db *pgxpool.Pool, queue, why string) int64 {
 	if err := client.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	id, err := client.Insert(ctx, FailArgs{Why: why}, &millrace.InsertOpts{Queue: queue, MaxAttempts: 1})
+	ins, err := client.Insert(ctx, FailArgs{Why: why}, &millrace.InsertOpts{Queue: queue, MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	id := ins.ID
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
