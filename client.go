@@ -229,6 +229,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
+// NewClient makes a client on pool p. It checks cfg and fills in its
+// defaults; it does not touch the database until Start (or an insert).
 func NewClient(p *pgxpool.Pool, cfg Config) (*Client, error) {
 	if p == nil {
 		return nil, errors.New("millrace: NewClient needs a pool")

@@ -87,7 +87,7 @@ func Example_sqlEnqueue() {
 }
 
 // Retries: a failing job runs again after a backoff until MaxAttempts, then
-// it is discarded and kept in millrace.discarded.
+// it is discarded and kept in history (millrace.history).
 func ExampleConfig_backoff() {
 	ctx := context.Background()
 	pool := exampleDatabase()

@@ -1,0 +1,269 @@
+package millrace_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/millrace/millrace"
+)
+
+// Periodic jobs: the leader enqueues one job per slot of a cron schedule,
+// each slot exactly once however many processes run it.
+func ExamplePeriodicJob() {
+	ctx := context.Background()
+	pool := exampleDatabase()
+	defer pool.Close()
+
+	ran := make(chan string, 10)
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, job *millrace.Job[EmailArgs]) error {
+		ran <- job.Args.Subject
+		return nil
+	}))
+	client, _ := millrace.NewClient(pool, millrace.Config{
+		Workers: workers,
+		Queues:  map[string]millrace.QueueConfig{millrace.DefaultQueue: {MaxWorkers: 1}},
+		Periodic: []millrace.PeriodicJob{{
+			Name:     "digest",
+			Schedule: "@every 1s", // or "*/5 * * * *", "@hourly", "CRON_TZ=Europe/Paris 0 9 * * 1-5"
+			Args:     EmailArgs{To: "team@example.com", Subject: "digest"},
+		}},
+	})
+	client.Start(ctx)
+	fmt.Println(<-ran)
+	fmt.Println(<-ran)
+	client.Stop(ctx)
+
+	var slots int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.periodic WHERE name = 'digest'").Scan(&slots)
+	fmt.Println("slots recorded:", slots >= 2)
+	// Output:
+	// digest
+	// digest
+	// slots recorded: true
+}
+
+// Pausing a queue stops every process claiming from it within a second;
+// its jobs wait, and storage keeps rotating. Resuming wakes its workers.
+func ExampleClient_PauseQueue() {
+	ctx := context.Background()
+	pool := exampleDatabase()
+	defer pool.Close()
+
+	ran := make(chan string, 1)
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, job *millrace.Job[EmailArgs]) error {
+		ran <- job.Args.Subject
+		return nil
+	}))
+	client, _ := millrace.NewClient(pool, millrace.Config{
+		Workers: workers,
+		Queues:  map[string]millrace.QueueConfig{"email": {MaxWorkers: 1}},
+	})
+	client.Start(ctx)
+	client.PauseQueue(ctx, "email")
+	paused, _ := millrace.QueuePaused(ctx, pool, "email")
+	fmt.Println("paused:", paused)
+
+	res, _ := client.Insert(ctx, EmailArgs{Subject: "held"}, &millrace.InsertOpts{Queue: "email"})
+	select {
+	case s := <-ran:
+		fmt.Println("ran while paused:", s)
+	case <-time.After(500 * time.Millisecond):
+	}
+	job, _ := millrace.JobByID(ctx, pool, res.ID)
+	fmt.Println("while paused the job is", job.State)
+
+	client.ResumeQueue(ctx, "email")
+	fmt.Println("resumed, ran:", <-ran)
+	client.Stop(ctx)
+	// Output:
+	// paused: true
+	// while paused the job is available
+	// resumed, ran: held
+}
+
+// CompleteTx completes a job inside the worker's own transaction: the
+// job's completion and its database effects commit together, or neither.
+func ExampleCompleteTx() {
+	ctx := context.Background()
+	pool := exampleDatabase()
+	defer pool.Close()
+	pool.Exec(ctx, "CREATE TABLE sent (address text PRIMARY KEY)")
+
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, job *millrace.Job[EmailArgs]) error {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, "INSERT INTO sent VALUES ($1)", job.Args.To); err != nil {
+			return err
+		}
+		if err := millrace.CompleteTx(ctx, tx, job); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}))
+	client, _ := millrace.NewClient(pool, millrace.Config{
+		Workers: workers,
+		Queues:  map[string]millrace.QueueConfig{millrace.DefaultQueue: {MaxWorkers: 1}},
+	})
+	client.Start(ctx)
+	res, _ := client.Insert(ctx, EmailArgs{To: "ada@example.com"}, nil)
+	job := waitFinished(ctx, pool, res.ID)
+	var n int
+	pool.QueryRow(ctx, "SELECT count(*) FROM sent").Scan(&n)
+	fmt.Println(job.State, "with", len(job.Attempts), "attempt; rows written:", n)
+	client.Stop(ctx)
+	// Output: completed with 1 attempt; rows written: 1
+}
+
+// History keeps every finished attempt of a job, with its error and
+// timing: completed jobs for Config.CompletedRetention (24 h by default),
+// the others for Config.DiscardedRetention (7 days). JobByID reads it, and
+// the millrace.history view answers by kind, queue and state.
+func ExampleJobByID() {
+	ctx := context.Background()
+	pool := exampleDatabase()
+	defer pool.Close()
+
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, job *millrace.Job[EmailArgs]) error {
+		if job.Attempt == 1 {
+			return errors.New("smtp: 421 try again later")
+		}
+		return nil
+	}))
+	client, _ := millrace.NewClient(pool, millrace.Config{
+		Workers: workers,
+		Queues:  map[string]millrace.QueueConfig{millrace.DefaultQueue: {MaxWorkers: 1}},
+		Backoff: func(attempt int) time.Duration { return 10 * time.Millisecond },
+		Logger:  quietLogger(),
+	})
+	client.Start(ctx)
+	res, _ := client.Insert(ctx, EmailArgs{To: "ada@example.com"}, nil)
+	job := waitFinished(ctx, pool, res.ID)
+	fmt.Println(job.Kind, job.State, "after", job.Attempt, "attempts")
+	for _, a := range job.Attempts {
+		fmt.Printf("attempt %d %s %q, ran %v\n", a.Attempt, a.State, a.Error, !a.Finished.Before(a.Started))
+	}
+	var failed int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.history WHERE kind = 'email' AND state = 'failed'").Scan(&failed)
+	fmt.Println("failed attempts of kind email:", failed)
+	client.Stop(ctx)
+	// Output:
+	// email completed after 2 attempts
+	// attempt 1 failed "smtp: 421 try again later", ran true
+	// attempt 2 completed "", ran true
+	// failed attempts of kind email: 1
+}
+
+// Insert returns the job as it left it: its id, state and due time, and
+// whether a unique job blocked it.
+func ExampleClient_Insert() {
+	ctx := context.Background()
+	pool := exampleDatabase()
+	defer pool.Close()
+	client, _ := millrace.NewClient(pool, millrace.Config{})
+
+	now, _ := client.Insert(ctx, EmailArgs{To: "ada@example.com"}, nil)
+	fmt.Println(now.Kind, now.Queue, now.State, "duplicate:", now.Duplicate)
+
+	at := time.Now().Add(time.Hour).Truncate(time.Second)
+	later, _ := client.Insert(ctx, EmailArgs{To: "bob@example.com"}, &millrace.InsertOpts{RunAt: at, Queue: "email"})
+	fmt.Println(later.Kind, later.Queue, later.State, "at run_at:", later.ScheduledAt.Equal(at))
+
+	many, _ := client.InsertMany(ctx, []millrace.InsertManyParams{
+		{Args: EmailArgs{To: "eve@example.com"}, Opts: &millrace.InsertOpts{Unique: &millrace.UniqueOpts{ByArgs: true}}},
+		{Args: EmailArgs{To: "eve@example.com"}, Opts: &millrace.InsertOpts{Unique: &millrace.UniqueOpts{ByArgs: true}}},
+	})
+	fmt.Println("second is a duplicate of the first:", many[1].Duplicate && many[1].ID == many[0].ID)
+	// Output:
+	// email default available duplicate: false
+	// email email scheduled at run_at: true
+	// second is a duplicate of the first: true
+}
+
+// Subscribe delivers this process's job outcomes once they are committed,
+// with the job and its timing.
+func ExampleClient_Subscribe() {
+	ctx := context.Background()
+	pool := exampleDatabase()
+	defer pool.Close()
+
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, job *millrace.Job[EmailArgs]) error {
+		if job.Attempt == 1 {
+			return errors.New("mailbox busy")
+		}
+		return nil
+	}))
+	client, _ := millrace.NewClient(pool, millrace.Config{
+		Workers: workers,
+		Queues:  map[string]millrace.QueueConfig{millrace.DefaultQueue: {MaxWorkers: 1}},
+		Backoff: func(attempt int) time.Duration { return 10 * time.Millisecond },
+		Logger:  quietLogger(),
+	})
+	events, unsubscribe := client.Subscribe(millrace.EventCompleted, millrace.EventFailed)
+	defer unsubscribe()
+	client.Start(ctx)
+	client.Insert(ctx, EmailArgs{To: "ada@example.com"}, nil)
+	for range 2 {
+		e := <-events
+		fmt.Printf("%s: %s attempt %d %q, timed: %v\n", e.Kind, e.JobKind, e.Attempt, e.Err, e.RunTime() >= 0 && e.Wait() >= 0)
+	}
+	client.Stop(ctx)
+	// Output:
+	// failed: email attempt 1 "mailbox busy", timed: true
+	// completed: email attempt 2 "", timed: true
+}
+
+// Middleware wraps every insert and every attempt: for logging, metrics
+// and tracing, or to change jobs on their way in.
+func ExampleInsertMiddleware() {
+	ctx := context.Background()
+	pool := exampleDatabase()
+	defer pool.Close()
+
+	done := make(chan struct{})
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, job *millrace.Job[EmailArgs]) error {
+		fmt.Println("working on", job.Args.To)
+		return nil
+	}))
+	client, _ := millrace.NewClient(pool, millrace.Config{
+		Workers: workers,
+		Queues:  map[string]millrace.QueueConfig{millrace.DefaultQueue: {MaxWorkers: 1}},
+		InsertMiddleware: []millrace.InsertMiddleware{
+			func(ctx context.Context, jobs []*millrace.InsertParams, next func(context.Context) ([]millrace.InsertResult, error)) ([]millrace.InsertResult, error) {
+				for _, j := range jobs {
+					fmt.Println("inserting", j.Kind, string(j.Args))
+					j.Opts.Priority = 7 // every job of this client runs at priority 7
+				}
+				return next(ctx)
+			},
+		},
+		WorkMiddleware: []millrace.WorkMiddleware{
+			func(ctx context.Context, job *millrace.JobMeta, next func(context.Context) error) error {
+				fmt.Printf("start %s job, attempt %d, priority %d\n", job.Kind, job.Attempt, job.Priority)
+				err := next(ctx)
+				fmt.Println("end:", err)
+				close(done)
+				return err
+			},
+		},
+	})
+	client.Start(ctx)
+	client.Insert(ctx, EmailArgs{To: "ada@example.com"}, nil)
+	<-done
+	client.Stop(ctx)
+	// Output:
+	// inserting email {"to":"ada@example.com","subject":""}
+	// start email job, attempt 1, priority 7
+	// working on ada@example.com
+	// end: <nil>
+}
