@@ -27,12 +27,20 @@ func Cancel(ctx context.Context, db DB, id int64) (CancelResult, error) {
 }
 
 // Retry queues a discarded or cancelled job to run again now, as a new job
-// with the same kind, queue, arguments, priority and max attempts, and
-// returns "retried"; or "not finished", "completed" or "unknown".
-func Retry(ctx context.Context, db DB, id int64) (string, error) {
+// with the same kind, queue, arguments, priority and max attempts (the
+// finished one stays in history as it ended), and returns the new job's
+// id. It returns 0 and the reason ("not finished", "completed",
+// "unknown") when there is nothing to retry.
+func Retry(ctx context.Context, db DB, id int64) (int64, string, error) {
 	var r string
-	err := db.QueryRow(ctx, "SELECT millrace.retry($1)", id).Scan(&r)
-	return r, err
+	if err := db.QueryRow(ctx, "SELECT millrace.retry($1)", id).Scan(&r); err != nil {
+		return 0, "", err
+	}
+	var n int64
+	if _, err := fmt.Sscanf(r, "retried as job %d", &n); err == nil {
+		return n, r, nil
+	}
+	return 0, r, nil
 }
 
 // PauseQueue stops every process from claiming jobs of queue, from its

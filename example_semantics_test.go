@@ -163,13 +163,13 @@ func ExampleJobDiscard() {
 	printAttempts(job)
 
 	// The address was fixed meanwhile: run it again.
-	r, _ := millrace.Retry(ctx, pool, res.ID)
+	n, _, _ := millrace.Retry(ctx, pool, res.ID)
 	first, second := <-ids, <-ids
-	fmt.Println(r, "as a new job:", second != first)
+	fmt.Println("retried as a new job:", n != res.ID && second == n && first == res.ID)
 	client.Stop(ctx)
 	// Output:
 	// discarded after 1 of 10 attempts
-	// attempt 1 discarded: millrace: job discarded: no such mailbox
+	// attempt 1 discarded: no such mailbox
 	// retried as a new job: true
 }
 
@@ -181,12 +181,13 @@ func ExampleClient_Cancel() {
 	defer pool.Close()
 
 	running := make(chan struct{})
+	cause := make(chan bool, 1)
 	workers := millrace.NewWorkers()
 	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, job *millrace.Job[EmailArgs]) error {
 		fmt.Println("running", job.Args.Subject)
 		close(running)
 		<-ctx.Done()
-		fmt.Println("cancelled from outside:", errors.Is(context.Cause(ctx), millrace.ErrCancelled))
+		cause <- errors.Is(context.Cause(ctx), millrace.ErrCancelled)
 		return context.Cause(ctx)
 	}))
 	client, _ := millrace.NewClient(pool, millrace.Config{
@@ -206,6 +207,7 @@ func ExampleClient_Cancel() {
 	<-running
 	r, _ = client.Cancel(ctx, res.ID)
 	fmt.Println("running job:", r)
+	fmt.Println("cancelled from outside:", <-cause)
 	fmt.Println("running job is now", waitFinished(ctx, pool, res.ID).State)
 	r, _ = millrace.Cancel(ctx, pool, res.ID) // from any process, with the pool only
 	fmt.Println("again:", r)

@@ -309,10 +309,13 @@ func TestBrowserCancelRetry(t *testing.T) {
 	if got := b.eval(t, `document.getElementById('job-state').textContent`); got != "cancelled" {
 		t.Errorf("the page shows %q after cancel", got)
 	}
+	// Retry makes a new job and shows its page, with a cancel button.
 	b.do(t, "retry", chromedp.Click(chromedp.CSS(`#retry`)), chromedp.WaitVisible(chromedp.CSS(`#cancel`)))
-	d, err = ops.GetJob(ctx, pool, id)
-	if err != nil || d.Live == nil {
-		t.Fatalf("after clicking retry the job is not live again: %+v %v", d, err)
+	var n int64
+	fmt.Sscanf(b.eval(t, `location.pathname.split('/').pop()`), "%d", &n)
+	d, err = ops.GetJob(ctx, pool, n)
+	if err != nil || n == id || d.Live == nil {
+		t.Fatalf("after clicking retry the new job %d is not live: %+v %v", n, d, err)
 	}
 }
 

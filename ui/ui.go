@@ -474,6 +474,9 @@ func (h *handler) jobAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("ui: "+action, "job", id, "result", out)
+	if n := ops.RetriedAs(out); n != 0 {
+		id = n // show the new job
+	}
 	seeOther(w, "../"+strconv.FormatInt(id, 10)+"?msg="+url.QueryEscape(action+": "+out))
 }
 

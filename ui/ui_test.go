@@ -330,8 +330,19 @@ func TestCancelRetry(t *testing.T) {
 	if resp.StatusCode != 303 || !strings.Contains(resp.Header.Get("Location"), "retried") {
 		t.Fatalf("retry: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	d, err = ops.GetJob(ctx, pool, id)
+	n := ops.RetriedAs(mustUnescape(t, resp.Header.Get("Location")))
+	d, err = ops.GetJob(ctx, pool, n)
 	if err != nil || d.Live == nil {
-		t.Fatalf("after retry the job is not live: %+v %v", d, err)
+		t.Fatalf("after retry the new job %d is not live: %+v %v", n, d, err)
 	}
+}
+
+// mustUnescape returns the msg of a redirect location.
+func mustUnescape(t *testing.T, loc string) string {
+	t.Helper()
+	u, err := url.Parse(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(u.Query().Get("msg"), "retry: ")
 }

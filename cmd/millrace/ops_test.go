@@ -213,11 +213,12 @@ func TestJobsCancelRetryCommands(t *testing.T) {
 	}
 	oneLineErr(t, errs, "finished")
 	code, out, errs = millrace(t, "jobs", "retry", fmt.Sprint(a), "--yes", "--database-url", u)
-	if code != 0 || strings.TrimSpace(out) != fmt.Sprintf("job %d: retried", a) {
+	if code != 0 || !strings.HasPrefix(strings.TrimSpace(out), fmt.Sprintf("job %d: retried as job ", a)) {
 		t.Fatalf("retry: exit %d %q %s", code, out, errs)
 	}
-	if d, err := ops.GetJob(ctx, pool, a); err != nil || d.Live == nil {
-		t.Fatalf("after retry: %+v %v", d, err)
+	n := ops.RetriedAs(strings.TrimPrefix(strings.TrimSpace(out), fmt.Sprintf("job %d: ", a)))
+	if d, err := ops.GetJob(ctx, pool, n); err != nil || d.Live == nil {
+		t.Fatalf("after retry, the new job %d: %+v %v", n, d, err)
 	}
 	code, _, errs = millrace(t, "jobs", "retry", "987654", "--yes", "--database-url", u)
 	if code != 1 {

@@ -267,8 +267,9 @@ func Cancel(ctx context.Context, db DB, id int64) (string, error) {
 	return out, err
 }
 
-// Retry queues a discarded or cancelled job to run again now: "retried",
-// "not finished" (it is still live; nothing done) or "unknown".
+// Retry queues a discarded or cancelled job to run again now, as a new
+// job: "retried as job N", "not finished" (it is still live; nothing
+// done), "completed" or "unknown".
 func Retry(ctx context.Context, db DB, id int64) (string, error) {
 	var out string
 	err := db.QueryRow(ctx, "SELECT millrace.retry($1)", id).Scan(&out)
@@ -378,4 +379,13 @@ FROM w LEFT JOIN millrace.history h ON h.finished_at > w.since
 GROUP BY w.at, w.since`, from).
 		Scan(&s.At, &s.Since, &s.Completed, &s.Failed, &s.Discarded, &s.Cancelled, &s.Snoozed, &s.WaitP50, &s.WaitP95, &s.RunP50, &s.RunP95)
 	return s, err
+}
+
+// RetriedAs is the new job's id in a result of Retry (0 if none).
+func RetriedAs(out string) int64 {
+	var n int64
+	if _, err := fmt.Sscanf(out, "retried as job %d", &n); err != nil {
+		return 0
+	}
+	return n
 }

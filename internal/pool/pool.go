@@ -520,6 +520,7 @@ func (p *Pool) outcome(it *item, err error, cause error, pol KindPolicy) storage
 		return a
 	case errors.As(err, &cn):
 		a.State = storage.AckCancelled
+		a.Err = "cancelled by its worker"
 		if cn.Err != nil {
 			a.Err = cn.Err.Error()
 		}
@@ -540,6 +541,13 @@ func (p *Pool) outcome(it *item, err error, cause error, pol KindPolicy) storage
 	}
 	if errors.As(err, &dc) || attempt >= it.job.MaxAttempts {
 		a.State = storage.AckDiscarded
+		if dc != nil {
+			// The worker's own reason, as for JobCancel.
+			a.Err = "discarded by its worker"
+			if dc.Err != nil {
+				a.Err = dc.Err.Error()
+			}
+		}
 	} else {
 		a.State = storage.AckRetried
 		a.RetryAt = time.Now().Add(backoff(attempt))

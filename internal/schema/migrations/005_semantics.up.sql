@@ -697,7 +697,9 @@ BEGIN
            u.st, coalesce(u.f, now()), u.e, p_owner
     FROM unnest(p_job, p_state, p_attempt, p_error, p_queue, p_kind, p_args, p_priority,
                 p_max_attempts, p_created_at, p_started, p_finished) WITH ORDINALITY AS u(j, s, a, e, q, kd, ar, p, m, c, st, f, i)
-    WHERE v_new[u.i];
+    WHERE v_new[u.i]
+      -- a job cancelled while waiting is in history already
+      AND NOT (u.s = 4 AND u.st IS NULL AND millrace.final_state(u.j) = 4);
 
     INSERT INTO millrace.done (slot, queue, tick_id)
     SELECT DISTINCT v_slot, u.q, u.t FROM unnest(p_done_tick, p_done_queue) AS u(t, q)
@@ -783,13 +785,16 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET j
 $$;
 
 -- cancel asks that job p_id never run again: 'cancelled' (it was waiting or
--- scheduled: a claimer acks it cancelled without running it), 'cancelling'
--- (it has been claimed: the process running it is told and cancels its
--- context), 'finished' (it already finished: nothing is done) or 'unknown'.
+-- scheduled: it is finished as cancelled at once, in history; a claimer
+-- that meets its row acks it without running it, and promotion skips its
+-- schedule row), 'cancelling' (it has been claimed: the process running it
+-- is told and cancels its context; it finishes when its worker returns),
+-- 'finished' (it already finished: nothing is done) or 'unknown'.
 CREATE FUNCTION millrace.cancel(p_id bigint) RETURNS text LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
     v_state text := millrace.job_state(p_id);
+    v_j record;
 BEGIN
     IF v_state IS NULL THEN
         RETURN 'unknown';
@@ -801,7 +806,15 @@ BEGIN
         INSERT INTO millrace.cancel (slot, job_id) VALUES (millrace.current_segment(), p_id);
     END IF;
     PERFORM pg_notify('millrace_cancel', p_id::text);
-    RETURN CASE WHEN v_state = 'running' THEN 'cancelling' ELSE 'cancelled' END;
+    IF v_state = 'running' THEN
+        RETURN 'cancelling';
+    END IF;
+    SELECT * INTO v_j FROM millrace.live_job(p_id);
+    INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
+                                  started_at, finished_at, error, owner)
+    VALUES (millrace.history_bucket(4::smallint, clock_timestamp()), p_id, v_j.attempt, 4, v_j.queue, v_j.kind, v_j.args,
+            v_j.priority, v_j.max_attempts, v_j.created_at, NULL, clock_timestamp(), 'cancelled before it ran', 0);
+    RETURN 'cancelled';
 END $$;
 
 -- cancelled returns those of p_ids that have a cancellation request (a
@@ -812,14 +825,16 @@ SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 $$;
 
 -- retry queues a discarded or cancelled job to run again now, as a new job
--- with the same kind, queue, args, priority and max attempts: 'retried',
--- 'not finished' (it is still live), 'completed' (it succeeded: nothing
--- is done) or 'unknown'.
+-- (a new id: the finished one stays finished in history) with the same
+-- kind, queue, args, priority and max attempts: 'retried as job N',
+-- 'not finished' (it is still live), 'completed' (it succeeded: nothing is
+-- done) or 'unknown'.
 CREATE FUNCTION millrace.retry(p_id bigint) RETURNS text LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
     v_h millrace.finished;
     v_s smallint := millrace.final_state(p_id);
+    v_id bigint;
 BEGIN
     IF v_s IS NULL THEN
         RETURN CASE WHEN millrace.pending(p_id) THEN 'not finished' ELSE 'unknown' END;
@@ -828,9 +843,9 @@ BEGIN
         RETURN 'completed';
     END IF;
     SELECT * INTO v_h FROM millrace.finished h WHERE h.id = p_id AND h.state IN (3, 4) LIMIT 1;
-    PERFORM millrace.insert_many(ARRAY[v_h.kind], ARRAY[v_h.args], ARRAY[v_h.queue], ARRAY[v_h.priority::int],
-                                 ARRAY[NULL::timestamptz], ARRAY[v_h.max_attempts]);
-    RETURN 'retried';
+    SELECT i.id INTO v_id FROM millrace.insert_many(ARRAY[v_h.kind], ARRAY[v_h.args], ARRAY[v_h.queue], ARRAY[v_h.priority::int],
+                                                    ARRAY[NULL::timestamptz], ARRAY[v_h.max_attempts]) i;
+    RETURN 'retried as job ' || v_id;
 END $$;
 
 -- ------------------------------------------------------------ maintenance
@@ -934,9 +949,13 @@ BEGIN
     WHERE p.slot = p_slot AND NOT EXISTS (SELECT 1 FROM millrace.promote n WHERE n.round > p.round)
     ORDER BY p.round DESC LIMIT 1;
 
+    -- A cancellation stays while a row of its job may still be claimed or
+    -- promoted: a job row in another slot, or a schedule row.
     INSERT INTO millrace.cancel (slot, job_id, at)
     SELECT p_into, c.job_id, c.at FROM millrace.cancel c
-    WHERE c.slot = p_slot AND millrace.pending(c.job_id);
+    WHERE c.slot = p_slot
+      AND (EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = c.job_id AND j.slot <> p_slot)
+           OR EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = c.job_id));
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_total := v_total + v_n;
 
@@ -988,6 +1007,7 @@ BEGIN
         INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms)
         SELECT millrace.current_segment(), id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms
         FROM due
+        WHERE NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = due.id)  -- cancelled while scheduled
         RETURNING job.queue)
     SELECT count(*), array_agg(DISTINCT ins.queue) INTO v_n, v_queues FROM ins;
     FOR v_q IN SELECT unnest(v_queues) LOOP
@@ -1108,6 +1128,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET j
     WHERE (f.snap IS NULL OR NOT pg_visible_in_snapshot(j.txid, f.snap)
            OR (f.more AND NOT pg_visible_in_snapshot(j.txid, f.prev_snap) AND (j.txid, j.id) > (f.upto_txid, f.upto_id)))
       AND NOT EXISTS (SELECT 1 FROM running r WHERE r.id = j.id)
+      AND NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = j.id)  -- cancelled before it ran
     UNION ALL
     SELECT * FROM running
     UNION ALL
@@ -1115,6 +1136,7 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET j
            'scheduled', s.due_at, NULL, NULL
     FROM millrace.sched s LEFT JOIN lastp ON true
     WHERE NOT (coalesce(pg_visible_in_snapshot(s.txid, lastp.snap), false) AND s.due_at <= lastp.upto)
+      AND NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = s.id)
 $$;
 
 CREATE VIEW millrace.jobs AS SELECT * FROM millrace.live_jobs();
