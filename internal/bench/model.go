@@ -85,6 +85,20 @@ type StrategySummary struct {
 	PerProcessCompleted []int64 `json:"per_process_completed"`
 	// Stall describes the stall scenario's three stall sources.
 	Stall *StallStats `json:"stall,omitempty"`
+	// Totals are the bench's own counts of the main stream over the whole
+	// run, warm-up included.
+	Totals *RunTotals `json:"totals"`
+	// Metrics are what the strategy's Prometheus metrics counted over the
+	// same run (--metrics-listen, strategies that implement
+	// Instrumented), by series, to compare with Totals.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+}
+
+// RunTotals are a strategy's counts of the main stream over its whole run.
+type RunTotals struct {
+	Offered   int64 `json:"offered"`   // jobs the schedule called for (after the bulk insert, for burndown)
+	Enqueued  int64 `json:"enqueued"`  // jobs whose enqueue committed
+	Completed int64 `json:"completed"` // jobs whose work finished
 }
 
 // StallStats describes one run of the stall scenario. Its jobs are counted

@@ -14,6 +14,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config is one bench run: strategies, one after another, through the same
@@ -44,6 +45,11 @@ type Config struct {
 	// Guard, when set, runs for each strategy's whole run (the guard of a
 	// --guard policy); it returns when its context is cancelled.
 	Guard func(ctx context.Context) error
+
+	// Metrics, when set, receives the Prometheus metrics of the
+	// strategies that export them (see Instrumented); --metrics-listen
+	// serves it.
+	Metrics *prometheus.Registry
 }
 
 // Result is what a run produced.
@@ -192,6 +198,14 @@ type phaseHists struct{ claim, e2e *hdr.Histogram }
 func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) error) (*StrategySummary, []Sample, error) {
 	f, _ := Lookup(name)
 	s := f()
+	inst, _ := s.(Instrumented)
+	if inst != nil && cfg.Metrics != nil {
+		if err := inst.Instrument(cfg.Metrics); err != nil {
+			return nil, nil, fmt.Errorf("metrics: %w", err)
+		}
+	} else {
+		inst = nil
+	}
 	if err := s.Setup(ctx, cfg.URL); err != nil {
 		return nil, nil, fmt.Errorf("setup: %w", err)
 	}
@@ -356,6 +370,10 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	ss := smp.summary(sched)
 	ss.DuplicateJobs = t.duplicates.Load()
 	ss.PerProcessCompleted = t.perProcess()
+	ss.Totals = &RunTotals{Offered: t.offered.Load(), Enqueued: t.enqueued.Load(), Completed: t.completed.Load()}
+	if inst != nil {
+		ss.Metrics = inst.MetricTotals()
+	}
 	if stl != nil {
 		ss.Stall = stl.summary()
 	}

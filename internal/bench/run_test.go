@@ -15,6 +15,7 @@ import (
 	_ "github.com/millrace/millrace/internal/bench/classic"
 	_ "github.com/millrace/millrace/internal/bench/native"
 	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -378,5 +379,62 @@ func TestAcceptanceStall(t *testing.T) {
 	}
 	if ss.Stall.UnservedWorked != ss.Stall.UnservedEnqueued {
 		t.Errorf("the drain worked %d of %d unserved jobs", ss.Stall.UnservedWorked, ss.Stall.UnservedEnqueued)
+	}
+}
+
+// TestRunMetrics runs millrace with its Prometheus metrics in two
+// processes and checks that summary.json's metric totals equal the
+// bench's own counts.
+func TestRunMetrics(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	out := t.TempDir()
+	reg := prometheus.NewRegistry()
+	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioClean,
+		Rate: 200, Workers: 4, Processes: 2, Work: time.Millisecond,
+		Warmup: time.Second, Clean: 3 * time.Second, Out: out, Metrics: reg}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := res.Summary.Strategies["millrace"]
+	tot, m := ss.Totals, ss.Metrics
+	// Jobs left unworked when the workers stop (a loaded machine leaves
+	// some) are backlog: both sides count only what happened.
+	if tot == nil || tot.Enqueued < 500 || tot.Completed < 1 {
+		t.Fatalf("totals = %+v, want about 800 enqueued and some completed", tot)
+	}
+	for k, want := range map[string]int64{
+		`millrace_jobs_inserted_total{queue="default"}`:                    tot.Enqueued,
+		`millrace_job_outcomes_total{queue="default",outcome="completed"}`: tot.Completed,
+		`millrace_job_outcomes_total{queue="default",outcome="failed"}`:    0,
+		`millrace_job_wait_seconds_count{queue="default"}`:                 tot.Completed,
+		`millrace_job_run_seconds_count{queue="default"}`:                  tot.Completed,
+		`millrace_claim_batch_size_sum{queue="default"}`:                   tot.Completed,
+		`millrace_jobs_duplicate_inserts_total{queue="default"}`:           0,
+		`millrace_job_outcomes_total{queue="default",outcome="discarded"}`: 0,
+		`millrace_job_outcomes_total{queue="default",outcome="cancelled"}`: 0,
+		`millrace_job_outcomes_total{queue="default",outcome="snoozed"}`:   0,
+	} {
+		if got, ok := m[k]; !ok || got != float64(want) {
+			t.Errorf("metrics[%s] = %v (present %v), want %d", k, got, ok, want)
+		}
+	}
+	// Every job worked was claimed (a job claimed as the workers stopped
+	// may be released unworked).
+	if got := m[`millrace_claim_batch_size_sum{queue="default"}`]; got < float64(tot.Completed) {
+		t.Errorf("jobs claimed %v < completed %d", got, tot.Completed)
+	}
+	// Work took about 1 ms a job.
+	if n, s := m[`millrace_job_run_seconds_count{queue="default"}`], m[`millrace_job_run_seconds_sum{queue="default"}`]; n == 0 || s/n < 0.0009 || s/n > 0.5 {
+		t.Errorf("mean run time %v s over %v jobs, want about 1 ms", s/n, n)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"totals": {`, `"metrics": {`, `"millrace_jobs_inserted_total{queue=\"default\"}": `} {
+		if !strings.Contains(string(raw), k) {
+			t.Errorf("summary.json lacks %s", k)
+		}
 	}
 }

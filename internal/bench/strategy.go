@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Job is the bench's unit of work. Every strategy stores the same job model:
@@ -111,6 +112,19 @@ type Staller interface {
 	// what they did, and returns. An error starting the client is returned
 	// at once.
 	Serve(ctx context.Context, queue string, workers int, handle Handler) error
+}
+
+// Instrumented is implemented by strategies whose client exports
+// Prometheus metrics (--metrics-listen). The bench records what they
+// counted next to its own counts, in summary.json.
+type Instrumented interface {
+	// Instrument registers the strategy's metrics with reg. The bench
+	// calls it before Setup.
+	Instrument(reg *prometheus.Registry) error
+	// MetricTotals returns, once Work has returned, what the metrics
+	// counted for the main stream (the queue Work serves) over the whole
+	// run, by series: name{labels} summed over the other labels.
+	MetricTotals() map[string]float64
 }
 
 // Factory makes a fresh Strategy.

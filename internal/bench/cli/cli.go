@@ -9,6 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +27,8 @@ import (
 	_ "github.com/millrace/millrace/internal/bench/native"  // millrace
 	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/report"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // The defaults make `millrace bench` with no flags a comparison of about
@@ -72,6 +76,8 @@ func Bench(ctx context.Context, args []string) error {
 	standbyURL := fs.String("standby-url", "", "a hot standby (hot_standby_feedback=on) of --database-url, for the standby scenario")
 	out := fs.String("out", "", "report directory (default bench-results/SCENARIO-TIME)")
 	policy := fs.String("guard", "", "run millrace guard with this policy file during the run")
+	metricsListen := fs.String("metrics-listen", "", "serve the Prometheus metrics of the millrace strategy's clients (package millraceprom) on ADDR/metrics during the run, e.g. 127.0.0.1:9464; summary.json then records their totals next to the bench's counts")
+	metricsLinger := fs.Duration("metrics-linger", 0, "with --metrics-listen, keep serving /metrics this long after the run, for a last scrape of the final counts")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: millrace bench [flags]\n\nRuns strategies one after another through a scenario on one Postgres and writes\ntimeseries.jsonl, summary.json, PNG charts and report.html.\n\nFlags:")
 		fs.PrintDefaults()
@@ -187,6 +193,31 @@ func Bench(ctx context.Context, args []string) error {
 		cfg.Guard = func(ctx context.Context) error { return guard.New(pool, pol, opts).Run(ctx) }
 	}
 
+	if *metricsListen != "" {
+		ln, err := net.Listen("tcp", *metricsListen)
+		if err != nil {
+			return &Error{Msg: "--metrics-listen: " + err.Error(), Code: 2}
+		}
+		cfg.Metrics = prometheus.NewRegistry()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		fmt.Printf("serving the millrace strategy's metrics on http://%s/metrics\n", ln.Addr())
+		if *metricsLinger > 0 {
+			defer func() {
+				fmt.Printf("serving the final metrics on http://%s/metrics for %v\n", ln.Addr(), *metricsLinger)
+				t := time.NewTimer(*metricsLinger)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+				}
+			}()
+		}
+	}
+
 	procs := ""
 	if cfg.Processes > 1 {
 		procs = fmt.Sprintf(" in %d processes", cfg.Processes)
@@ -200,6 +231,15 @@ func Bench(ctx context.Context, args []string) error {
 	if res != nil && len(res.Summary.Strategies) > 0 {
 		fmt.Println()
 		bench.WriteTable(os.Stdout, res.Summary, cfg.TTY)
+		for _, name := range cfg.Strategies {
+			if ss := res.Summary.Strategies[name]; ss != nil && ss.Metrics != nil && ss.Totals != nil {
+				q := `{queue="default"}`
+				fmt.Printf("%s metrics: inserted %.0f (bench: enqueued %d), completed %.0f (bench: %d), attempts timed %.0f\n", name,
+					ss.Metrics["millrace_jobs_inserted_total"+q], ss.Totals.Enqueued,
+					ss.Metrics[`millrace_job_outcomes_total{queue="default",outcome="completed"}`], ss.Totals.Completed,
+					ss.Metrics["millrace_job_wait_seconds_count"+q])
+			}
+		}
 		if err := report.Write(cfg.Out, res.Summary, res.Samples); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}

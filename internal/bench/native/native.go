@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/bench"
+	"github.com/millrace/millrace/millraceprom"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func init() { bench.Register("millrace", func() bench.Strategy { return &Strategy{} }) }
@@ -28,6 +31,7 @@ var (
 	_ bench.Rotator      = (*Strategy)(nil)
 	_ bench.Multiprocess = (*Strategy)(nil)
 	_ bench.Staller      = (*Strategy)(nil)
+	_ bench.Instrumented = (*Strategy)(nil)
 )
 
 // args is the bench job as millrace stores it.
@@ -54,6 +58,77 @@ type Strategy struct {
 
 	mu     sync.Mutex
 	queues map[string]bool // queues the bench put jobs on
+
+	// With --metrics-listen: every client is instrumented, and the
+	// working ones attached, until Work and Serve return.
+	reg     *prometheus.Registry
+	metrics *millraceprom.Metrics
+}
+
+// Instrument makes every client of the strategy export millraceprom's
+// metrics into reg.
+func (s *Strategy) Instrument(reg *prometheus.Registry) error {
+	m, err := millraceprom.New(reg, nil)
+	if err != nil {
+		return err
+	}
+	s.reg, s.metrics = reg, m
+	return nil
+}
+
+// config adds the metrics' hooks to cfg when the strategy is instrumented.
+func (s *Strategy) config(cfg millrace.Config) millrace.Config {
+	if s.metrics == nil {
+		return cfg
+	}
+	return s.metrics.Instrument(cfg)
+}
+
+// attach subscribes the metrics to c's events; the returned function
+// detaches it once c has stopped.
+func (s *Strategy) attach(c *millrace.Client, pool *pgxpool.Pool) func() {
+	if s.metrics == nil {
+		return func() {}
+	}
+	return s.metrics.Attach(c, pool)
+}
+
+// MetricTotals sums, over kinds, the series of the main queue (the
+// default queue) that count what the bench counts too: jobs inserted,
+// outcomes, attempts (the wait and run time histograms), claims and the
+// jobs they returned.
+func (s *Strategy) MetricTotals() map[string]float64 {
+	if s.reg == nil {
+		return nil
+	}
+	fams, err := s.reg.Gather()
+	if err != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["queue"] != millrace.DefaultQueue {
+				continue
+			}
+			key := f.GetName() + `{queue="` + millrace.DefaultQueue + `"`
+			if o := l["outcome"]; o != "" {
+				key += `,outcome="` + o + `"`
+			}
+			switch {
+			case m.Counter != nil:
+				out[key+"}"] += m.Counter.GetValue()
+			case m.Histogram != nil:
+				out[strings.Replace(key, "{", "_count{", 1)+"}"] += float64(m.Histogram.GetSampleCount())
+				out[strings.Replace(key, "{", "_sum{", 1)+"}"] += m.Histogram.GetSampleSum()
+			}
+		}
+	}
+	return out
 }
 
 // Name is "millrace".
@@ -89,7 +164,7 @@ func (s *Strategy) Setup(ctx context.Context, url string) error {
 	if err := millrace.Migrate(ctx, s.pool); err != nil {
 		return err
 	}
-	c, err := millrace.NewClient(s.pool, millrace.Config{Logger: quiet()})
+	c, err := millrace.NewClient(s.pool, s.config(millrace.Config{Logger: quiet()}))
 	s.client.Store(c)
 	return err
 }
@@ -173,6 +248,7 @@ func (s *Strategy) Work(ctx context.Context, env bench.Env) error {
 	type proc struct {
 		pool   *pgxpool.Pool
 		client *millrace.Client
+		detach func()
 	}
 	procs := make([]proc, 0, n)
 	defer func() {
@@ -189,7 +265,10 @@ func (s *Strategy) Work(ctx context.Context, env bench.Env) error {
 		var wg sync.WaitGroup
 		for i, p := range procs {
 			if p.client != nil {
-				wg.Go(func() { errs[i] = p.client.Stop(sctx) })
+				wg.Go(func() {
+					errs[i] = p.client.Stop(sctx)
+					p.detach() // every outcome is counted
+				})
 			}
 		}
 		wg.Wait()
@@ -217,10 +296,12 @@ func (s *Strategy) Work(ctx context.Context, env bench.Env) error {
 			// Inserts from the bench wake this client's workers directly too.
 			s.client.Store(c)
 		}
+		detach := s.attach(c, p.pool)
 		if err := c.Start(ctx); err != nil {
+			detach()
 			return errors.Join(err, stopAll())
 		}
-		procs[i].client = c
+		procs[i].client, procs[i].detach = c, detach
 	}
 	<-ctx.Done()
 	return stopAll()
@@ -233,7 +314,7 @@ func (s *Strategy) newClient(pool *pgxpool.Pool, queue string, workers, proc int
 	millrace.AddWorker(ws, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[args]) error {
 		return handle(ctx, bench.Job{ID: j.Args.ID, Payload: j.Args.Payload, Process: proc})
 	}))
-	return millrace.NewClient(pool, millrace.Config{
+	return millrace.NewClient(pool, s.config(millrace.Config{
 		Workers: ws,
 		Queues:  map[string]millrace.QueueConfig{queue: {MaxWorkers: workers}},
 		Logger:  quiet(),
@@ -242,7 +323,7 @@ func (s *Strategy) newClient(pool *pgxpool.Pool, queue string, workers, proc int
 				observe(d, n)
 			}
 		},
-	})
+	}))
 }
 
 // EnqueueQueue inserts jobs on the named queue, one Insert each.
@@ -275,6 +356,8 @@ func (s *Strategy) Serve(ctx context.Context, queue string, workers int, handle 
 	if err != nil {
 		return err
 	}
+	detach := s.attach(c, s.pool)
+	defer detach()
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
