@@ -172,15 +172,21 @@ FROM millrace.discarded d;
 DROP TABLE millrace.discarded;
 
 -- ------------------------------------------------------------ job state
+-- The functions that look at jobs are VOLATILE, not STABLE: each of their
+-- statements then takes its snapshot after it has its locks. A reclaim
+-- TRUNCATEs a slot (which an older snapshot would see as empty) and copies
+-- what it keeps into another (which an older snapshot cannot see); a
+-- statement that waited for the reclaim's lock must not look with a
+-- snapshot from before it.
 -- final_state is the finished state of job p_id (1 completed, 3 discarded,
 -- 4 cancelled) if history still holds it, else NULL.
-CREATE FUNCTION millrace.final_state(p_id bigint) RETURNS smallint LANGUAGE sql STABLE
+CREATE FUNCTION millrace.final_state(p_id bigint) RETURNS smallint LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT h.state FROM millrace.finished h WHERE h.id = p_id AND h.state IN (1, 3, 4) LIMIT 1
 $$;
 
 -- pending says job p_id exists and has not finished.
-CREATE FUNCTION millrace.pending(p_id bigint) RETURNS boolean LANGUAGE sql STABLE
+CREATE FUNCTION millrace.pending(p_id bigint) RETURNS boolean LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT millrace.final_state(p_id) IS NULL
        AND (EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = p_id)
@@ -188,7 +194,7 @@ SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 $$;
 
 -- uniq_blocks says a key row still blocks a new job with its key.
-CREATE FUNCTION millrace.uniq_blocks(p_job bigint, p_states int, p_until timestamptz) RETURNS boolean LANGUAGE sql STABLE
+CREATE FUNCTION millrace.uniq_blocks(p_job bigint, p_states int, p_until timestamptz) RETURNS boolean LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT (p_until IS NULL OR p_until > now())
        AND CASE millrace.final_state(p_job)
@@ -741,7 +747,7 @@ END $$;
 -- or waiting for a retry or a snooze), 'available' (ready, not yet
 -- claimed), 'running' (claimed, no outcome yet), or NULL (unknown). It
 -- costs a few index probes.
-CREATE FUNCTION millrace.job_state(p_id bigint) RETURNS text LANGUAGE plpgsql STABLE SECURITY DEFINER
+CREATE FUNCTION millrace.job_state(p_id bigint) RETURNS text LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
     v_s smallint := millrace.final_state(p_id);
@@ -774,7 +780,7 @@ END $$;
 CREATE FUNCTION millrace.live_job(p_id bigint)
 RETURNS TABLE (queue text, kind text, args jsonb, priority smallint, attempt int, max_attempts int,
                created_at timestamptz, run_at timestamptz)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT x.queue, x.kind, x.args, x.priority, x.attempt, x.max_attempts, x.created_at, x.run_at FROM (
         (SELECT s.queue, s.kind, s.args, s.priority, s.attempt, s.max_attempts, s.created_at, s.due_at AS run_at, 1 AS o
          FROM millrace.sched s WHERE s.id = p_id AND millrace.job_state(p_id) = 'scheduled' ORDER BY s.due_at DESC LIMIT 1)
@@ -819,7 +825,7 @@ END $$;
 
 -- cancelled returns those of p_ids that have a cancellation request (a
 -- process polls it for the jobs it runs, in case a NOTIFY was missed).
-CREATE FUNCTION millrace.cancelled(p_ids bigint[]) RETURNS SETOF bigint LANGUAGE sql STABLE SECURITY DEFINER
+CREATE FUNCTION millrace.cancelled(p_ids bigint[]) RETURNS SETOF bigint LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT DISTINCT c.job_id FROM millrace.cancel c WHERE c.job_id = ANY (p_ids)
 $$;
@@ -1045,7 +1051,7 @@ END $$;
 -- next_due is when the next scheduled job not yet promoted is due (NULL:
 -- none); the leader's promoter sleeps until then or until a NOTIFY on
 -- millrace_sched says a schedule changed.
-CREATE FUNCTION millrace.next_due() RETURNS timestamptz LANGUAGE sql STABLE SECURITY DEFINER
+CREATE FUNCTION millrace.next_due() RETURNS timestamptz LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT min(s.due_at) FROM millrace.sched s
     WHERE s.due_at > coalesce((SELECT p.upto FROM millrace.promote p ORDER BY p.round DESC LIMIT 1), '-infinity')
@@ -1111,7 +1117,7 @@ $$;
 CREATE FUNCTION millrace.live_jobs()
 RETURNS TABLE (id bigint, queue text, kind text, args jsonb, priority smallint, attempt int, max_attempts int,
                created_at timestamptz, state text, run_at timestamptz, tick_id bigint, owner int)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     WITH f AS (
         SELECT DISTINCT ON (t.queue, t.priority) t.queue, t.priority, t.prev_snap, t.snap, t.more, t.upto_txid, t.upto_id
         FROM millrace.tick t ORDER BY t.queue, t.priority, t.tick_id DESC),
@@ -1148,7 +1154,7 @@ CREATE VIEW millrace.jobs AS SELECT * FROM millrace.live_jobs();
 CREATE FUNCTION millrace.queue_counts()
 RETURNS TABLE (queue text, available bigint, running bigint, scheduled bigint, discarded bigint, paused boolean,
                completed bigint)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     WITH live AS MATERIALIZED (SELECT x.queue, x.state FROM millrace.live_jobs() x),
     hist AS MATERIALIZED (
         SELECT h.queue, count(*) FILTER (WHERE h.state = 3) AS discarded, count(*) FILTER (WHERE h.state = 1) AS completed
