@@ -469,12 +469,12 @@ func semanticPaths(t *testing.T, pool *pgxpool.Pool) {
 		want++
 	}
 	// Unique: one inserted, one duplicate.
-	u := &millrace.InsertOpts{Queue: "sem", Unique: &millrace.UniqueOpts{ByArgs: true}}
+	u := &millrace.InsertOpts{Queue: "sem", Unique: &millrace.UniqueOpts{ByArgs: true}, RunAt: time.Now().Add(2 * time.Second)}
 	first, err := c.Insert(ctx, semArgs{N: 100}, u)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dup, err := c.Insert(ctx, semArgs{N: 100}, u); err != nil || (!dup.Duplicate && !first.Duplicate) {
+	if dup, err := c.Insert(ctx, semArgs{N: 100}, u); err != nil || !dup.Duplicate || dup.ID != first.ID {
 		t.Fatalf("unique insert: %+v %v", dup, err)
 	}
 	want++
