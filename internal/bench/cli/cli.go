@@ -25,8 +25,8 @@ import (
 	"github.com/millrace/millrace/internal/bench"
 	_ "github.com/millrace/millrace/internal/bench/classic" // que, skiplocked, skiplocked-batch, cursor
 	_ "github.com/millrace/millrace/internal/bench/native"  // millrace
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/bench/report"
+	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
