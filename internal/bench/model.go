@@ -70,12 +70,12 @@ type TableStats struct {
 
 // Summary is summary.json: one run, for scripts.
 type Summary struct {
-	Scenario        string                      `json:"scenario"`
-	PostgresVersion string                      `json:"postgres_version"`
-	Rate            any                         `json:"rate"` // jobs/s, or "max"
-	Workers         int                         `json:"workers"`
-	Processes       int                         `json:"processes"`
-	WorkMS          float64                     `json:"work_ms"`
+	Scenario        string  `json:"scenario"`
+	PostgresVersion string  `json:"postgres_version"`
+	Rate            any     `json:"rate"` // jobs/s, or "max"
+	Workers         int     `json:"workers"`
+	Processes       int     `json:"processes"`
+	WorkMS          float64 `json:"work_ms"`
 	// Mix is --mix (left out without one).
 	Mix        *Mix                        `json:"mix,omitempty"`
 	Strategies map[string]*StrategySummary `json:"strategies"`

@@ -134,7 +134,7 @@ type page struct {
 	// mix's columns.
 	Mix      string
 	Overview chartView
-	Charts     []chartView
+	Charts   []chartView
 }
 
 type chartView struct {
