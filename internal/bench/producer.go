@@ -18,8 +18,9 @@ type producer struct {
 	t *tracker
 	// mix, when set, makes the paced producer offer the mix's kinds of
 	// jobs through mixer (s as a Mixer).
-	mix   *mixer
-	mixer Mixer
+	mix      *mixer
+	mixer    Mixer
+	schedMax time.Duration // the longest delay of a scheduled job
 
 	errors  atomic.Int64
 	lastErr atomic.Pointer[string]
@@ -56,9 +57,9 @@ func (p *producer) fail(err error) {
 type unit struct{ id, dup int64 }
 
 // schedDelay draws a scheduled job's delay, uniformly in [MixSchedMin,
-// MixSchedMax].
-func schedDelay() time.Duration {
-	return MixSchedMin + rand.N(MixSchedMax-MixSchedMin+1)
+// p.schedMax].
+func (p *producer) schedDelay() time.Duration {
+	return MixSchedMin + rand.N(max(p.schedMax-MixSchedMin, 0)+1)
 }
 
 // enqueueUnit inserts one unit: plain jobs as without a mix, the others
@@ -76,7 +77,7 @@ func (p *producer) enqueueUnit(ctx context.Context, u unit) {
 	case kindCancel:
 		job.RunAt = time.Now().Add(MixCancelLead)
 	default:
-		job.RunAt = time.Now().Add(schedDelay())
+		job.RunAt = time.Now().Add(p.schedDelay())
 	}
 	if kind == kindUniqueOrig {
 		job.UniqueKey = u.id
@@ -103,7 +104,10 @@ func (p *producer) enqueueUnit(ctx context.Context, u unit) {
 		ok, err := p.mixer.Cancel(ectx, ref)
 		switch {
 		case err != nil:
+			// Whether it was cancelled is unknown: neither lost nor
+			// a defect if it runs or not.
 			p.t.cancelMissed.Add(1)
+			p.t.markFailed([]int64{u.id})
 			p.fail(fmt.Errorf("cancel: %w", err))
 		case ok:
 			p.t.markCancelled(u.id)

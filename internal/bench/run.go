@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,9 @@ type Config struct {
 	// get cancelled while they wait, run later, or duplicate a unique job
 	// (--mix); the zero Mix offers plain jobs only.
 	Mix Mix
+	// MixSchedMax, when not 0, replaces MixSchedMax as the longest delay
+	// of a scheduled job (short test runs).
+	MixSchedMax time.Duration
 
 	Warmup, Clean, Stress, Recovery time.Duration
 
@@ -286,6 +290,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	if mix {
 		prod.mix = newMixer(cfg.Mix, uint64(time.Now().UnixNano()))
 		prod.mixer = s.(Mixer) // Check made sure it is one
+		prod.schedMax = cmp.Or(cfg.MixSchedMax, MixSchedMax)
 	}
 	work := cfg.Work
 	env := Env{URL: cfg.URL, Workers: cfg.Workers, Processes: cfg.processes(),
@@ -420,7 +425,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		// so that each phase's completed figure is final.
 		mixStats = &MixStats{}
 		began := time.Now()
-		for t.pending() > 0 && time.Since(began) < MixDrain && ctx.Err() == nil {
+		for t.pending() > 0 && time.Since(began) < prod.schedMax+MixDrain-MixSchedMax && ctx.Err() == nil {
 			if cfg.TTY || int(time.Since(began).Seconds())%10 == 0 {
 				cfg.live(fmt.Sprintf("%-16s drain    %4.0fs  %d expected jobs not completed yet", name, time.Since(began).Seconds(), t.pending()))
 			}
