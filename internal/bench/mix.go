@@ -126,6 +126,10 @@ const (
 	kindUniqueDup  // inserted with the key of the job before it
 )
 
+func (k mixKind) String() string {
+	return [...]string{"plain", "fail", "snooze", "cancel", "sched", "unique original", "unique duplicate"}[k]
+}
+
 // runsWanted is how many times a job of kind k starts when all goes well
 // (a job to be cancelled runs once if its cancel misses).
 func (k mixKind) runsWanted() uint32 {

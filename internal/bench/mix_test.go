@@ -125,6 +125,9 @@ func TestMixLedger(t *testing.T) {
 	if got := tr.pending(); got != 9-1-6 {
 		t.Errorf("pending %d, want 2 (the lost ones)", got)
 	}
+	if got := tr.settle(); len(got) != 2 || got["plain ran 0"] != 1 || got["fail ran 1"] != 1 {
+		t.Errorf("pending by kind %v, want the two lost jobs", got)
+	}
 	if ph.cancelledRun.Load() != 0 || ph.uniqueDupesRun.Load() != 0 {
 		t.Errorf("defects before any: cancelled ran %d, dupes ran %d", ph.cancelledRun.Load(), ph.uniqueDupesRun.Load())
 	}
@@ -147,6 +150,10 @@ func TestMixLedger(t *testing.T) {
 	run(cancel)
 	run(dup)
 	run(orig)
+	inconclusive := tr.offer(kindUniqueDup)
+	tr.markInconclusive(inconclusive)
+	run(inconclusive)
+	tr.settle()
 	if c, d := ph.cancelledRun.Load(), ph.uniqueDupesRun.Load(); c != 1 || d != 2 {
 		t.Errorf("cancelled ran %d, dupes ran %d; want 1, 2", c, d)
 	}

@@ -51,12 +51,12 @@ type Sample struct {
 	// With --mix: jobs cancelled while waiting and unique duplicates
 	// reported as such this second (offered minus both is what should
 	// run), the p99 of scheduled jobs' start minus run_at, and the
-	// defects so far (cancelled jobs that ran, duplicates that ran).
-	Cancelled      int64   `json:"cancelled,omitempty"`
-	Deduplicated   int64   `json:"deduplicated,omitempty"`
-	SchedLateP99   float64 `json:"sched_late_p99_ms,omitempty"`
-	CancelledRun   int64   `json:"cancelled_run,omitempty"`
-	UniqueDupesRun int64   `json:"unique_dupes_run,omitempty"`
+	// cancelled jobs that ran so far (unique duplicates that ran are
+	// counted at the end, in the summary).
+	Cancelled    int64   `json:"cancelled,omitempty"`
+	Deduplicated int64   `json:"deduplicated,omitempty"`
+	SchedLateP99 float64 `json:"sched_late_p99_ms,omitempty"`
+	CancelledRun int64   `json:"cancelled_run,omitempty"`
 }
 
 // TableStats is the size and bloat of one table at one sample.
@@ -120,6 +120,10 @@ type MixStats struct {
 	// expected jobs still not completed then.
 	DrainS       float64 `json:"drain_s"`
 	DrainPending int64   `json:"drain_pending"`
+	// PendingByKind counts, at the end, the jobs that should have run and
+	// have not completed (backlog or lost), by kind and number of starts
+	// ("fail ran 1"); left out when there are none.
+	PendingByKind map[string]int64 `json:"pending_by_kind,omitempty"`
 }
 
 // StallStats describes one run of the stall scenario. Its jobs are counted

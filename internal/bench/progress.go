@@ -35,9 +35,6 @@ func liveLine(s *Sample, mix bool) string {
 		if s.CancelledRun > 0 {
 			l += fmt.Sprintf("  CANCELLED RAN %d", s.CancelledRun)
 		}
-		if s.UniqueDupesRun > 0 {
-			l += fmt.Sprintf("  UNIQUE DUPES RAN %d", s.UniqueDupesRun)
-		}
 	}
 	if s.XminAgeS >= 1 {
 		l += fmt.Sprintf("  xmin held %.0fs", s.XminAgeS)
@@ -174,8 +171,15 @@ func writeMix(w io.Writer, name string, ss *StrategySummary, color bool) {
 			*ps.SchedLateP99MS, *ps.SchedLateMaxMS, *ps.RetryLateP99MS, *ps.CancelledRun, *ps.UniqueDupesRun)
 	}
 	m := ss.Mix
-	fmt.Fprintf(w, "%s: mix: drain after the run %.1fs (%d expected jobs not completed), cancels that missed %d, duplicates skipped %d\n",
+	fmt.Fprintf(w, "%s: mix: drain after the run %.1fs (%d expected jobs not completed), cancels that missed %d, duplicates inconclusive %d\n",
 		name, m.DrainS, m.DrainPending, m.CancelMissed, m.UniqueSkipped)
+	if len(m.PendingByKind) > 0 {
+		fmt.Fprintf(w, "%s: mix: not completed at the end:", name)
+		for _, k := range sortedKeys(m.PendingByKind) {
+			fmt.Fprintf(w, " %s: %d;", k, m.PendingByKind[k])
+		}
+		fmt.Fprintln(w)
+	}
 	for _, d := range []struct {
 		n    int64
 		what string

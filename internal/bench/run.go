@@ -455,6 +455,9 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		}
 	}
 
+	if mixStats != nil {
+		mixStats.PendingByKind = t.settle() // before the summary: it counts unique_dupes_run
+	}
 	ss := smp.summary(sched)
 	ss.DuplicateJobs = t.duplicates.Load()
 	ss.PerProcessCompleted = t.perProcess()
@@ -563,7 +566,6 @@ func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample
 				c += pc.cancelled.Load()
 				d += pc.deduped.Load()
 				s.CancelledRun += pc.cancelledRun.Load()
-				s.UniqueDupesRun += pc.uniqueDupesRun.Load()
 			}
 			s.Cancelled, s.Deduplicated = c-cancelled, d-deduped
 			cancelled, deduped = c, d
