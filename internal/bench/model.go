@@ -124,6 +124,9 @@ type MixStats struct {
 	// have not completed (backlog or lost), by kind and number of starts
 	// ("fail ran 1"); left out when there are none.
 	PendingByKind map[string]int64 `json:"pending_by_kind,omitempty"`
+	// Notes describes the first defects and missed cancels seen (at most
+	// 20), with their timings.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // StallStats describes one run of the stall scenario. Its jobs are counted

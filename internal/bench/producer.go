@@ -84,6 +84,7 @@ func (p *producer) enqueueUnit(ctx context.Context, u unit) {
 	}
 	p.t.setRunAt(u.id, job.RunAt)
 	ref, dup, err := p.mixer.EnqueueMix(ectx, job)
+	inserted := time.Now()
 	switch {
 	case err != nil:
 		p.t.markFailed([]int64{u.id})
@@ -101,7 +102,7 @@ func (p *producer) enqueueUnit(ctx context.Context, u unit) {
 	}
 	switch {
 	case kind == kindCancel:
-		ok, err := p.mixer.Cancel(ectx, ref)
+		ok, res, err := p.mixer.Cancel(ectx, ref)
 		switch {
 		case err != nil:
 			// Whether it was cancelled is unknown: neither lost nor
@@ -113,6 +114,8 @@ func (p *producer) enqueueUnit(ctx context.Context, u unit) {
 			p.t.markCancelled(u.id)
 		default:
 			p.t.cancelMissed.Add(1)
+			p.t.note(fmt.Sprintf("cancel missed (not a defect: the job is then expected to run): bench id %d, id %d: cancel returned %q %.1f ms after the insert returned, %.0f ms before its run_at",
+				u.id, ref, res, time.Since(inserted).Seconds()*1000, time.Until(job.RunAt).Seconds()*1000))
 		}
 	case u.dup != 0:
 		p.insertDup(ectx, u.dup, job, ref, dup)
@@ -130,7 +133,9 @@ func (p *producer) insertDup(ctx context.Context, id int64, orig Job, ref int64,
 	}
 	job := Job{ID: id, Payload: payload, RunAt: orig.RunAt, UniqueKey: orig.UniqueKey}
 	p.t.setRunAt(id, job.RunAt)
+	began := time.Now()
 	got, dup, err := p.mixer.EnqueueMix(ctx, job)
+	took := time.Since(began)
 	switch {
 	case err != nil:
 		p.t.markFailed([]int64{id})
@@ -147,6 +152,8 @@ func (p *producer) insertDup(ctx context.Context, id int64, orig Job, ref int64,
 		// the duplicate of another job): a defect; if it runs,
 		// unique_dupes_run says so too.
 		p.t.uniqueNotDeduped.Add(1)
+		p.t.note(fmt.Sprintf("unique duplicate bench id %d (key %d): insert returned id %d duplicate=%v, original's id %d; the insert began %.0f ms before the original's run_at and took %.1f ms; the original had started %d times and not finished when it returned",
+			id, orig.UniqueKey, got, dup, ref, orig.RunAt.Sub(began).Seconds()*1000, took.Seconds()*1000, p.t.runsOf(orig.ID)))
 	}
 }
 

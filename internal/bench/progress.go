@@ -173,6 +173,9 @@ func writeMix(w io.Writer, name string, ss *StrategySummary, color bool) {
 	m := ss.Mix
 	fmt.Fprintf(w, "%s: mix: drain after the run %.1fs (%d expected jobs not completed), cancels that missed %d, duplicates inconclusive %d\n",
 		name, m.DrainS, m.DrainPending, m.CancelMissed, m.UniqueSkipped)
+	for _, d := range m.Notes {
+		fmt.Fprintf(w, "%s: mix: %s\n", name, d)
+	}
 	if len(m.PendingByKind) > 0 {
 		fmt.Fprintf(w, "%s: mix: not completed at the end:", name)
 		for _, k := range sortedKeys(m.PendingByKind) {

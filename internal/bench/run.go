@@ -466,6 +466,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		mixStats.UniqueNotDeduplicated = t.uniqueNotDeduped.Load()
 		mixStats.UniqueSkipped = t.uniqueSkipped.Load()
 		mixStats.SchedEarly = t.schedEarly.Load()
+		mixStats.Notes = t.notes
 		ss.Mix = mixStats
 	}
 	if stl != nil {

@@ -138,8 +138,9 @@ type Mixer interface {
 	// ref is the blocking job's).
 	EnqueueMix(ctx context.Context, job Job) (ref int64, duplicate bool, err error)
 	// Cancel cancels the job EnqueueMix returned ref for, and reports
-	// whether it was cancelled while it waited (it must then never run).
-	Cancel(ctx context.Context, ref int64) (bool, error)
+	// whether it was cancelled while it waited (it must then never run)
+	// and the strategy's word for what it did.
+	Cancel(ctx context.Context, ref int64) (cancelled bool, result string, err error)
 }
 
 // Factory makes a fresh Strategy.

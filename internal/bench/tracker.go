@@ -74,6 +74,9 @@ type tracker struct {
 	// their run_at.
 	cancelMissed, uniqueNotDeduped, uniqueSkipped, schedEarly atomic.Int64
 
+	notesMu sync.Mutex
+	notes   []string // the first defects of a --mix run, described
+
 	// procs counts the completed jobs of each process (Job.Process).
 	procs []atomic.Int64
 
@@ -109,6 +112,17 @@ func (t *tracker) metaOf(id int64) uint32 { return t.chunkOf(id).meta[id&(chunkS
 func kindOf(meta uint32) mixKind { return mixKind(meta & 0xff) }
 
 func phaseOf(meta uint32) int { return int(meta >> 8 & 0xff) }
+
+// note keeps the description of a defect (the first 20).
+func (t *tracker) note(s string) {
+	t.notesMu.Lock()
+	defer t.notesMu.Unlock()
+	if len(t.notes) < 20 {
+		t.notes = append(t.notes, s)
+	}
+}
+
+func (t *tracker) runsOf(id int64) uint32 { return t.chunkOf(id).runs[id&(chunkSize-1)].Load() }
 
 // setRunAt records when scheduled job id is due.
 func (t *tracker) setRunAt(id int64, at time.Time) {
@@ -271,6 +285,7 @@ func (t *tracker) started(id int64, readyAt time.Time) (uint32, mixKind) {
 	switch {
 	case kind == kindCancel && meta&flagCancelled != 0 && n == 1:
 		ph.cancelledRun.Add(1)
+		t.note(fmt.Sprintf("cancelled job bench id %d ran, %.0f ms after its run_at", id, float64(now-c.runAt[k].Load())/1e6))
 	}
 	switch {
 	case t.noE2E:

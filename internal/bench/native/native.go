@@ -281,9 +281,9 @@ func (s *Strategy) EnqueueMix(ctx context.Context, job bench.Job) (int64, bool, 
 
 // Cancel cancels job ref with millrace.Cancel: true when it was waiting
 // (it never runs).
-func (s *Strategy) Cancel(ctx context.Context, ref int64) (bool, error) {
+func (s *Strategy) Cancel(ctx context.Context, ref int64) (bool, string, error) {
 	r, err := millrace.Cancel(ctx, s.pool, ref)
-	return r == millrace.Cancelled, err
+	return r == millrace.Cancelled, string(r), err
 }
 
 // EnqueueQueue inserts jobs on the named queue, one Insert each.
