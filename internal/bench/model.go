@@ -47,6 +47,16 @@ type Sample struct {
 
 	Lost       int64 `json:"lost,omitempty"`       // known lost so far (set at the end)
 	Duplicates int64 `json:"duplicates,omitempty"` // jobs worked more than once so far
+
+	// With --mix: jobs cancelled while waiting and unique duplicates
+	// reported as such this second (offered minus both is what should
+	// run), the p99 of scheduled jobs' start minus run_at, and the
+	// cancelled jobs that ran so far (unique duplicates that ran are
+	// counted at the end, in the summary).
+	Cancelled    int64   `json:"cancelled,omitempty"`
+	Deduplicated int64   `json:"deduplicated,omitempty"`
+	SchedLateP99 float64 `json:"sched_late_p99_ms,omitempty"`
+	CancelledRun int64   `json:"cancelled_run,omitempty"`
 }
 
 // TableStats is the size and bloat of one table at one sample.
@@ -60,13 +70,15 @@ type TableStats struct {
 
 // Summary is summary.json: one run, for scripts.
 type Summary struct {
-	Scenario        string                      `json:"scenario"`
-	PostgresVersion string                      `json:"postgres_version"`
-	Rate            any                         `json:"rate"` // jobs/s, or "max"
-	Workers         int                         `json:"workers"`
-	Processes       int                         `json:"processes"`
-	WorkMS          float64                     `json:"work_ms"`
-	Strategies      map[string]*StrategySummary `json:"strategies"`
+	Scenario        string  `json:"scenario"`
+	PostgresVersion string  `json:"postgres_version"`
+	Rate            any     `json:"rate"` // jobs/s, or "max"
+	Workers         int     `json:"workers"`
+	Processes       int     `json:"processes"`
+	WorkMS          float64 `json:"work_ms"`
+	// Mix is --mix (left out without one).
+	Mix        *Mix                        `json:"mix,omitempty"`
+	Strategies map[string]*StrategySummary `json:"strategies"`
 }
 
 // StrategySummary is one strategy's results in a Summary.
@@ -92,6 +104,9 @@ type StrategySummary struct {
 	// same run (--metrics-listen, strategies that implement
 	// Instrumented), by series, to compare with Totals.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Mix counts what went wrong on the way with --mix (left out without
+	// one).
+	Mix *MixStats `json:"mix,omitempty"`
 }
 
 // RunTotals are a strategy's counts of the main stream over its whole run.
@@ -99,6 +114,33 @@ type RunTotals struct {
 	Offered   int64 `json:"offered"`   // jobs the schedule called for (after the bulk insert, for burndown)
 	Enqueued  int64 `json:"enqueued"`  // jobs whose enqueue committed
 	Completed int64 `json:"completed"` // jobs whose work finished
+}
+
+// MixStats are a --mix run's figures that are not per phase.
+type MixStats struct {
+	// CancelMissed counts cancels that did not find their job waiting
+	// (the job is then expected to run); UniqueNotDeduplicated inserts
+	// with the key of an unfinished job that were stored anyway (or
+	// reported as the duplicate of another job); UniqueSkipped duplicates
+	// not inserted because their original was about to fall due;
+	// SchedEarly scheduled jobs that started more than 1 ms before their
+	// run_at. All should be 0.
+	CancelMissed          int64 `json:"cancel_missed"`
+	UniqueNotDeduplicated int64 `json:"unique_not_deduplicated"`
+	UniqueSkipped         int64 `json:"unique_skipped"`
+	SchedEarly            int64 `json:"sched_early"`
+	// DrainS is how long the workers ran after the last phase until every
+	// expected job had completed (at most MixDrain); DrainPending the
+	// expected jobs still not completed then.
+	DrainS       float64 `json:"drain_s"`
+	DrainPending int64   `json:"drain_pending"`
+	// PendingByKind counts, at the end, the jobs that should have run and
+	// have not completed (backlog or lost), by kind and number of starts
+	// ("fail ran 1"); left out when there are none.
+	PendingByKind map[string]int64 `json:"pending_by_kind,omitempty"`
+	// Notes describes the first defects and missed cancels seen (at most
+	// 20), with their timings.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // StallStats describes one run of the stall scenario. Its jobs are counted
@@ -141,4 +183,29 @@ type PhaseSummary struct {
 	// Rotations counts the segment rotations during the phase; nil (left
 	// out) for strategies that do not rotate (see Rotator).
 	Rotations *int64 `json:"rotations,omitempty"`
+
+	// Offered counts the jobs offered during the phase; Expected those of
+	// them that should run (offered minus those cancelled while waiting
+	// and those inserted as unique duplicates, with --mix); Completed
+	// those of them whose work (their final run, for jobs that fail or
+	// snooze once) finished by the end of the run, after it too. Jobs
+	// are counted in the phase they were offered in, wherever they ran.
+	Offered   int64 `json:"offered"`
+	Expected  int64 `json:"expected"`
+	Completed int64 `json:"completed"`
+
+	// With --mix only (left out otherwise), counted by the phase jobs
+	// were offered in except the latencies (the phase the job started
+	// in): jobs cancelled while waiting and unique duplicates reported as
+	// such; the p99 and maximum of a scheduled job's start minus its
+	// run_at; the p99 of a failed or snoozed job's second start minus
+	// when it fell due again; and the defects: cancelled jobs that ran,
+	// and unique duplicates that ran (or an original that ran twice).
+	Cancelled      *int64   `json:"cancelled,omitempty"`
+	Deduplicated   *int64   `json:"deduplicated,omitempty"`
+	SchedLateP99MS *float64 `json:"sched_late_p99_ms,omitempty"`
+	SchedLateMaxMS *float64 `json:"sched_late_max_ms,omitempty"`
+	RetryLateP99MS *float64 `json:"retry_late_p99_ms,omitempty"`
+	CancelledRun   *int64   `json:"cancelled_run,omitempty"`
+	UniqueDupesRun *int64   `json:"unique_dupes_run,omitempty"`
 }

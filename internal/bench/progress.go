@@ -24,10 +24,18 @@ func (c *Config) live(line string) {
 	fmt.Fprintln(c.Progress, line)
 }
 
-// liveLine is the progress line for one sample.
-func liveLine(s *Sample) string {
+// liveLine is the progress line for one sample; with --mix (mix) it adds
+// the jobs that should run (offered minus cancelled and de-duplicated),
+// the scheduled jobs' lateness and the defects seen so far.
+func liveLine(s *Sample, mix bool) string {
 	l := fmt.Sprintf("%-16s %-8s %4.0fs  offered %6d/s  completed %6d/s  backlog %8d  claim p99 %8.2f ms",
 		s.Strategy, s.Phase, s.T, s.Offered, s.Completed, s.Backlog, s.ClaimP99)
+	if mix {
+		l += fmt.Sprintf("  expected %6d/s  sched late p99 %6.1f ms", s.Offered-s.Cancelled-s.Deduplicated, s.SchedLateP99)
+		if s.CancelledRun > 0 {
+			l += fmt.Sprintf("  CANCELLED RAN %d", s.CancelledRun)
+		}
+	}
 	if s.XminAgeS >= 1 {
 		l += fmt.Sprintf("  xmin held %.0fs", s.XminAgeS)
 	}
@@ -46,12 +54,24 @@ func strategyLine(name string, ss *StrategySummary, color bool) string {
 	fmt.Fprintf(&b, "%s done:", name)
 	for _, p := range phaseOrder(ss) {
 		ps := ss.Phases[p]
-		fmt.Fprintf(&b, "  %s %.0f/%.0f jobs/s, claim p99 %.2f ms, backlog max %d;", p, ps.CompletedPerS, ps.OfferedPerS, ps.ClaimP99MS, ps.BacklogMax)
+		fmt.Fprintf(&b, "  %s %.0f/%.0f jobs/s, claim p99 %.2f ms, backlog max %d", p, ps.CompletedPerS, ps.OfferedPerS, ps.ClaimP99MS, ps.BacklogMax)
+		if ps.SchedLateP99MS != nil {
+			fmt.Fprintf(&b, ", completed %d/%d expected (%s), sched late p99 %.1f ms", ps.Completed, ps.Expected, pct(ps.Completed, ps.Expected), *ps.SchedLateP99MS)
+		}
+		b.WriteString(";")
 	}
 	if ss.LostJobs > 0 {
 		fmt.Fprintf(&b, "  %s", paint(fmt.Sprintf("LOST %d JOBS", ss.LostJobs), red+bold, color))
 	}
 	return b.String()
+}
+
+// pct is n as a percentage of of ("-" when of is 0).
+func pct(n, of int64) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100*float64(n)/float64(of))
 }
 
 func paint(s, code string, color bool) string {
@@ -111,6 +131,9 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 		if ss.DuplicateJobs > 0 {
 			fmt.Fprintf(w, "%s: %d jobs worked more than once\n", n, ss.DuplicateJobs)
 		}
+		if ss.Mix != nil {
+			writeMix(w, n, ss, color)
+		}
 		if ss.LostJobs > 0 {
 			fmt.Fprintln(w, paint(fmt.Sprintf("ERROR: %s lost %d jobs (enqueued, committed, never worked, no longer stored)", n, ss.LostJobs), red+bold, color))
 		}
@@ -132,4 +155,49 @@ func perProcess(counts []int64) string {
 		fmt.Fprintf(&b, " #%d %d (%.1f%%)", i, c, share)
 	}
 	return b.String()
+}
+
+// writeMix writes the lines of a --mix run: per phase, the jobs offered,
+// expected and completed, the lateness of scheduled and retried jobs, and
+// the defects in red.
+func writeMix(w io.Writer, name string, ss *StrategySummary, color bool) {
+	for _, p := range phaseOrder(ss) {
+		ps := ss.Phases[p]
+		if ps.SchedLateP99MS == nil {
+			continue
+		}
+		fmt.Fprintf(w, "%s %s: offered %d, cancelled %d, de-duplicated %d, expected %d, completed %d (%s); sched late p99 %.1f ms (max %.1f), retry late p99 %.1f ms; cancelled ran %d, unique dupes ran %d\n",
+			name, p, ps.Offered, *ps.Cancelled, *ps.Deduplicated, ps.Expected, ps.Completed, pct(ps.Completed, ps.Expected),
+			*ps.SchedLateP99MS, *ps.SchedLateMaxMS, *ps.RetryLateP99MS, *ps.CancelledRun, *ps.UniqueDupesRun)
+	}
+	m := ss.Mix
+	fmt.Fprintf(w, "%s: mix: drain after the run %.1fs (%d expected jobs not completed), cancels that missed %d, duplicates inconclusive %d\n",
+		name, m.DrainS, m.DrainPending, m.CancelMissed, m.UniqueSkipped)
+	for _, d := range m.Notes {
+		fmt.Fprintf(w, "%s: mix: %s\n", name, d)
+	}
+	if len(m.PendingByKind) > 0 {
+		fmt.Fprintf(w, "%s: mix: not completed at the end:", name)
+		for _, k := range sortedKeys(m.PendingByKind) {
+			fmt.Fprintf(w, " %s: %d;", k, m.PendingByKind[k])
+		}
+		fmt.Fprintln(w)
+	}
+	for _, d := range []struct {
+		n    int64
+		what string
+	}{{m.UniqueNotDeduplicated, "unique duplicates were stored (not reported as duplicates)"}, {m.SchedEarly, "scheduled jobs started before their run_at"}} {
+		if d.n > 0 {
+			fmt.Fprintln(w, paint(fmt.Sprintf("ERROR: %s: %d %s", name, d.n, d.what), red+bold, color))
+		}
+	}
+	for _, p := range phaseOrder(ss) {
+		ps := ss.Phases[p]
+		if ps.CancelledRun != nil && *ps.CancelledRun > 0 {
+			fmt.Fprintln(w, paint(fmt.Sprintf("ERROR: %s %s: %d cancelled jobs ran", name, p, *ps.CancelledRun), red+bold, color))
+		}
+		if ps.UniqueDupesRun != nil && *ps.UniqueDupesRun > 0 {
+			fmt.Fprintln(w, paint(fmt.Sprintf("ERROR: %s %s: %d unique duplicates ran", name, p, *ps.UniqueDupesRun), red+bold, color))
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +34,13 @@ type Config struct {
 	// (each with its own connections), as processes would; 0 means 1.
 	Processes int
 	Work      time.Duration
+	// Mix makes some of the paced producer's jobs fail once, snooze once,
+	// get cancelled while they wait, run later, or duplicate a unique job
+	// (--mix); the zero Mix offers plain jobs only.
+	Mix Mix
+	// MixSchedMax, when not 0, replaces MixSchedMax as the longest delay
+	// of a scheduled job (short test runs).
+	MixSchedMax time.Duration
 
 	Warmup, Clean, Stress, Recovery time.Duration
 
@@ -65,6 +74,47 @@ func (r *Result) Lost() int64 {
 		n += s.LostJobs
 	}
 	return n
+}
+
+// MixDefects describes, in one line, what a --mix run saw that the
+// queue promises never happens: cancelled jobs that ran, unique
+// duplicates stored or run, scheduled jobs started early. Empty when none.
+func (r *Result) MixDefects() string {
+	var out []string
+	for _, name := range sortedKeys(r.Summary.Strategies) {
+		ss := r.Summary.Strategies[name]
+		if ss.Mix == nil {
+			continue
+		}
+		var cancelled, dupes int64
+		for _, ps := range ss.Phases {
+			if ps.CancelledRun != nil {
+				cancelled += *ps.CancelledRun
+			}
+			if ps.UniqueDupesRun != nil {
+				dupes += *ps.UniqueDupesRun
+			}
+		}
+		for _, d := range []struct {
+			n    int64
+			what string
+		}{{cancelled, "cancelled jobs ran"}, {dupes, "unique duplicates ran"},
+			{ss.Mix.UniqueNotDeduplicated, "unique duplicates were stored"}, {ss.Mix.SchedEarly, "scheduled jobs started early"}} {
+			if d.n > 0 {
+				out = append(out, fmt.Sprintf("%s: %d %s", name, d.n, d.what))
+			}
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 type span struct {
@@ -112,6 +162,11 @@ func (c *Config) Check() error {
 		return errors.New("the burndown scenario needs --jobs N (N >= 1)")
 	case c.Scenario != ScenarioBurndown && len(c.schedule()) == 0:
 		return errors.New("every phase is 0s: nothing to run")
+	case !c.Mix.Zero() && (c.Rate == 0 || c.Scenario == ScenarioBurndown):
+		return errors.New("--mix needs a paced producer: --rate N, not max or the burndown scenario")
+	}
+	if _, err := ParseMix(c.Mix.String()); err != nil {
+		return err
 	}
 	for _, n := range c.Strategies {
 		f, err := Lookup(n)
@@ -121,6 +176,10 @@ func (c *Config) Check() error {
 		s := f()
 		if m, ok := s.(Multiprocess); c.processes() > 1 && !(ok && m.Multiprocess()) {
 			return fmt.Errorf("strategy %q runs as one process only: --processes %d is not supported for it", n, c.Processes)
+		}
+		if _, ok := s.(Mixer); !c.Mix.Zero() && !ok {
+			return fmt.Errorf("strategy %q cannot run --mix (it has no scheduled, unique or cancellable jobs, no snooze and no retry backoff; %s supports it)",
+				n, strings.Join(mixers(), ", "))
 		}
 		if _, ok := s.(Staller); c.Scenario == ScenarioStall && !ok {
 			return fmt.Errorf("strategy %q cannot run the %s scenario (it needs queues a worker does not serve and served on demand; %s supports it)",
@@ -156,6 +215,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer conn.Close(context.Background())
 	sum := &Summary{Scenario: cfg.Scenario, Workers: cfg.Workers, Processes: cfg.processes(), WorkMS: float64(cfg.Work) / float64(time.Millisecond),
 		Strategies: map[string]*StrategySummary{}}
+	if !cfg.Mix.Zero() {
+		sum.Mix = &cfg.Mix
+	}
 	if cfg.Rate > 0 {
 		sum.Rate = cfg.Rate
 	} else if cfg.Scenario != ScenarioBurndown {
@@ -191,8 +253,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, os.WriteFile(filepath.Join(cfg.Out, "summary.json"), append(b, '\n'), 0o644)
 }
 
-// phaseHists are the claim and end-to-end histograms of one phase.
-type phaseHists struct{ claim, e2e *hdr.Histogram }
+// phaseHists are the latency histograms of one phase.
+type phaseHists struct{ claim, e2e, schedLate, retryLate *hdr.Histogram }
+
+func newPhaseHists() *phaseHists { return &phaseHists{newHist(), newHist(), newHist(), newHist()} }
+
+// MixDrain is the longest the workers run on after the last phase of a
+// --mix run, until every expected job has completed: the longest delay of
+// a scheduled job, and some.
+const MixDrain = MixSchedMax + 15*time.Second
 
 // runOne runs one strategy through the schedule.
 func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) error) (*StrategySummary, []Sample, error) {
@@ -231,20 +300,36 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		st = stl
 	}
 	prod := &producer{s: s, t: t}
+	mix := !cfg.Mix.Zero()
+	if mix {
+		prod.mix = newMixer(cfg.Mix, uint64(time.Now().UnixNano()))
+		prod.mixer = s.(Mixer) // Check made sure it is one
+		prod.schedMax = cmp.Or(cfg.MixSchedMax, MixSchedMax)
+	}
 	work := cfg.Work
 	env := Env{URL: cfg.URL, Workers: cfg.Workers, Processes: cfg.processes(),
 		Handle: func(ctx context.Context, j Job) error {
-			t.started(j.ID)
+			n, kind := t.started(j.ID, j.ReadyAt)
+			if kind == kindSnooze && n == 1 {
+				return &SnoozeError{Delay: MixSnooze}
+			}
 			if work > 0 {
 				time.Sleep(work)
+			}
+			if kind == kindFail && n == 1 {
+				return ErrMixFail
 			}
 			t.finished(j.ID, j.Process)
 			return nil
 		},
 		ObserveClaim: func(d time.Duration, n int) { t.claim.observe(0, d) },
 	}
+	if mix {
+		env.RetryBackoff = MixBackoff
+	}
 
 	if cfg.Scenario == ScenarioBurndown {
+		t.setPhase(PhaseBurndown)
 		last := time.Now()
 		err := prod.bulk(ctx, cfg.Jobs, func(done int64) {
 			if cfg.TTY && (time.Since(last) > 500*time.Millisecond || done == cfg.Jobs) {
@@ -324,6 +409,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 				st.release()
 			}
 			phase.name = sp.phase
+			t.setPhase(sp.phase)
 			if sp.phase == PhaseStress && st != nil {
 				runErr = st.start(runCtx)
 			}
@@ -346,6 +432,22 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	prodWG.Wait()
 	stopSampler()
 	samplerWG.Wait()
+	var mixStats *MixStats
+	if mix {
+		// Scheduled and retried jobs offered near the end fall due after
+		// it: the workers run on until every expected job has completed,
+		// so that each phase's completed figure is final.
+		mixStats = &MixStats{}
+		began := time.Now()
+		for t.pending() > 0 && time.Since(began) < prod.schedMax+MixDrain-MixSchedMax && ctx.Err() == nil {
+			if cfg.TTY || int(time.Since(began).Seconds())%10 == 0 {
+				cfg.live(fmt.Sprintf("%-16s drain    %4.0fs  %d expected jobs not completed yet", name, time.Since(began).Seconds(), t.pending()))
+			}
+			sleepCtx(ctx, time.Second)
+		}
+		mixStats.DrainS = round(time.Since(began).Seconds())
+		mixStats.DrainPending = max(t.pending(), 0)
+	}
 	stopWork()
 	select {
 	case err := <-workDone:
@@ -367,12 +469,23 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		}
 	}
 
+	if mixStats != nil {
+		mixStats.PendingByKind = t.settle() // before the summary: it counts unique_dupes_run
+	}
 	ss := smp.summary(sched)
 	ss.DuplicateJobs = t.duplicates.Load()
 	ss.PerProcessCompleted = t.perProcess()
 	ss.Totals = &RunTotals{Offered: t.offered.Load(), Enqueued: t.enqueued.Load(), Completed: t.completed.Load()}
 	if inst != nil {
 		ss.Metrics = inst.MetricTotals()
+	}
+	if mixStats != nil {
+		mixStats.CancelMissed = t.cancelMissed.Load()
+		mixStats.UniqueNotDeduplicated = t.uniqueNotDeduped.Load()
+		mixStats.UniqueSkipped = t.uniqueSkipped.Load()
+		mixStats.SchedEarly = t.schedEarly.Load()
+		mixStats.Notes = t.notes
+		ss.Mix = mixStats
 	}
 	if stl != nil {
 		ss.Stall = stl.summary()
@@ -440,17 +553,22 @@ type phaseState struct {
 }
 
 func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample) error) {
-	claim, e2e := newHist(), newHist()
+	cur := newPhaseHists()
+	var cancelled, deduped int64
 	for k := 1; ; k++ {
 		if !sleepCtx(ctx, time.Until(m.start.Add(time.Duration(k)*time.Second))) {
 			return
 		}
 		phase.mu.Lock()
 		p := phase.name
-		claim.Reset()
-		e2e.Reset()
+		claim, e2e := cur.claim, cur.e2e
+		for _, h := range []*hdr.Histogram{cur.claim, cur.e2e, cur.schedLate, cur.retryLate} {
+			h.Reset()
+		}
 		m.t.claim.drain(claim)
 		m.t.e2e.drain(e2e)
+		m.t.schedLate.drain(cur.schedLate)
+		m.t.retryLate.drain(cur.retryLate)
 		s := Sample{Strategy: m.name, Phase: p, T: float64(k), Unix: float64(time.Now().UnixMilli()) / 1000}
 		off, enq, done := m.t.offered.Load(), m.t.enqueued.Load(), m.t.completed.Load()
 		s.Offered, s.Enqueued, s.Completed = off-m.offered, enq-m.enqueued, done-m.completed
@@ -458,7 +576,20 @@ func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample
 		s.Backlog = enq - done
 		s.ClaimP50, s.ClaimP99, s.ClaimMax = ms(claim, 50), ms(claim, 99), float64(claim.Max())/1000
 		s.E2EP50, s.E2EP99 = ms(e2e, 50), ms(e2e, 99)
+		s.Backlog -= m.t.cancelled.Load()
 		s.Duplicates = m.t.duplicates.Load()
+		if !m.cfg.Mix.Zero() {
+			var c, d int64
+			for i := range m.t.perPhase {
+				pc := &m.t.perPhase[i]
+				c += pc.cancelled.Load()
+				d += pc.deduped.Load()
+				s.CancelledRun += pc.cancelledRun.Load()
+			}
+			s.Cancelled, s.Deduplicated = c-cancelled, d-deduped
+			cancelled, deduped = c, d
+			s.SchedLateP99 = ms(cur.schedLate, 99)
+		}
 		if err := m.probe.read(ctx, &s); err != nil && ctx.Err() == nil {
 			s.XminHolder = "sampler error: " + err.Error()
 		}
@@ -468,15 +599,17 @@ func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample
 		phase.mu.Unlock()
 		ph := m.phases[p]
 		if ph == nil {
-			ph = &phaseHists{newHist(), newHist()}
+			ph = newPhaseHists()
 			m.phases[p] = ph
 		}
-		ph.claim.Merge(claim)
-		ph.e2e.Merge(e2e)
+		ph.claim.Merge(cur.claim)
+		ph.e2e.Merge(cur.e2e)
+		ph.schedLate.Merge(cur.schedLate)
+		ph.retryLate.Merge(cur.retryLate)
 		m.samples = append(m.samples, s)
 		_ = emit(s)
 		if m.cfg.TTY || k%10 == 0 {
-			m.cfg.live(liveLine(&s))
+			m.cfg.live(liveLine(&s, !m.cfg.Mix.Zero()))
 		}
 	}
 }
@@ -527,9 +660,26 @@ func (m *sampling) summary(sched []span) *StrategySummary {
 		if m.rotator != nil {
 			ps.Rotations = &rotations
 		}
-		if h := m.phases[sp.phase]; h != nil {
+		h := m.phases[sp.phase]
+		if h != nil {
 			ps.ClaimP50MS, ps.ClaimP99MS = ms(h.claim, 50), ms(h.claim, 99)
 			ps.E2EP50MS, ps.E2EP99MS = ms(h.e2e, 50), ms(h.e2e, 99)
+		}
+		pc := &m.t.perPhase[phaseIndex[sp.phase]]
+		ps.Offered, ps.Completed = pc.offered.Load(), pc.completed.Load()
+		ps.Expected = ps.Offered - pc.cancelled.Load() - pc.deduped.Load()
+		if sp.phase == PhaseBurndown {
+			// Offered before the workers started: the jobs enqueued.
+			ps.Offered, ps.Expected = m.t.enqueued.Load(), m.t.enqueued.Load()
+		}
+		if !m.cfg.Mix.Zero() {
+			if h == nil {
+				h = newPhaseHists()
+			}
+			ps.Cancelled, ps.Deduplicated = ptr(pc.cancelled.Load()), ptr(pc.deduped.Load())
+			ps.CancelledRun, ps.UniqueDupesRun = ptr(pc.cancelledRun.Load()), ptr(pc.uniqueDupesRun.Load())
+			ps.SchedLateP99MS, ps.SchedLateMaxMS = ptr(ms(h.schedLate, 99)), ptr(float64(h.schedLate.Max())/1000)
+			ps.RetryLateP99MS = ptr(ms(h.retryLate, 99))
 		}
 		ss.Phases[sp.phase] = ps
 	}
@@ -547,3 +697,5 @@ func countPhase(samples []Sample, phase string) int {
 }
 
 func round(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+
+func ptr[T any](v T) *T { return &v }

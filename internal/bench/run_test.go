@@ -95,8 +95,9 @@ func TestRunIdleXid(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{"backlog_end", "backlog_max", "claim_p50_ms", "claim_p99_ms", "completed_per_s", "dead_tuples_max",
-		"e2e_p50_ms", "e2e_p99_ms", "offered_per_s", "pg_cpu_pct", "seconds", "storage_bytes_max", "wal_bytes_per_job", "xmin_age_max_s"}
+	want := []string{"backlog_end", "backlog_max", "claim_p50_ms", "claim_p99_ms", "completed", "completed_per_s", "dead_tuples_max",
+		"e2e_p50_ms", "e2e_p99_ms", "expected", "offered", "offered_per_s", "pg_cpu_pct", "seconds", "storage_bytes_max", "wal_bytes_per_job",
+		"xmin_age_max_s"}
 	if len(keys) != len(want) {
 		t.Errorf("phase fields = %v, want %v", keys, want)
 	}
@@ -292,6 +293,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"processes > workers": func(c *bench.Config) { c.Workers, c.Processes = 2, 3 },
 		"single process":      func(c *bench.Config) { c.Strategies, c.Workers, c.Processes = []string{"test-single-process"}, 4, 2 },
 		"stall classic":       func(c *bench.Config) { c.Scenario = bench.ScenarioStall },
+		"mix classic":         func(c *bench.Config) { c.Mix = bench.Mix{Fail: 10} },
+		"mix rate max":        func(c *bench.Config) { c.Strategies, c.Rate, c.Mix = []string{"millrace"}, 0, bench.Mix{Fail: 10} },
+		"mix unique > sched":  func(c *bench.Config) { c.Strategies, c.Mix = []string{"millrace"}, bench.Mix{Unique: 10} },
 	}
 	for name, mod := range cases {
 		c := base
@@ -309,6 +313,11 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	c.Scenario = bench.ScenarioStall
 	if err := c.Check(); err == nil || !strings.Contains(err.Error(), `"skiplocked" cannot run the stall scenario`) {
 		t.Errorf("skiplocked in the stall scenario: %v", err)
+	}
+	c = base
+	c.Mix = bench.Mix{Cancel: 5}
+	if err := c.Check(); err == nil || !strings.Contains(err.Error(), `"skiplocked" cannot run --mix`) || !strings.Contains(err.Error(), "millrace supports it") {
+		t.Errorf("skiplocked with --mix: %v", err)
 	}
 }
 
@@ -435,6 +444,86 @@ func TestRunMetrics(t *testing.T) {
 	for _, k := range []string{`"totals": {`, `"metrics": {`, `"millrace_jobs_inserted_total{queue=\"default\"}": `} {
 		if !strings.Contains(string(raw), k) {
 			t.Errorf("summary.json lacks %s", k)
+		}
+	}
+}
+
+// TestRunMix runs the millrace strategy with every kind of the mix and
+// checks the accounting: per phase, every job that should run completed
+// (the drain after the run lets the last scheduled ones fall due), the
+// cancelled and de-duplicated shares are out of what should run, and no
+// defect, lost job or duplicate.
+func TestRunMix(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	out := t.TempDir()
+	mix, err := bench.ParseMix("fail=20,snooze=5,cancel=5,sched=20,unique=10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioIdleXid,
+		Rate: 200, Workers: 4, Work: time.Millisecond, Mix: mix, MixSchedMax: 2 * time.Second,
+		Clean: 3 * time.Second, Stress: 3 * time.Second, Recovery: 2 * time.Second, Out: out}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := res.MixDefects(); d != "" {
+		t.Errorf("defects: %s", d)
+	}
+	ss := res.Summary.Strategies["millrace"]
+	if ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+		t.Errorf("lost %d, duplicated %d", ss.LostJobs, ss.DuplicateJobs)
+	}
+	if m := ss.Mix; m == nil || m.DrainPending != 0 || m.CancelMissed != 0 || m.UniqueNotDeduplicated != 0 || m.SchedEarly != 0 {
+		t.Errorf("mix stats: %+v", m)
+	}
+	var cancelled, deduped int64
+	for _, p := range []string{bench.PhaseClean, bench.PhaseStress, bench.PhaseRecovery} {
+		ps := ss.Phases[p]
+		if ps == nil || ps.Cancelled == nil || ps.SchedLateP99MS == nil || ps.UniqueDupesRun == nil || ps.CancelledRun == nil {
+			t.Fatalf("%s: mix fields missing: %+v", p, ps)
+		}
+		if ps.Offered < int64(150*ps.Seconds) {
+			t.Errorf("%s: offered %d in %.0fs at 200/s", p, ps.Offered, ps.Seconds)
+		}
+		if ps.Expected != ps.Offered-*ps.Cancelled-*ps.Deduplicated {
+			t.Errorf("%s: expected %d, offered %d, cancelled %d, de-duplicated %d", p, ps.Expected, ps.Offered, *ps.Cancelled, *ps.Deduplicated)
+		}
+		if ps.Completed != ps.Expected {
+			t.Errorf("%s: completed %d of %d expected", p, ps.Completed, ps.Expected)
+		}
+		cancelled += *ps.Cancelled
+		deduped += *ps.Deduplicated
+	}
+	// 5% cancelled and 10% de-duplicated, up to the blocks of 100.
+	if all := res.Summary.Strategies["millrace"].Phases[bench.PhaseStress].Offered; cancelled < 20 || deduped < 40 {
+		t.Errorf("cancelled %d, de-duplicated %d over three phases (stress offered %d)", cancelled, deduped, all)
+	}
+	if ps := ss.Phases[bench.PhaseStress]; *ps.SchedLateP99MS <= 0 || *ps.RetryLateP99MS <= 0 {
+		t.Errorf("stress: sched late p99 %v ms, retry late p99 %v ms: not recorded", *ps.SchedLateP99MS, *ps.RetryLateP99MS)
+	}
+
+	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Mix        map[string]int `json:"mix"`
+		Strategies map[string]struct {
+			Phases map[string]map[string]any `json:"phases"`
+		} `json:"strategies"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Mix["unique"] != 10 || doc.Mix["sched"] != 20 {
+		t.Errorf("summary.json mix = %v", doc.Mix)
+	}
+	stress := doc.Strategies["millrace"].Phases["stress"]
+	for _, k := range []string{"offered", "expected", "completed", "cancelled", "deduplicated", "sched_late_p99_ms", "sched_late_max_ms",
+		"retry_late_p99_ms", "cancelled_run", "unique_dupes_run"} {
+		if _, ok := stress[k]; !ok {
+			t.Errorf("summary.json stress phase lacks %q", k)
 		}
 	}
 }

@@ -103,7 +103,7 @@ func (st *stall) start(ctx context.Context) (err error) {
 	st.serveCancel, st.serveDone = cancel, make(chan error, 1)
 	var startOnce, doneOnce sync.Once
 	handle := func(hctx context.Context, j Job) error {
-		st.t.started(j.ID)
+		st.t.started(j.ID, j.ReadyAt)
 		if j.ID != longID {
 			return nil
 		}
@@ -255,7 +255,7 @@ func (st *stall) drain(ctx context.Context, timeout time.Duration) error {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan error, 1)
 	handle := func(_ context.Context, j Job) error {
-		st.t.started(j.ID)
+		st.t.started(j.ID, j.ReadyAt)
 		return nil
 	}
 	go func() { served <- st.s.Serve(sctx, QueueStallUnserved, 4, handle) }()

@@ -16,7 +16,7 @@ func TestSideJobs(t *testing.T) {
 		t.Errorf("enqueued = %d, want 1 (side jobs are not counted)", got)
 	}
 	for _, id := range []int64{main, side, twice, twice} {
-		tr.started(id)
+		tr.started(id, time.Time{})
 		tr.finished(id, 1)
 	}
 	if got := tr.completed.Load(); got != 1 {

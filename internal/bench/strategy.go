@@ -20,6 +20,17 @@ type Job struct {
 	// Process is the index, from 0, of the process (Env.Processes) whose
 	// worker runs the job; strategies that run one process leave it 0.
 	Process int
+
+	// RunAt, when set, is when the job is due (a scheduled job of --mix);
+	// UniqueKey, when not 0, makes the job unique by that key: an insert
+	// with the key of a job not yet finished is a duplicate and stores
+	// nothing. Only a Mixer's EnqueueMix sees them.
+	RunAt     time.Time
+	UniqueKey int64
+	// ReadyAt is when the strategy made the job ready to run (its run_at,
+	// or when its retry or snooze fell due), as the worker received it;
+	// zero when the strategy does not say.
+	ReadyAt time.Time
 }
 
 // Handler is called by a strategy's workers once per claimed job, when the
@@ -45,6 +56,9 @@ type Env struct {
 	// locked a job or batch; n is the number of jobs it returned (claims
 	// that return nothing are not recorded).
 	ObserveClaim func(d time.Duration, n int)
+	// RetryBackoff, when not 0, is the delay before a failed attempt runs
+	// again (a Mixer's worker gets ErrMixFail from Handle).
+	RetryBackoff time.Duration
 }
 
 // Strategy is one way of storing, claiming and finishing jobs. A strategy
@@ -127,6 +141,22 @@ type Instrumented interface {
 	MetricTotals() map[string]float64
 }
 
+// Mixer is implemented by strategies that can run --mix: scheduled,
+// unique and cancelled jobs, and handlers that fail an attempt (ErrMixFail:
+// retried after Env.RetryBackoff) or snooze (*SnoozeError: run again after
+// its delay, the attempt not counted).
+type Mixer interface {
+	// EnqueueMix stores one job as Enqueue does, honouring its RunAt and
+	// UniqueKey. It returns the strategy's reference to the job (for
+	// Cancel) and whether the insert was a duplicate of a unique job (then
+	// ref is the blocking job's).
+	EnqueueMix(ctx context.Context, job Job) (ref int64, duplicate bool, err error)
+	// Cancel cancels the job EnqueueMix returned ref for, and reports
+	// whether it was cancelled while it waited (it must then never run)
+	// and the strategy's word for what it did.
+	Cancel(ctx context.Context, ref int64) (cancelled bool, result string, err error)
+}
+
 // Factory makes a fresh Strategy.
 type Factory func() Strategy
 
@@ -163,6 +193,18 @@ func stallers() []string {
 	for _, n := range Names() {
 		f, _ := Lookup(n)
 		if _, ok := f().(Staller); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// mixers lists the registered strategies that can run --mix.
+func mixers() []string {
+	var out []string
+	for _, n := range Names() {
+		f, _ := Lookup(n)
+		if _, ok := f().(Mixer); ok {
 			out = append(out, n)
 		}
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,31 @@ type chunk struct {
 	runs     [chunkSize]atomic.Uint32 // times the job's work started
 	failed   [chunkSize]atomic.Bool   // the enqueue returned an error: the job may or may not exist
 	side     [chunkSize]atomic.Bool   // a stall scenario job: in the ledger, not in the main stream's counters
+	meta     [chunkSize]atomic.Uint32 // mix kind (bits 0-7), phase offered in (8-15), flag* bits
+	runAt    [chunkSize]atomic.Int64  // ns since run start when a scheduled job is due
+}
+
+// Flags in chunk.meta.
+const (
+	flagCancelled = 1 << 16 // cancelled while it waited: must never run
+	flagDeduped   = 1 << 17 // inserted as a unique duplicate and reported as one: must never run
+	flagDone      = 1 << 18 // its final, successful run finished (counted once)
+	// flagInconclusive marks a unique duplicate whose test proves nothing
+	// (its original was about to fall due, or had finished when the
+	// duplicate's insert returned): left out like a de-duplicated one.
+	flagInconclusive = 1 << 19
+)
+
+// phaseIndex numbers the phases for the per-phase counters.
+var phaseIndex = map[string]int{PhaseWarmup: 0, PhaseClean: 1, PhaseStress: 2, PhaseRecovery: 3, PhaseBurndown: 4}
+
+const numPhases = 5
+
+// phaseCounts are the jobs offered in one phase and what became of them,
+// counted by the phase the job was offered in (not the one it ran in).
+type phaseCounts struct {
+	offered, cancelled, deduped, completed atomic.Int64
+	cancelledRun, uniqueDupesRun           atomic.Int64
 }
 
 // tracker is one strategy run's job ledger and counters.
@@ -34,15 +60,104 @@ type tracker struct {
 
 	offered, enqueued, completed, duplicates atomic.Int64
 
+	// The mix (--mix): the phase jobs are offered in now, the counts per
+	// phase, and what went wrong on the way.
+	phase     atomic.Int32
+	perPhase  [numPhases]phaseCounts
+	cancelled atomic.Int64 // jobs cancelled while waiting: out of the backlog
+	done      atomic.Int64 // main jobs whose final run finished, each once
+	// cancelMissed counts Cancel calls that did not cancel a waiting job
+	// (the job is then expected to run); uniqueNotDeduped inserts with the
+	// key of an unfinished job that were not reported as its duplicate;
+	// uniqueSkipped duplicates not inserted because their original was
+	// about to fall due; schedEarly scheduled jobs that started before
+	// their run_at.
+	cancelMissed, uniqueNotDeduped, uniqueSkipped, schedEarly atomic.Int64
+
+	notesMu sync.Mutex
+	notes   []string // the first defects of a --mix run, described
+
 	// procs counts the completed jobs of each process (Job.Process).
 	procs []atomic.Int64
 
 	claim, e2e *recorder
-	noE2E      bool // jobs were inserted before the run: no end-to-end latency
+	// schedLate is a scheduled job's start minus its run_at; retryLate a
+	// failed or snoozed job's second start minus when the strategy made it
+	// ready again (Job.ReadyAt).
+	schedLate, retryLate *recorder
+	noE2E                bool // jobs were inserted before the run: no end-to-end latency
 }
 
 func newTracker(start time.Time, processes int) *tracker {
-	return &tracker{start: start, claim: newRecorder(), e2e: newRecorder(), procs: make([]atomic.Int64, max(processes, 1))}
+	return &tracker{start: start, claim: newRecorder(), e2e: newRecorder(), schedLate: newRecorder(), retryLate: newRecorder(),
+		procs: make([]atomic.Int64, max(processes, 1))}
+}
+
+// setPhase makes phase the one newly offered jobs are counted in.
+func (t *tracker) setPhase(phase string) { t.phase.Store(int32(phaseIndex[phase])) }
+
+// offer hands out the id of a main-stream job of kind k, offered now, in
+// the current phase.
+func (t *tracker) offer(k mixKind) int64 {
+	id := t.newID()
+	ph := t.phase.Load()
+	t.chunkOf(id).meta[id&(chunkSize-1)].Store(uint32(k) | uint32(ph)<<8)
+	t.offered.Add(1)
+	t.perPhase[ph].offered.Add(1)
+	return id
+}
+
+func (t *tracker) metaOf(id int64) uint32 { return t.chunkOf(id).meta[id&(chunkSize-1)].Load() }
+
+func kindOf(meta uint32) mixKind { return mixKind(meta & 0xff) }
+
+func phaseOf(meta uint32) int { return int(meta >> 8 & 0xff) }
+
+// note keeps the description of a defect (the first 20).
+func (t *tracker) note(s string) {
+	t.notesMu.Lock()
+	defer t.notesMu.Unlock()
+	if len(t.notes) < 20 {
+		t.notes = append(t.notes, s)
+	}
+}
+
+func (t *tracker) runsOf(id int64) uint32 { return t.chunkOf(id).runs[id&(chunkSize-1)].Load() }
+
+// setRunAt records when scheduled job id is due.
+func (t *tracker) setRunAt(id int64, at time.Time) {
+	t.chunkOf(id).runAt[id&(chunkSize-1)].Store(max(int64(at.Sub(t.start)), 1))
+}
+
+// markCancelled records that job id was cancelled while it waited.
+func (t *tracker) markCancelled(id int64) {
+	m := t.chunkOf(id).meta[id&(chunkSize-1)].Or(flagCancelled)
+	t.cancelled.Add(1)
+	t.perPhase[phaseOf(m)].cancelled.Add(1)
+}
+
+// markDeduped records that the insert of job id was reported as the
+// duplicate of its unique original: nothing was stored.
+func (t *tracker) markDeduped(id int64) {
+	m := t.chunkOf(id).meta[id&(chunkSize-1)].Or(flagDeduped)
+	t.perPhase[phaseOf(m)].deduped.Add(1)
+}
+
+// markInconclusive records that unique duplicate id tested nothing: it
+// is left out of what should run, and whether it runs is no defect.
+func (t *tracker) markInconclusive(id int64) {
+	m := t.chunkOf(id).meta[id&(chunkSize-1)].Or(flagDeduped | flagInconclusive)
+	t.perPhase[phaseOf(m)].deduped.Add(1)
+	t.uniqueSkipped.Add(1)
+}
+
+// runsWanted is how many times job id should start, as far as the bench
+// knows now: 0 for a job cancelled or inserted as a duplicate.
+func runsWanted(meta uint32) uint32 {
+	if meta&(flagCancelled|flagDeduped) != 0 {
+		return 0
+	}
+	return kindOf(meta).runsWanted()
 }
 
 // newID hands out the next job id.
@@ -83,7 +198,20 @@ func (t *tracker) finished(id int64, proc int) {
 	if proc >= 0 && proc < len(t.procs) {
 		t.procs[proc].Add(1)
 	}
+	c := t.chunkOf(id)
+	k := id & (chunkSize - 1)
+	if meta := c.meta[k].Load(); runsWanted(meta) == 0 || meta&flagDone != 0 {
+		return // a run that should not have happened, or a repeat
+	}
+	if old := c.meta[k].Or(flagDone); old&flagDone == 0 {
+		t.done.Add(1)
+		t.perPhase[phaseOf(old)].completed.Add(1)
+	}
 }
+
+// pending is the number of main jobs enqueued, not cancelled, whose final
+// run has not finished yet.
+func (t *tracker) pending() int64 { return t.enqueued.Load() - t.cancelled.Load() - t.done.Load() }
 
 // perProcess returns the completed count of each process.
 func (t *tracker) perProcess() []int64 {
@@ -134,30 +262,91 @@ func (t *tracker) markFailed(ids []int64) {
 	}
 }
 
-// started records the start of a job's work and its end-to-end latency.
-func (t *tracker) started(id int64) {
+// started records the start of a job's work, its latencies and the
+// defects a start can show, and returns how many times the job has started
+// (this start included) and its kind.
+func (t *tracker) started(id int64, readyAt time.Time) (uint32, mixKind) {
 	if id <= 0 || id > t.nextID.Load() {
-		return
+		return 0, kindPlain
 	}
 	c := t.chunkOf(id)
 	k := id & (chunkSize - 1)
-	if c.runs[k].Add(1) > 1 {
+	n := c.runs[k].Add(1)
+	meta := c.meta[k].Load()
+	kind := kindOf(meta)
+	if want := runsWanted(meta); want > 0 && n == want+1 {
 		t.duplicates.Add(1)
 	}
-	if t.noE2E || c.side[k].Load() {
-		return
+	if c.side[k].Load() {
+		return n, kind
 	}
-	if enq := c.enqueued[k].Load(); enq > 0 {
-		t.e2e.observe(uint64(id), time.Duration(int64(time.Since(t.start))-enq))
-	} else {
-		// The worker saw the job before the producer returned from its
-		// commit: the end-to-end latency is as small as it gets.
-		t.e2e.observe(uint64(id), 0)
+	now := int64(time.Since(t.start))
+	ph := &t.perPhase[phaseOf(meta)]
+	switch {
+	case kind == kindCancel && meta&flagCancelled != 0 && n == 1:
+		ph.cancelledRun.Add(1)
+		t.note(fmt.Sprintf("cancelled job bench id %d ran, %.0f ms after its run_at", id, float64(now-c.runAt[k].Load())/1e6))
 	}
+	switch {
+	case t.noE2E:
+	case kind.scheduled() && n == 1:
+		at := c.runAt[k].Load()
+		if at > 0 && now < at-int64(time.Millisecond) {
+			t.schedEarly.Add(1)
+		}
+		if at > 0 {
+			t.schedLate.observe(uint64(id), time.Duration(now-at))
+		}
+	case (kind == kindFail || kind == kindSnooze) && n == 2:
+		if !readyAt.IsZero() {
+			t.retryLate.observe(uint64(id), time.Since(readyAt))
+		}
+	case n == 1 && !kind.scheduled() && kind != kindUniqueDup:
+		if enq := c.enqueued[k].Load(); enq > 0 {
+			t.e2e.observe(uint64(id), time.Duration(now-enq))
+		} else {
+			// The worker saw the job before the producer returned from its
+			// commit: the end-to-end latency is as small as it gets.
+			t.e2e.observe(uint64(id), 0)
+		}
+	}
+	return n, kind
+}
+
+// settle counts, once the workers have stopped, the unique duplicates
+// that ran (unless their test was inconclusive) and the originals that ran
+// twice, in unique_dupes_run of the phase they were offered in: a
+// duplicate's verdict may come after it ran, so it is made at the end. It
+// returns the main jobs that should have run and have not completed, by
+// kind and number of starts ("fail ran 1"), for the summary.
+func (t *tracker) settle() map[string]int64 {
+	pending := map[string]int64{}
+	last := t.nextID.Load()
+	for id := int64(1); id <= last; id++ {
+		c := t.chunks[id>>chunkBits].Load()
+		if c == nil {
+			continue
+		}
+		k := id & (chunkSize - 1)
+		if c.side[k].Load() {
+			continue
+		}
+		meta, runs := c.meta[k].Load(), c.runs[k].Load()
+		kind := kindOf(meta)
+		if kind == kindUniqueDup && runs > 0 && meta&flagInconclusive == 0 || kind == kindUniqueOrig && runs > 1 {
+			t.perPhase[phaseOf(meta)].uniqueDupesRun.Add(1)
+		}
+		if runsWanted(meta) > 0 && meta&flagDone == 0 && c.enqueued[k].Load() > 0 && !c.failed[k].Load() {
+			pending[fmt.Sprintf("%s ran %d", kind, runs)]++
+		}
+	}
+	return pending
 }
 
 // reconcile counts lost jobs: enqueued (committed) jobs whose work never
-// started and that the strategy no longer stores.
+// started (for a job that fails or snoozes once, never started a second
+// time) and that the strategy no longer stores. Cancelled jobs and unique
+// duplicates are not expected to run and are never lost.
 func (t *tracker) reconcile(remaining []int64) (lost []int64) {
 	left := make(map[int64]bool, len(remaining))
 	for _, id := range remaining {
@@ -170,7 +359,8 @@ func (t *tracker) reconcile(remaining []int64) (lost []int64) {
 			continue
 		}
 		k := id & (chunkSize - 1)
-		if c.enqueued[k].Load() > 0 && c.runs[k].Load() == 0 && !left[id] && !c.failed[k].Load() {
+		want := runsWanted(c.meta[k].Load())
+		if want > 0 && c.enqueued[k].Load() > 0 && c.runs[k].Load() < want && !left[id] && !c.failed[k].Load() {
 			lost = append(lost, id)
 		}
 	}

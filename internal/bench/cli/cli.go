@@ -78,6 +78,7 @@ func Bench(ctx context.Context, args []string) error {
 	policy := fs.String("guard", "", "run millrace guard with this policy file during the run")
 	metricsListen := fs.String("metrics-listen", "", "serve the Prometheus metrics of the millrace strategy's clients (package millraceprom) on ADDR/metrics during the run, e.g. 127.0.0.1:9464; summary.json then records their totals next to the bench's counts")
 	metricsLinger := fs.Duration("metrics-linger", 0, "with --metrics-listen, keep serving /metrics this long after the run, for a last scrape of the final counts")
+	mixFlag := fs.String("mix", "", "percentages of offered jobs that fail once, snooze once, are cancelled while queued, are scheduled 1-30s ahead,\nor duplicate an earlier unique job, e.g. fail=20,snooze=5,cancel=5,sched=20,unique=10 (millrace only; needs --rate N)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: millrace bench [flags]\n\nRuns strategies one after another through a scenario on one Postgres and writes\ntimeseries.jsonl, summary.json, PNG charts and report.html.\n\nFlags:")
 		fs.PrintDefaults()
@@ -93,6 +94,11 @@ func Bench(ctx context.Context, args []string) error {
 	}
 	cfg := bench.Config{Scenario: *scenario, Jobs: *jobs, Workers: *workers, Processes: *processes, Work: *work,
 		Warmup: *warmup, Clean: *clean, Stress: *stress, Recovery: *recovery, StandbyURL: *standbyURL}
+	mix, err := bench.ParseMix(*mixFlag)
+	if err != nil {
+		return &Error{Msg: err.Error(), Code: 2}
+	}
+	cfg.Mix = mix
 	if *rate != "max" {
 		r, err := strconv.ParseFloat(*rate, 64)
 		if err != nil || r <= 0 {
@@ -222,6 +228,9 @@ func Bench(ctx context.Context, args []string) error {
 	if cfg.Processes > 1 {
 		procs = fmt.Sprintf(" in %d processes", cfg.Processes)
 	}
+	if !cfg.Mix.Zero() {
+		procs += ", mix " + cfg.Mix.String()
+	}
 	fmt.Printf("millrace bench: %s, strategies %s, rate %s, %d workers%s, %v work; writing %s\n",
 		cfg.Scenario, strings.Join(cfg.Strategies, ","), *rate, cfg.Workers, procs, cfg.Work, cfg.Out)
 	res, runErr := bench.Run(ctx, cfg)
@@ -257,6 +266,9 @@ func Bench(ctx context.Context, args []string) error {
 	}
 	if n := res.Lost(); n > 0 {
 		return &Error{Msg: fmt.Sprintf("%d jobs lost", n), Code: 1}
+	}
+	if d := res.MixDefects(); d != "" {
+		return &Error{Msg: d, Code: 1}
 	}
 	return nil
 }

@@ -35,17 +35,22 @@ func TestMain(m *testing.M) {
 // message naming the problem, before anything starts.
 func TestFlagErrors(t *testing.T) {
 	cases := map[string]string{
-		"--rate abc":                        `--rate "abc"`,
-		"--rate -5":                         `--rate "-5"`,
-		"--strategies skiplocked,nope":      `unknown strategy "nope"`,
-		"--scenario nope":                   `unknown scenario "nope"`,
-		"--scenario burndown":               "needs --jobs",
-		"--workers 4 extra":                 `unexpected argument "extra"`,
-		"--guard /nonexistent/policy.yaml":  "policy.yaml",
-		"--work 5parsecs":                   "invalid value",
-		"--processes 0":                     "--processes 0",
-		"--processes 8 --workers 4":         "more than --workers 4",
-		"--scenario stall --strategies que": `"que" cannot run the stall scenario`,
+		"--rate abc":                                    `--rate "abc"`,
+		"--rate -5":                                     `--rate "-5"`,
+		"--strategies skiplocked,nope":                  `unknown strategy "nope"`,
+		"--scenario nope":                               `unknown scenario "nope"`,
+		"--scenario burndown":                           "needs --jobs",
+		"--workers 4 extra":                             `unexpected argument "extra"`,
+		"--guard /nonexistent/policy.yaml":              "policy.yaml",
+		"--work 5parsecs":                               "invalid value",
+		"--processes 0":                                 "--processes 0",
+		"--processes 8 --workers 4":                     "more than --workers 4",
+		"--scenario stall --strategies que":             `"que" cannot run the stall scenario`,
+		"--mix fial=5":                                  `unknown key "fial"`,
+		"--mix fail=abc":                                `fail="abc": want a whole percentage`,
+		"--mix fail=60,sched=50":                        "add up to 110, more than 100",
+		"--mix fail=5 --strategies que":                 `"que" cannot run --mix`,
+		"--mix fail=5 --strategies millrace --rate max": "--mix needs a paced producer",
 		"--scenario standby --database-url postgres://127.0.0.1:1/x": "needs --standby-url",
 	}
 	for args, want := range cases {

@@ -32,13 +32,22 @@ var (
 	_ bench.Multiprocess = (*Strategy)(nil)
 	_ bench.Staller      = (*Strategy)(nil)
 	_ bench.Instrumented = (*Strategy)(nil)
+	_ bench.Mixer        = (*Strategy)(nil)
 )
 
 // args is the bench job as millrace stores it.
 type args struct {
 	ID      int64           `json:"id"`
 	Payload json.RawMessage `json:"p"`
+	// U is the unique key of a --mix job inserted as unique (the bench
+	// id of the original); the job is unique by it alone.
+	U int64 `json:"u,omitempty"`
 }
+
+// uniqueByU makes jobs unique by their u argument only, so that a
+// duplicate carries its own bench id and a duplicate that runs is seen as
+// itself.
+var uniqueByU = &millrace.UniqueOpts{ByArgs: true, ArgKeys: []string{"u"}}
 
 func (args) Kind() string { return "bench" }
 
@@ -288,7 +297,7 @@ func (s *Strategy) Work(ctx context.Context, env bench.Env) error {
 			}
 		}
 		procs = append(procs, p)
-		c, err := s.newClient(p.pool, millrace.DefaultQueue, workers, i, env.Handle, env.ObserveClaim)
+		c, err := s.newClient(p.pool, millrace.DefaultQueue, workers, i, env.Handle, env.ObserveClaim, env.RetryBackoff)
 		if err != nil {
 			return errors.Join(err, stopAll())
 		}
@@ -308,12 +317,23 @@ func (s *Strategy) Work(ctx context.Context, env bench.Env) error {
 }
 
 // newClient makes a client that works queue with workers workers, each job
-// handed to handle as run by process proc.
-func (s *Strategy) newClient(pool *pgxpool.Pool, queue string, workers, proc int, handle bench.Handler, observe func(time.Duration, int)) (*millrace.Client, error) {
+// handed to handle as run by process proc. A handler's bench.SnoozeError
+// snoozes the job; any other error fails the attempt, retried after
+// backoff (0: the library's default backoff).
+func (s *Strategy) newClient(pool *pgxpool.Pool, queue string, workers, proc int, handle bench.Handler, observe func(time.Duration, int),
+	backoff time.Duration) (*millrace.Client, error) {
 	ws := millrace.NewWorkers()
+	var kind millrace.KindOpts
+	if backoff > 0 {
+		kind.Backoff = func(int) time.Duration { return backoff }
+	}
 	millrace.AddWorker(ws, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[args]) error {
-		return handle(ctx, bench.Job{ID: j.Args.ID, Payload: j.Args.Payload, Process: proc})
-	}))
+		err := handle(ctx, bench.Job{ID: j.Args.ID, Payload: j.Args.Payload, Process: proc, ReadyAt: j.ReadyAt})
+		if sn := (*bench.SnoozeError)(nil); errors.As(err, &sn) {
+			return millrace.JobSnooze(sn.Delay)
+		}
+		return err
+	}), kind)
 	return millrace.NewClient(pool, s.config(millrace.Config{
 		Workers: ws,
 		Queues:  map[string]millrace.QueueConfig{queue: {MaxWorkers: workers}},
@@ -324,6 +344,27 @@ func (s *Strategy) newClient(pool *pgxpool.Pool, queue string, workers, proc int
 			}
 		},
 	}))
+}
+
+// EnqueueMix inserts one job with Insert, scheduled at job.RunAt and
+// unique by job.UniqueKey when they are set.
+func (s *Strategy) EnqueueMix(ctx context.Context, job bench.Job) (int64, bool, error) {
+	opts := &millrace.InsertOpts{RunAt: job.RunAt}
+	if job.UniqueKey != 0 {
+		opts.Unique = uniqueByU
+	}
+	res, err := s.client.Load().Insert(ctx, args{ID: job.ID, Payload: job.Payload, U: job.UniqueKey}, opts)
+	if err != nil {
+		return 0, false, err
+	}
+	return res.ID, res.Duplicate, nil
+}
+
+// Cancel cancels job ref with millrace.Cancel: true when it was waiting
+// (it never runs).
+func (s *Strategy) Cancel(ctx context.Context, ref int64) (bool, string, error) {
+	r, err := millrace.Cancel(ctx, s.pool, ref)
+	return r == millrace.Cancelled, string(r), err
 }
 
 // EnqueueQueue inserts jobs on the named queue, one Insert each.
@@ -352,7 +393,7 @@ func (s *Strategy) EnqueueTx(ctx context.Context, tx pgx.Tx, job bench.Job) erro
 // with workers workers until ctx ends, then stops it gracefully.
 func (s *Strategy) Serve(ctx context.Context, queue string, workers int, handle bench.Handler) error {
 	s.useQueue(queue)
-	c, err := s.newClient(s.pool, queue, workers, 0, handle, nil)
+	c, err := s.newClient(s.pool, queue, workers, 0, handle, nil, 0)
 	if err != nil {
 		return err
 	}

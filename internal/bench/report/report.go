@@ -130,8 +130,11 @@ type page struct {
 	WorkMS     string
 	Postgres   string
 	Strategies []strategyView
-	Overview   chartView
-	Charts     []chartView
+	// Mix is the run's --mix, "" without one: the table then has the
+	// mix's columns.
+	Mix      string
+	Overview chartView
+	Charts   []chartView
 }
 
 type chartView struct {
@@ -171,6 +174,13 @@ type phaseView struct {
 	XminMax    string
 	PgCPU      string
 	WALPerJob  string
+	// With --mix: completed / expected (MixShort under 99%), the
+	// scheduled jobs' lateness, and the defects.
+	MixCompleted string
+	MixShort     bool
+	SchedLate    string
+	MixDefects   string
+	MixDefect    bool
 }
 
 var phaseOrder = []string{bench.PhaseWarmup, bench.PhaseClean, bench.PhaseStress, bench.PhaseRecovery, bench.PhaseBurndown}
@@ -189,6 +199,9 @@ func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 			p.Title = "millrace bench: " + sum.Scenario
 		}
 		p.Rate = formatRate(sum.Rate)
+		if sum.Mix != nil {
+			p.Mix = sum.Mix.String()
+		}
 		p.Workers = fmt.Sprint(sum.Workers)
 		p.WorkMS = trim(sum.WorkMS) + " ms"
 		if sum.PostgresVersion != "" {
@@ -267,7 +280,7 @@ func phaseNames(m map[string]*bench.PhaseSummary) []string {
 }
 
 func phaseRow(name string, ps *bench.PhaseSummary) phaseView {
-	return phaseView{
+	v := phaseView{
 		Name:       name,
 		Seconds:    trim(ps.Seconds),
 		Completed:  fmtNum(ps.CompletedPerS),
@@ -286,6 +299,25 @@ func phaseRow(name string, ps *bench.PhaseSummary) phaseView {
 		PgCPU:      fmt.Sprintf("%.0f%%", ps.PgCPUPct),
 		WALPerJob:  fmtBytes(ps.WALBytesPerJob),
 	}
+	if ps.SchedLateP99MS == nil {
+		return v
+	}
+	v.MixCompleted = fmt.Sprintf("%d / %d", ps.Completed, ps.Expected)
+	if ps.Expected > 0 {
+		v.MixCompleted += fmt.Sprintf(" (%.2f%%)", 100*float64(ps.Completed)/float64(ps.Expected))
+		v.MixShort = float64(ps.Completed) < 0.99*float64(ps.Expected)
+	}
+	v.SchedLate = fmtMS(*ps.SchedLateP99MS)
+	var cancelled, dupes int64
+	if ps.CancelledRun != nil {
+		cancelled = *ps.CancelledRun
+	}
+	if ps.UniqueDupesRun != nil {
+		dupes = *ps.UniqueDupesRun
+	}
+	v.MixDefects = fmt.Sprintf("%d / %d", cancelled, dupes)
+	v.MixDefect = cancelled+dupes > 0
+	return v
 }
 
 // perProcess renders per-process completed counts with their shares, or ""

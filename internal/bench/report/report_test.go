@@ -409,3 +409,48 @@ func TestHumanTicks(t *testing.T) {
 		t.Errorf("human(0.01) = %q", got)
 	}
 }
+
+// TestWriteMix checks the table's --mix columns: present with a mix, with
+// completed / expected in red under 99% and the defects in red; absent
+// without one.
+func TestWriteMix(t *testing.T) {
+	samples := synthetic()
+	sum := syntheticSummary(samples)
+	n := func(v int64) *int64 { return &v }
+	f := func(v float64) *float64 { return &v }
+	sum.Mix = &bench.Mix{Fail: 20, Sched: 20, Unique: 10}
+	for name, st := range sum.Strategies {
+		for ph, ps := range st.Phases {
+			ps.Offered, ps.Expected, ps.Completed = 1000, 900, 900
+			ps.Cancelled, ps.Deduplicated, ps.CancelledRun, ps.UniqueDupesRun = n(50), n(50), n(0), n(0)
+			ps.SchedLateP99MS, ps.SchedLateMaxMS, ps.RetryLateP99MS = f(12.5), f(40), f(8)
+			if name == "millrace" && ph == bench.PhaseStress {
+				ps.Completed, ps.UniqueDupesRun = 850, n(2)
+			}
+		}
+	}
+	dir := t.TempDir()
+	if err := Write(dir, sum, samples); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(raw)
+	for _, want := range []string{"<th>completed / expected</th>", "<th>sched late p99 (ms)</th>", "fail=20,sched=20,unique=10",
+		`<span class="ok">900 / 900 (100.00%)</span>`, `<span class="behind">850 / 900 (94.44%)</span>`, `<td class="ph bad">0 / 2</td>`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+
+	dir = t.TempDir()
+	if err := Write(dir, syntheticSummary(samples), samples); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = os.ReadFile(filepath.Join(dir, HTMLFile))
+	if strings.Contains(string(raw), "completed / expected") {
+		t.Errorf("report.html without --mix has the mix columns")
+	}
+}
