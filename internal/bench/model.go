@@ -78,7 +78,8 @@ type StrategySummary struct {
 	// EnqueueErrors counts enqueue calls that failed (their jobs are
 	// neither counted as enqueued nor as lost).
 	EnqueueErrors int64 `json:"enqueue_errors,omitempty"`
-	// Readers counts the analytics scenario's readers.
+	// Readers counts the analytics scenario's reports over the whole run
+	// (they run in the stress phase only, whose summary has the same).
 	Readers *ReaderStats `json:"analytics_readers,omitempty"`
 	// PerProcessCompleted counts, per process (--processes), the jobs its
 	// workers completed over the whole run.
@@ -127,4 +128,7 @@ type PhaseSummary struct {
 	// Rotations counts the segment rotations during the phase; nil (left
 	// out) for strategies that do not rotate (see Rotator).
 	Rotations *int64 `json:"rotations,omitempty"`
+	// Readers counts the analytics scenario's reports during the phase
+	// (the stress phase of that scenario; nil otherwise).
+	Readers *ReaderStats `json:"readers,omitempty"`
 }
