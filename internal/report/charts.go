@@ -194,7 +194,7 @@ const markersPerLine = 8
 // lines, and places its markers.
 func distinct(l line, i, n int) line {
 	l.dashes = lineDashes[i%len(lineDashes)]
-	l.width = vg.Points(math.Max(1.5, 5.5-0.9*float64(i)))
+	l.width = vg.Points(math.Max(1.5, 4.5-0.9*float64(i)))
 	l.marker = lineMarkers[i%len(lineMarkers)]
 	if len(l.xys) > 0 {
 		step := float64(len(l.xys)) / markersPerLine
@@ -285,6 +285,9 @@ func buildCharts(ss []series) []chart {
 	xmin := metric(fileXminAge, "Age of the oldest xmin", "xmin held (s)",
 		func(s bench.Sample) float64 { return s.XminAgeS })
 	for i := range xmin.lines {
+		if len(xmin.lines) < 2 {
+			break // one line hides nothing
+		}
 		xmin.lines[i] = distinct(xmin.lines[i], i, len(xmin.lines))
 		xmin.legend[i].dashes = xmin.lines[i].dashes
 		xmin.legend[i].width = xmin.lines[i].width

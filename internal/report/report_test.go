@@ -506,6 +506,12 @@ func TestXminAgeDistinct(t *testing.T) {
 				}
 			}
 		}
+		one := groupSamples(samples[:100])
+		for _, c := range buildCharts(one) {
+			if c.file == fileXminAge && (c.lines[0].marker != nil || c.lines[0].dashes != nil) {
+				t.Errorf("a lone strategy's xmin line is styled apart from nothing: %+v", c.lines[0])
+			}
+		}
 		return
 	}
 	t.Fatal("no xmin age chart")
