@@ -28,7 +28,7 @@ var Scenarios = map[string]string{
 	ScenarioClean:      "no stress: the baseline",
 	ScenarioIdleXid:    "a session does BEGIN; INSERT; and sits idle, holding an xid",
 	ScenarioRRSnapshot: "a REPEATABLE READ transaction takes a snapshot and sits idle",
-	ScenarioAnalytics:  "three REPEATABLE READ readers of 120 s each, staggered so they always overlap, scanning",
+	ScenarioAnalytics:  "REPEATABLE READ readers scanning (--readers, default 3, of --reader-duration, default 120 s, --reader-interval apart), by default always overlapping; refused readers retry",
 	ScenarioStandby:    "a hot standby with hot_standby_feedback=on holds a REPEATABLE READ snapshot",
 	ScenarioBurndown:   "no producer: --jobs N are inserted first, then worked down",
 	ScenarioStall:      "a job that runs the whole phase, a queue nobody works (5 jobs/s) and a transaction that enqueues early and commits late (millrace only)",
