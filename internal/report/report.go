@@ -154,6 +154,8 @@ type strategyView struct {
 	// several; Stall the stall scenario's figures. Empty when not.
 	PerProcess string
 	Stall      string
+	// Readers is the analytics scenario's reports, when it ran.
+	Readers string
 }
 
 type phaseView struct {
@@ -223,6 +225,10 @@ func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 			if s := st.Stall; s != nil {
 				v.Stall = fmt.Sprintf("the long job ran %ss, the enqueuing transaction was held %ss, the unserved queue received %d jobs (the drain after the run worked %d in %ss)",
 					trim(s.LongJobS), trim(s.HeldTxS), s.UnservedEnqueued, s.UnservedWorked, trim(s.DrainS))
+			}
+			if r := st.Readers; r != nil {
+				v.Readers = fmt.Sprintf("%d sessions, reports of %ss starting %ss apart: %d begun, %d finished, %d unfinished when the stress ended; %d attempts, %d refused (cancelled or terminated), %d retried",
+					r.Sessions, trim(r.DurationS), trim(r.IntervalS), r.Reports, r.Finished, r.Unfinished, r.Started, r.Cancelled, r.Retried)
 			}
 			p.Strategies = append(p.Strategies, v)
 		}

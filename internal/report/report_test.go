@@ -137,6 +137,8 @@ func syntheticSummary(samples []bench.Sample) *bench.Summary {
 	sum.Strategies["millrace"].PerProcessCompleted = []int64{30000, 45000, 75000}
 	sum.Strategies["millrace"].Stall = &bench.StallStats{LongJobS: 60, HeldTxS: 59.9, UnservedEnqueued: 300, UnservedWorked: 300, DrainS: 0.4}
 	sum.Strategies["skiplocked"].PerProcessCompleted = []int64{150000}
+	sum.Strategies["skiplocked"].Readers = &bench.ReaderStats{Sessions: 3, DurationS: 5, IntervalS: 2,
+		Reports: 61, Finished: 59, Unfinished: 2, Started: 413, Cancelled: 352, Retried: 352}
 	return sum
 }
 
@@ -218,7 +220,8 @@ func TestWrite(t *testing.T) {
 	if !regexp.MustCompile(`<td class="ph">[0-9.]+ MiB</td>\s*<td class="ph">—</td>`).MatchString(html) {
 		t.Errorf("a strategy without rotations does not show —")
 	}
-	for _, want := range []string{"#0 30000 (20.0%), #1 45000 (30.0%), #2 75000 (50.0%)", "the long job ran 60s", "worked 300 in 0.4s"} {
+	for _, want := range []string{"#0 30000 (20.0%), #1 45000 (30.0%), #2 75000 (50.0%)", "the long job ran 60s", "worked 300 in 0.4s",
+		"<b>skiplocked</b>, analytics readers: 3 sessions, reports of 5s starting 2s apart: 61 begun, 59 finished, 2 unfinished when the stress ended; 413 attempts, 352 refused (cancelled or terminated), 352 retried"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
