@@ -90,7 +90,8 @@ type StrategySummary struct {
 	// EnqueueErrors counts enqueue calls that failed (their jobs are
 	// neither counted as enqueued nor as lost).
 	EnqueueErrors int64 `json:"enqueue_errors,omitempty"`
-	// Readers counts the analytics scenario's readers.
+	// Readers counts the analytics scenario's reports over the whole run
+	// (they run in the stress phase only, whose summary has the same).
 	Readers *ReaderStats `json:"analytics_readers,omitempty"`
 	// PerProcessCompleted counts, per process (--processes), the jobs its
 	// workers completed over the whole run.
@@ -208,4 +209,8 @@ type PhaseSummary struct {
 	RetryLateP99MS *float64 `json:"retry_late_p99_ms,omitempty"`
 	CancelledRun   *int64   `json:"cancelled_run,omitempty"`
 	UniqueDupesRun *int64   `json:"unique_dupes_run,omitempty"`
+
+	// Readers counts the analytics scenario's reports during the phase
+	// (the stress phase of that scenario; nil otherwise).
+	Readers *ReaderStats `json:"readers,omitempty"`
 }

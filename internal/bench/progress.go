@@ -125,8 +125,9 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 			fmt.Fprintf(w, "%s: stall: long job ran %.1fs, transaction held %.1fs, unserved queue %d jobs (%d worked by the drain in %.1fs)\n",
 				n, st.LongJobS, st.HeldTxS, st.UnservedEnqueued, st.UnservedWorked, st.DrainS)
 		}
-		if ss.Readers != nil {
-			fmt.Fprintf(w, "%s: analytics readers started %d, finished %d, cancelled %d\n", n, ss.Readers.Started, ss.Readers.Finished, ss.Readers.Cancelled)
+		if r := ss.Readers; r != nil {
+			fmt.Fprintf(w, "%s: analytics: %d readers of %gs, %gs apart: reports %d, finished %d, unfinished at the end of stress %d; attempts %d, cancelled %d, retried %d\n",
+				n, r.Sessions, r.DurationS, r.IntervalS, r.Reports, r.Finished, r.Unfinished, r.Started, r.Cancelled, r.Retried)
 		}
 		if ss.DuplicateJobs > 0 {
 			fmt.Fprintf(w, "%s: %d jobs worked more than once\n", n, ss.DuplicateJobs)

@@ -44,6 +44,9 @@ type Config struct {
 
 	Warmup, Clean, Stress, Recovery time.Duration
 
+	// Analytics sets the analytics scenario's readers (zero: the defaults).
+	Analytics Analytics
+
 	Out string // directory for timeseries.jsonl and summary.json
 
 	// Progress receives the live progress line and per-strategy results;
@@ -164,9 +167,16 @@ func (c *Config) Check() error {
 		return errors.New("every phase is 0s: nothing to run")
 	case !c.Mix.Zero() && (c.Rate == 0 || c.Scenario == ScenarioBurndown):
 		return errors.New("--mix needs a paced producer: --rate N, not max or the burndown scenario")
+	case c.Scenario != ScenarioAnalytics && c.Analytics != Analytics{}:
+		return fmt.Errorf("--readers, --reader-duration and --reader-interval apply to the %s scenario only", ScenarioAnalytics)
 	}
 	if _, err := ParseMix(c.Mix.String()); err != nil {
 		return err
+	}
+	if c.Scenario == ScenarioAnalytics {
+		if err := c.Analytics.check(c.Stress); err != nil {
+			return err
+		}
 	}
 	for _, n := range c.Strategies {
 		f, err := Lookup(n)
@@ -289,7 +299,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	_, _ = pr.conn.Exec(ctx, "CHECKPOINT")
 
 	sched := cfg.schedule()
-	st, err := newStress(cfg.Scenario, cfg.URL, cfg.StandbyURL, cfg.Stress)
+	st, err := newStress(cfg.Scenario, cfg.URL, cfg.StandbyURL, cfg.Stress, cfg.Analytics)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -491,7 +501,13 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		ss.Stall = stl.summary()
 	}
 	if a, ok := st.(*analytics); ok {
-		ss.Readers = &a.stats
+		// The readers run in the stress phase only, and are released
+		// with it.
+		rs := a.stats()
+		ss.Readers = &rs
+		if ps := ss.Phases[PhaseStress]; ps != nil {
+			ps.Readers = &rs
+		}
 	}
 	if prod.errors.Load() > 0 {
 		ss.EnqueueErrors = prod.errors.Load()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/guard"
 	"github.com/millrace/millrace/internal/bench"
 	_ "github.com/millrace/millrace/internal/bench/classic"
 	_ "github.com/millrace/millrace/internal/bench/native"
@@ -526,4 +528,103 @@ func TestRunMix(t *testing.T) {
 			t.Errorf("summary.json stress phase lacks %q", k)
 		}
 	}
+}
+
+// TestRunAnalyticsReaders runs the analytics scenario with short
+// overlapping readers, without and with a guard that lets one reader run at
+// a time, and checks the reports: without the guard none is refused and
+// every report begun in time finishes; with it, readers are refused,
+// retried and still finish, and the horizon is never held longer than one
+// report.
+func TestRunAnalyticsReaders(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	base := bench.Config{URL: url, Strategies: []string{"skiplocked"}, Scenario: bench.ScenarioAnalytics,
+		Rate: 100, Workers: 2, Work: time.Millisecond,
+		Clean: 2 * time.Second, Stress: 9 * time.Second, Recovery: 2 * time.Second,
+		Analytics: bench.Analytics{Readers: 3, Duration: 2 * time.Second, Interval: time.Second}}
+	check := func(t *testing.T, cfg bench.Config) *bench.ReaderStats {
+		t.Helper()
+		cfg.Out = t.TempDir()
+		res, err := bench.Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss := res.Summary.Strategies["skiplocked"]
+		if ss.LostJobs != 0 {
+			t.Errorf("lost %d jobs", ss.LostJobs)
+		}
+		r := ss.Phases[bench.PhaseStress].Readers
+		if r == nil || ss.Readers == nil || *r != *ss.Readers {
+			t.Fatalf("stress phase readers %+v, run %+v", r, ss.Readers)
+		}
+		t.Logf("readers: %+v; stress xmin age max %.1fs", *r, ss.Phases[bench.PhaseStress].XminAgeMaxS)
+		for name, ps := range ss.Phases {
+			if name != bench.PhaseStress && ps.Readers != nil {
+				t.Errorf("readers reported in the %s phase", name)
+			}
+		}
+		if r.Sessions != 3 || r.DurationS != 2 || r.IntervalS != 1 {
+			t.Errorf("settings: %+v", r)
+		}
+		if r.Reports != r.Finished+r.Unfinished || r.Unfinished > 3 {
+			t.Errorf("reports %d != finished %d + unfinished %d (at most one per session)", r.Reports, r.Finished, r.Unfinished)
+		}
+		if r.Started != r.Reports+r.Retried {
+			t.Errorf("attempts %d != reports %d + retries %d", r.Started, r.Reports, r.Retried)
+		}
+		if r.Cancelled-r.Retried > r.Unfinished {
+			t.Errorf("%d refused attempts were not retried, but only %d reports were cut off by the phase end", r.Cancelled-r.Retried, r.Unfinished)
+		}
+		// Read-only snapshots do not chain: the horizon held by
+		// overlapping readers is never older than one report.
+		if x := ss.Phases[bench.PhaseStress].XminAgeMaxS; x < 1 || x > 3.5 {
+			t.Errorf("stress xmin age max %.1fs, want about one report's 2s", x)
+		}
+		raw, err := os.ReadFile(filepath.Join(cfg.Out, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), `"readers": {`) || !strings.Contains(string(raw), `"retried": `) {
+			t.Errorf("summary.json lacks the stress phase's readers")
+		}
+		return r
+	}
+
+	t.Run("without guard", func(t *testing.T) {
+		r := check(t, base)
+		if r.Cancelled != 0 || r.Retried != 0 {
+			t.Errorf("readers refused without a guard: %+v", r)
+		}
+		if r.Finished < 5 {
+			t.Errorf("%d reports finished, want at least 5 (three overlapping sessions of 2 s reports over 9 s)", r.Finished)
+		}
+	})
+
+	t.Run("with guard", func(t *testing.T) {
+		pol, err := guard.ParsePolicy("window.yaml", []byte(`
+interval: 200ms
+classes:
+  - name: analytics
+    match: {application_name: `+bench.AppAnalytics+`}
+    max_concurrent: 1
+    action: cancel
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool, err := pgxpool.New(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		cfg := base
+		cfg.Guard = func(ctx context.Context) error { return guard.New(pool, pol, guard.Options{}).Run(ctx) }
+		r := check(t, cfg)
+		if r.Cancelled < 1 || r.Retried < 1 {
+			t.Errorf("the guard refused no reader: %+v", r)
+		}
+		if r.Finished < 2 {
+			t.Errorf("%d reports finished with the guard, want at least 2 (one at a time)", r.Finished)
+		}
+	})
 }

@@ -28,7 +28,7 @@ var Scenarios = map[string]string{
 	ScenarioClean:      "no stress: the baseline",
 	ScenarioIdleXid:    "a session does BEGIN; INSERT; and sits idle, holding an xid",
 	ScenarioRRSnapshot: "a REPEATABLE READ transaction takes a snapshot and sits idle",
-	ScenarioAnalytics:  "three REPEATABLE READ readers of 120 s each, staggered so they always overlap, scanning",
+	ScenarioAnalytics:  "REPEATABLE READ readers scanning (--readers, default 3, of --reader-duration, default 120 s, --reader-interval apart), by default always overlapping; refused readers retry",
 	ScenarioStandby:    "a hot standby with hot_standby_feedback=on holds a REPEATABLE READ snapshot",
 	ScenarioBurndown:   "no producer: --jobs N are inserted first, then worked down",
 	ScenarioStall:      "a job that runs the whole phase, a queue nobody works (5 jobs/s) and a transaction that enqueues early and commits late (millrace only)",
@@ -57,13 +57,82 @@ INSERT INTO millrace_bench.facts
   WHERE NOT EXISTS (SELECT 1 FROM millrace_bench.facts LIMIT 1);
 ANALYZE millrace_bench.facts;`
 
-// ReaderStats counts the analytics readers of one stress phase: each
-// reader is one 120 s REPEATABLE READ transaction; a cancelled reader
-// retries, as a reporting job would.
+// ReaderStats counts the analytics scenario's reports. A report is one
+// REPEATABLE READ transaction that reads for the reader duration; an
+// attempt the server cancels or terminates (a guard refusing it) is retried
+// with a new transaction after a second, as a reporting job would, until
+// the report finishes or the phase ends.
 type ReaderStats struct {
+	// Sessions, DurationS and IntervalS are the scenario's settings: reader
+	// sessions, how long a report reads, and the time between report starts.
+	Sessions  int     `json:"sessions"`
+	DurationS float64 `json:"duration_s"`
+	IntervalS float64 `json:"interval_s"`
+	// Reports counts the reports begun; Finished those that ran their
+	// whole duration; Unfinished those still running, or waiting to retry,
+	// when the phase ended.
+	Reports    int64 `json:"reports"`
+	Finished   int64 `json:"finished"`
+	Unfinished int64 `json:"unfinished"`
+	// Started counts attempts (transactions) begun: first attempts and
+	// retries. Cancelled counts attempts the server cancelled or terminated,
+	// or whose connection failed (refused); Retried the cancelled attempts
+	// that were started again.
 	Started   int64 `json:"started"`
-	Finished  int64 `json:"finished"`
 	Cancelled int64 `json:"cancelled"`
+	Retried   int64 `json:"retried"`
+}
+
+// Analytics configures the analytics scenario's readers. Zero fields take
+// the defaults: 3 readers of 120 s (or of the stress phase, when that is
+// shorter), started Duration/Readers apart.
+type Analytics struct {
+	// Readers is how many reader sessions run reports (default 3).
+	Readers int
+	// Duration is how long one report reads (default 120 s, at most the
+	// stress phase).
+	Duration time.Duration
+	// Interval is the time between report starts (default
+	// Duration/Readers, so that the readers always overlap).
+	Interval time.Duration
+}
+
+// Default analytics settings.
+const (
+	DefaultReaders        = 3
+	DefaultReaderDuration = 120 * time.Second
+)
+
+// resolve fills in the defaults for a stress phase of the given length.
+func (a Analytics) resolve(phase time.Duration) Analytics {
+	if a.Readers <= 0 {
+		a.Readers = DefaultReaders
+	}
+	if a.Duration <= 0 {
+		a.Duration = DefaultReaderDuration
+		if phase > 0 {
+			a.Duration = min(a.Duration, phase)
+		}
+	}
+	if a.Interval <= 0 {
+		a.Interval = a.Duration / time.Duration(a.Readers)
+	}
+	return a
+}
+
+// check reports a setting that cannot run, naming its command-line flag.
+func (a Analytics) check(phase time.Duration) error {
+	switch {
+	case a.Readers < 0:
+		return fmt.Errorf("--readers %d: want at least 1", a.Readers)
+	case a.Duration < 0:
+		return fmt.Errorf("--reader-duration %s: want a positive duration", a.Duration)
+	case a.Interval < 0:
+		return fmt.Errorf("--reader-interval %s: want a positive duration", a.Interval)
+	case a.Duration > 0 && phase > 0 && a.Duration > phase:
+		return fmt.Errorf("--reader-duration %s is longer than --stress %s: no report could finish", a.Duration, phase)
+	}
+	return nil
 }
 
 // stress pins the horizon during the stress phase.
@@ -74,7 +143,7 @@ type stress interface {
 	release()
 }
 
-func newStress(scenario, url, standbyURL string, phase time.Duration) (stress, error) {
+func newStress(scenario, url, standbyURL string, phase time.Duration, an Analytics) (stress, error) {
 	switch scenario {
 	case ScenarioClean, ScenarioBurndown:
 		return nil, nil
@@ -93,10 +162,11 @@ func newStress(scenario, url, standbyURL string, phase time.Duration) (stress, e
 		return &holder{url: standbyURL, app: AppLongrunner,
 			sql: []string{"BEGIN ISOLATION LEVEL REPEATABLE READ", "SELECT count(*) FROM pg_class"}}, nil
 	case ScenarioAnalytics:
-		// Three readers of 120 s each, started a third of a reader apart,
-		// so one is always running; shorter stress phases scale them down.
-		d := min(120*time.Second, phase)
-		return &analytics{url: url, readers: 3, length: d, stagger: d / 3}, nil
+		// By default three readers of 120 s each, started a third of a
+		// reader apart, so one is always running; shorter stress phases
+		// scale them down.
+		an = an.resolve(phase)
+		return &analytics{url: url, readers: an.Readers, length: an.Duration, interval: an.Interval, retryAfter: time.Second}, nil
 	}
 	return nil, fmt.Errorf("unknown scenario %q", scenario)
 }
@@ -145,68 +215,109 @@ func connectAs(ctx context.Context, url, app string) (*pgx.Conn, error) {
 	return pgx.ConnectConfig(ctx, cfg)
 }
 
-// analytics runs overlapping REPEATABLE READ readers that scan a table
-// every half second for their whole length. A reader whose statement is
-// cancelled or whose session is terminated retries with a new transaction.
+// analytics runs reports: REPEATABLE READ transactions that scan a table
+// every half second for their whole length. Report k starts k intervals
+// after the stress began, on reader session k mod readers, or as soon as
+// that session's previous report has finished; with the default interval
+// (length/readers) each session runs its reports back to back and the
+// readers always overlap. A report whose transaction is cancelled or whose
+// session is terminated is retried with a new transaction.
 type analytics struct {
-	url             string
-	readers         int
-	length, stagger time.Duration
+	url        string
+	readers    int
+	length     time.Duration
+	interval   time.Duration
+	retryAfter time.Duration // the back-off before a refused report is retried
 
-	stats  ReaderStats
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	reports, finished, unfinished atomic.Int64
+	started, cancelled, retried   atomic.Int64
+	cancel                        context.CancelFunc
+	wg                            sync.WaitGroup
+}
+
+// stats returns the counters so far.
+func (a *analytics) stats() ReaderStats {
+	return ReaderStats{Sessions: a.readers, DurationS: a.length.Seconds(), IntervalS: a.interval.Seconds(),
+		Reports: a.reports.Load(), Finished: a.finished.Load(), Unfinished: a.unfinished.Load(),
+		Started: a.started.Load(), Cancelled: a.cancelled.Load(), Retried: a.retried.Load()}
 }
 
 func (a *analytics) start(ctx context.Context) error {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	a.cancel = cancel
+	begin := time.Now()
 	for i := range a.readers {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			select {
-			case <-time.After(time.Duration(i) * a.stagger):
-			case <-rctx.Done():
-				return
-			}
-			a.loop(rctx)
+			a.session(rctx, begin, i)
 		}()
 	}
 	return nil
 }
 
-// loop runs readers back to back until released.
-func (a *analytics) loop(ctx context.Context) {
+// session runs the reports of reader session i until released.
+func (a *analytics) session(ctx context.Context, begin time.Time, i int) {
 	var conn *pgx.Conn
 	defer func() {
 		if conn != nil {
 			conn.Close(context.Background())
 		}
 	}()
-	for ctx.Err() == nil {
-		if conn == nil || conn.IsClosed() {
+	every := time.Duration(a.readers) * a.interval
+	for next := begin.Add(time.Duration(i) * a.interval); ; next = next.Add(every) {
+		if !sleepCtx(ctx, time.Until(next)) {
+			return
+		}
+		if now := time.Now(); next.Before(now) {
+			next = now // behind schedule: the next report follows at once
+		}
+		a.reports.Add(1)
+		if !a.report(ctx, &conn) {
+			a.unfinished.Add(1)
+			return
+		}
+	}
+}
+
+// report runs one report on *conn (connecting it when needed) until one
+// attempt reads for the whole length; a refused attempt is retried after
+// the back-off. It reports false if the scenario was released first.
+func (a *analytics) report(ctx context.Context, conn **pgx.Conn) bool {
+	refused := false
+	for {
+		if *conn == nil || (*conn).IsClosed() {
 			c, err := connectAs(ctx, a.url, AppAnalytics)
 			if err != nil {
-				sleepCtx(ctx, time.Second)
+				if !sleepCtx(ctx, a.retryAfter) {
+					return false
+				}
 				continue
 			}
-			conn = c
+			*conn = c
 		}
-		atomic.AddInt64(&a.stats.Started, 1)
-		switch err := a.read(ctx, conn); {
+		if refused {
+			a.retried.Add(1)
+		}
+		a.started.Add(1)
+		err := a.read(ctx, *conn)
+		switch {
 		case err == nil:
-			atomic.AddInt64(&a.stats.Finished, 1)
+			a.finished.Add(1)
+			return true
 		case ctx.Err() != nil:
-			return
-		default:
-			atomic.AddInt64(&a.stats.Cancelled, 1)
-			var pgErr *pgconn.PgError
-			if !errors.As(err, &pgErr) {
-				conn.Close(context.Background())
-				conn = nil
-			}
-			sleepCtx(ctx, time.Second) // a reporting job backs off, then retries
+			return false
+		}
+		a.cancelled.Add(1)
+		refused = true
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) {
+			(*conn).Close(context.Background())
+			*conn = nil
+		}
+		// A reporting job backs off, then retries.
+		if !sleepCtx(ctx, a.retryAfter) {
+			return false
 		}
 	}
 }

@@ -79,6 +79,9 @@ func Bench(ctx context.Context, args []string) error {
 	metricsListen := fs.String("metrics-listen", "", "serve the Prometheus metrics of the millrace strategy's clients (package millraceprom) on ADDR/metrics during the run, e.g. 127.0.0.1:9464; summary.json then records their totals next to the bench's counts")
 	metricsLinger := fs.Duration("metrics-linger", 0, "with --metrics-listen, keep serving /metrics this long after the run, for a last scrape of the final counts")
 	mixFlag := fs.String("mix", "", "percentages of offered jobs that fail once, snooze once, are cancelled while queued, are scheduled 1-30s ahead,\nor duplicate an earlier unique job, e.g. fail=20,snooze=5,cancel=5,sched=20,unique=10 (millrace only; needs --rate N)")
+	readers := fs.Int("readers", bench.DefaultReaders, "analytics scenario: reader sessions running reports")
+	readerDuration := fs.Duration("reader-duration", bench.DefaultReaderDuration, "analytics scenario: how long one report reads in its REPEATABLE READ transaction (default at most the stress phase)")
+	readerInterval := fs.Duration("reader-interval", 0, "analytics scenario: time between report starts (default reader-duration/readers: the readers always overlap)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: millrace bench [flags]\n\nRuns strategies one after another through a scenario on one Postgres and writes\ntimeseries.jsonl, summary.json, PNG charts and report.html.\n\nFlags:")
 		fs.PrintDefaults()
@@ -92,8 +95,12 @@ func Bench(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return &Error{Msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), Code: 2}
 	}
+	an, err := analyticsFlags(fs, *scenario, *readers, *readerDuration, *readerInterval)
+	if err != nil {
+		return &Error{Msg: err.Error(), Code: 2}
+	}
 	cfg := bench.Config{Scenario: *scenario, Jobs: *jobs, Workers: *workers, Processes: *processes, Work: *work,
-		Warmup: *warmup, Clean: *clean, Stress: *stress, Recovery: *recovery, StandbyURL: *standbyURL}
+		Warmup: *warmup, Clean: *clean, Stress: *stress, Recovery: *recovery, StandbyURL: *standbyURL, Analytics: an}
 	mix, err := bench.ParseMix(*mixFlag)
 	if err != nil {
 		return &Error{Msg: err.Error(), Code: 2}
@@ -271,6 +278,44 @@ func Bench(ctx context.Context, args []string) error {
 		return &Error{Msg: d, Code: 1}
 	}
 	return nil
+}
+
+// analyticsFlags turns the reader flags into the analytics scenario's
+// settings: a flag left out keeps its default (zero, resolved by the run),
+// a flag given must be positive and is refused for other scenarios.
+func analyticsFlags(fs *flag.FlagSet, scenario string, readers int, d, interval time.Duration) (bench.Analytics, error) {
+	var an bench.Analytics
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err != nil {
+			return
+		}
+		switch f.Name {
+		case "readers", "reader-duration", "reader-interval":
+			if scenario != bench.ScenarioAnalytics {
+				err = fmt.Errorf("--%s applies to the %s scenario only (--scenario %s)", f.Name, bench.ScenarioAnalytics, scenario)
+				return
+			}
+		}
+		switch f.Name {
+		case "readers":
+			if readers < 1 {
+				err = fmt.Errorf("--readers %d: want at least 1", readers)
+			}
+			an.Readers = readers
+		case "reader-duration":
+			if d <= 0 {
+				err = fmt.Errorf("--reader-duration %s: want a positive duration, e.g. 30s", d)
+			}
+			an.Duration = d
+		case "reader-interval":
+			if interval <= 0 {
+				err = fmt.Errorf("--reader-interval %s: want a positive duration, e.g. 10s", interval)
+			}
+			an.Interval = interval
+		}
+	})
+	return an, err
 }
 
 func scenarioList() string {

@@ -52,12 +52,23 @@ func TestFlagErrors(t *testing.T) {
 		"--mix fail=5 --strategies que":                 `"que" cannot run --mix`,
 		"--mix fail=5 --strategies millrace --rate max": "--mix needs a paced producer",
 		"--scenario standby --database-url postgres://127.0.0.1:1/x": "needs --standby-url",
+		"--scenario analytics --readers 0":                           "--readers 0: want at least 1",
+		"--readers -2 --scenario analytics":                          "--readers -2: want at least 1",
+		"--scenario analytics --reader-duration 0s":                  "--reader-duration 0s: want a positive duration",
+		"--scenario analytics --reader-interval -5s":                 "--reader-interval -5s: want a positive duration",
+		"--scenario analytics --reader-duration soon":                "invalid value",
+		"--scenario analytics --stress 5m --reader-duration 6m":      "--reader-duration 6m0s is longer than --stress 5m0s",
+		"--reader-duration 30s --stress 20s --scenario analytics":    "is longer than --stress",
+		"--readers 3": "--readers applies to the analytics scenario only",
+		"--scenario idle-xid --reader-interval 10s": "--reader-interval applies to the analytics scenario only",
 	}
 	for args, want := range cases {
 		err := Bench(context.Background(), strings.Fields(args))
 		var e *Error
 		if !errors.As(err, &e) || e.Code != 2 || !strings.Contains(e.Msg, want) {
 			t.Errorf("bench %s: got %v, want exit 2 with %q", args, err, want)
+		} else if strings.Contains(e.Msg, "\n") {
+			t.Errorf("bench %s: the error spans lines: %q", args, e.Msg)
 		}
 	}
 }

@@ -67,7 +67,11 @@ var fallbackColors = []color.Color{
 }
 
 var (
-	offeredColor  = color.NRGBA{R: 0x40, G: 0x40, B: 0x40, A: 0xff}
+	// offeredColor is black: no strategy is drawn in it, so the offered
+	// rate stands out from every throughput line it runs along.
+	offeredColor  = color.NRGBA{A: 0xff}
+	offeredDashes = []vg.Length{vg.Points(10), vg.Points(5)}
+	offeredWidth  = vg.Points(3)
 	bandColor     = color.NRGBA{R: 0xff, G: 0x30, B: 0x30, A: 0x2a}
 	bandTextColor = color.NRGBA{R: 0xb0, G: 0x20, B: 0x20, A: 0xff}
 	gridColor     = color.NRGBA{R: 0xe0, G: 0xe0, B: 0xe0, A: 0xff}
@@ -145,7 +149,13 @@ type line struct {
 	color  color.Color
 	dashes []vg.Length
 	width  vg.Length
-	xys    plotter.XYs
+	// marker, when set, is drawn at the points markAt picks, so that lines
+	// lying on top of each other can still be told apart.
+	marker draw.GlyphDrawer
+	markAt []int
+	// top lines are drawn after every other line (the offered rate).
+	top bool
+	xys plotter.XYs
 }
 
 // legendEntry is one row of a chart's legend.
@@ -153,6 +163,49 @@ type legendEntry struct {
 	text   string
 	color  color.Color
 	dashes []vg.Length
+	width  vg.Length // 0: the chart's line width
+	marker draw.GlyphDrawer
+}
+
+// Distinct line styles, handed out in run order, for charts where every
+// strategy usually draws the same line (the xmin age: the scenario's pin is
+// the same for all): each strategy gets its own dash pattern, a width that
+// shrinks with its place (so that a later line lies inside an earlier one
+// instead of covering it) and its own marker shape, placed at points
+// staggered per strategy so that markers of equal lines do not coincide.
+var (
+	lineDashes = [][]vg.Length{
+		nil,
+		{vg.Points(12), vg.Points(5)},
+		{vg.Points(3), vg.Points(3)},
+		{vg.Points(12), vg.Points(4), vg.Points(3), vg.Points(4)},
+		{vg.Points(6), vg.Points(6)},
+	}
+	lineMarkers = []draw.GlyphDrawer{
+		draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{},
+		draw.RingGlyph{}, draw.PlusGlyph{}, draw.PyramidGlyph{}, draw.BoxGlyph{},
+	}
+)
+
+// markersPerLine is how many markers a distinctly styled line carries.
+const markersPerLine = 8
+
+// distinct styles line i of n (in run order) for a chart of overlapping
+// lines, and places its markers.
+func distinct(l line, i, n int) line {
+	l.dashes = lineDashes[i%len(lineDashes)]
+	l.width = vg.Points(math.Max(1.5, 4.5-0.9*float64(i)))
+	l.marker = lineMarkers[i%len(lineMarkers)]
+	if len(l.xys) > 0 {
+		step := float64(len(l.xys)) / markersPerLine
+		for k := range markersPerLine {
+			j := int(step*(float64(k)+(float64(i)+0.5)/float64(max(n, 1))) + 0.5)
+			if j < len(l.xys) {
+				l.markAt = append(l.markAt, j)
+			}
+		}
+	}
+	return l
 }
 
 // chart is everything needed to draw one of the charts.
@@ -216,22 +269,39 @@ func buildCharts(ss []series) []chart {
 			hasOffered = hasOffered || p.Y != 0
 		}
 		if hasOffered {
+			// Black, thick, long dashes, drawn on top: the throughput
+			// of a strategy that keeps up runs exactly along it.
 			throughput.lines = append(throughput.lines,
-				line{color: offeredColor, dashes: dashed, width: vg.Points(1.5), xys: offered})
+				line{color: offeredColor, dashes: offeredDashes, width: offeredWidth, top: true, xys: offered})
 			throughput.legend = append(throughput.legend,
-				legendEntry{text: "offered", color: offeredColor, dashes: dashed})
+				legendEntry{text: "offered", color: offeredColor, dashes: offeredDashes, width: offeredWidth})
 		}
 	}
 
-	dead := metric(fileDeadTuples, "Dead tuples (all of the strategy's tables)", "dead tuples",
+	dead := metric(fileDeadTuples, "Dead tuples (all of the strategy's tables)\n"+deadTuplesNote, "dead tuples",
 		func(s bench.Sample) float64 { return float64(s.DeadTuples) })
+	// Every strategy runs the same scenario, so their xmin ages usually
+	// coincide: distinct dashes, widths and markers keep each visible.
 	xmin := metric(fileXminAge, "Age of the oldest xmin", "xmin held (s)",
 		func(s bench.Sample) float64 { return s.XminAgeS })
+	for i := range xmin.lines {
+		if len(xmin.lines) < 2 {
+			break // one line hides nothing
+		}
+		xmin.lines[i] = distinct(xmin.lines[i], i, len(xmin.lines))
+		xmin.legend[i].dashes = xmin.lines[i].dashes
+		xmin.legend[i].width = xmin.lines[i].width
+		xmin.legend[i].marker = xmin.lines[i].marker
+	}
 	storage := metric(fileStorage, "Storage (heap + indexes + TOAST of the strategy's tables)", "storage (MB)",
 		func(s bench.Sample) float64 { return float64(s.StorageBytes) / 1e6 })
 
 	return []chart{backlog, latency, throughput, dead, xmin, storage}
 }
+
+// deadTuplesNote is the dead-tuple chart's second title line: the count
+// that goes on rising after the stress band is not a chart error.
+const deadTuplesNote = "(the count lags the pin: autovacuum must get to the table first)"
 
 func xys(samples []bench.Sample, v func(bench.Sample) float64) plotter.XYs {
 	out := make(plotter.XYs, 0, len(samples))
@@ -366,7 +436,7 @@ func newPlot(c chart, b band, st style) (*plot.Plot, error) {
 		p.Add(lbl)
 	}
 
-	for _, l := range c.lines {
+	for _, l := range drawOrder(c.lines) {
 		if len(l.xys) == 0 {
 			continue
 		}
@@ -381,12 +451,57 @@ func newPlot(c chart, b band, st style) (*plot.Plot, error) {
 		}
 		pl.LineStyle.Dashes = l.dashes
 		p.Add(pl)
+		if l.marker != nil && len(l.markAt) > 0 {
+			pts := make(plotter.XYs, 0, len(l.markAt))
+			for _, j := range l.markAt {
+				pts = append(pts, l.xys[j])
+			}
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.title, err)
+			}
+			sc.GlyphStyle = markerStyle(l.color, l.marker)
+			p.Add(sc)
+		}
 	}
 
 	// Fix the ranges last: Add widens them to fit labels and lines.
 	p.X.Min, p.X.Max = xmin, xmax
 	p.Y.Min, p.Y.Max = ymin, ymax
 	return p, nil
+}
+
+// drawOrder returns lines in the order they are drawn: as given, with the
+// top lines (the offered rate) last so that no strategy covers them.
+func drawOrder(lines []line) []line {
+	out := make([]line, 0, len(lines))
+	for _, top := range []bool{false, true} {
+		for _, l := range lines {
+			if l.top == top {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
+
+func markerStyle(c color.Color, shape draw.GlyphDrawer) draw.GlyphStyle {
+	return draw.GlyphStyle{Color: c, Radius: vg.Points(5), Shape: shape}
+}
+
+// legendThumb draws a legend entry's line and, when it has one, its marker.
+type legendThumb struct {
+	line   *plotter.Line
+	marker draw.GlyphDrawer
+	color  color.Color
+}
+
+// Thumbnail implements plot.Thumbnailer.
+func (t legendThumb) Thumbnail(c *draw.Canvas) {
+	t.line.Thumbnail(c)
+	if t.marker != nil {
+		c.DrawGlyph(markerStyle(t.color, t.marker), vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: (c.Min.Y + c.Max.Y) / 2})
+	}
 }
 
 // newLegend builds a legend for entries, to be drawn beside (never over) the
@@ -405,8 +520,11 @@ func newLegend(entries []legendEntry, size, width vg.Length) (plot.Legend, error
 		}
 		l.LineStyle.Color = e.color
 		l.LineStyle.Width = width
+		if e.width > 0 {
+			l.LineStyle.Width = e.width
+		}
 		l.LineStyle.Dashes = e.dashes
-		lg.Add(e.text, l)
+		lg.Add(e.text, legendThumb{line: l, marker: e.marker, color: e.color})
 	}
 	return lg, nil
 }
@@ -453,12 +571,14 @@ func renderOverview(charts []chart, ss []series, b band, offered bool) ([]byte, 
 		grid[i/cols][i%cols] = p
 	}
 
+	// The markers are those of the xmin-age tile, where the strategies'
+	// lines are told apart by shape as well as colour.
 	var entries []legendEntry
-	for _, s := range ss {
-		entries = append(entries, legendEntry{text: s.name, color: s.color})
+	for i, s := range ss {
+		entries = append(entries, legendEntry{text: s.name, color: s.color, marker: lineMarkers[i%len(lineMarkers)]})
 	}
 	if offered {
-		entries = append(entries, legendEntry{text: "offered rate (throughput)", color: offeredColor, dashes: dashed})
+		entries = append(entries, legendEntry{text: "offered rate (throughput)", color: offeredColor, dashes: offeredDashes, width: offeredWidth})
 	}
 	entries = append(entries,
 		legendEntry{text: "p99 claim latency", color: color.Black},

@@ -44,7 +44,10 @@ var captions = map[string]string{
 		"as each claim has to step over more dead tuples.",
 	fileThroughput: "Jobs completed per second against the offered rate (dashed): a line that drops below the dashed one is falling behind.",
 	fileDeadTuples: "Dead tuples in the strategy's tables: they pile up while the xmin horizon is held, " +
-		"because vacuum cannot remove rows a running transaction might still see.",
+		"because vacuum cannot remove rows a running transaction might still see. " +
+		"The count can go on rising after the stress band ends: releasing the pin removes nothing by itself. " +
+		"n_dead_tup falls only when autovacuum gets to the table (it wakes every autovacuum_naptime, 1 min by default, " +
+		"and picks a table once its dead rows pass the threshold), and until then every job finished adds one more dead row.",
 	fileXminAge: "How long the oldest snapshot has been held: this is the long transaction of the stress phase, " +
 		"and as long as it grows vacuum is stuck.",
 	fileStorage: "Disk space of the strategy's tables (heap, indexes and TOAST, pg_total_relation_size): " +
@@ -154,6 +157,8 @@ type strategyView struct {
 	// several; Stall the stall scenario's figures. Empty when not.
 	PerProcess string
 	Stall      string
+	// Readers is the analytics scenario's reports, when it ran.
+	Readers string
 }
 
 type phaseView struct {
@@ -234,15 +239,25 @@ func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 				v.Stall = fmt.Sprintf("the long job ran %ss, the enqueuing transaction was held %ss, the unserved queue received %d jobs (the drain after the run worked %d in %ss)",
 					trim(s.LongJobS), trim(s.HeldTxS), s.UnservedEnqueued, s.UnservedWorked, trim(s.DrainS))
 			}
+			if r := st.Readers; r != nil {
+				v.Readers = fmt.Sprintf("%d sessions, reports of %ss starting %ss apart: %d begun, %d finished, %d unfinished when the stress ended; %d attempts, %d refused (cancelled or terminated), %d retried",
+					r.Sessions, trim(r.DurationS), trim(r.IntervalS), r.Reports, r.Finished, r.Unfinished, r.Started, r.Cancelled, r.Retried)
+			}
 			p.Strategies = append(p.Strategies, v)
 		}
 	}
 
 	view := func(file, title string) chartView {
+		caption := captions[file]
+		if file == fileDeadTuples {
+			if lag := deadTuplesLag(ss); lag != "" {
+				caption += " In this run: " + lag + "."
+			}
+		}
 		return chartView{
 			File:    file,
 			Title:   title,
-			Caption: captions[file],
+			Caption: caption,
 			Src:     template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(images[file])),
 		}
 	}
@@ -256,6 +271,44 @@ func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 		view(fileStorage, "Storage"),
 	}
 	return p
+}
+
+// deadTuplesLag says, for each strategy whose dead tuples went on rising
+// after its stress phase ended, for how long and by how much, or "" when
+// none did.
+func deadTuplesLag(ss []series) string {
+	var parts []string
+	for _, s := range ss {
+		end := -1 // the last sample of the stress phase
+		for i, x := range s.samples {
+			if x.Phase == bench.PhaseStress {
+				end = i
+			}
+		}
+		if end < 0 || end == len(s.samples)-1 {
+			continue
+		}
+		at, peak := s.samples[end], end
+		for i := end + 1; i < len(s.samples); i++ {
+			if s.samples[i].DeadTuples > s.samples[peak].DeadTuples {
+				peak = i
+			}
+		}
+		top := s.samples[peak]
+		grew := top.DeadTuples - at.DeadTuples
+		// Noise is not a lag: at least 1,000 more, 5 % above the count at
+		// the release, and 2 s after it.
+		if grew < 1000 || float64(grew) < 0.05*float64(at.DeadTuples) || top.T-at.T < 2 {
+			continue
+		}
+		then := "until autovacuum got to it"
+		if peak == len(s.samples)-1 {
+			then = "and was still rising when the run ended (autovacuum had not yet got to it)"
+		}
+		parts = append(parts, fmt.Sprintf("%s's count rose for %s s after the pin was released (%s to %s) %s",
+			s.name, trim(top.T-at.T), human(float64(at.DeadTuples)), human(float64(top.DeadTuples)), then))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // phaseNames is the phases present, in run order, then any unknown ones

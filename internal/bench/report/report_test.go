@@ -137,6 +137,8 @@ func syntheticSummary(samples []bench.Sample) *bench.Summary {
 	sum.Strategies["millrace"].PerProcessCompleted = []int64{30000, 45000, 75000}
 	sum.Strategies["millrace"].Stall = &bench.StallStats{LongJobS: 60, HeldTxS: 59.9, UnservedEnqueued: 300, UnservedWorked: 300, DrainS: 0.4}
 	sum.Strategies["skiplocked"].PerProcessCompleted = []int64{150000}
+	sum.Strategies["skiplocked"].Readers = &bench.ReaderStats{Sessions: 3, DurationS: 5, IntervalS: 2,
+		Reports: 61, Finished: 59, Unfinished: 2, Started: 413, Cancelled: 352, Retried: 352}
 	return sum
 }
 
@@ -218,7 +220,8 @@ func TestWrite(t *testing.T) {
 	if !regexp.MustCompile(`<td class="ph">[0-9.]+ MiB</td>\s*<td class="ph">—</td>`).MatchString(html) {
 		t.Errorf("a strategy without rotations does not show —")
 	}
-	for _, want := range []string{"#0 30000 (20.0%), #1 45000 (30.0%), #2 75000 (50.0%)", "the long job ran 60s", "worked 300 in 0.4s"} {
+	for _, want := range []string{"#0 30000 (20.0%), #1 45000 (30.0%), #2 75000 (50.0%)", "the long job ran 60s", "worked 300 in 0.4s",
+		"<b>skiplocked</b>, analytics readers: 3 sessions, reports of 5s starting 2s apart: 61 begun, 59 finished, 2 unfinished when the stress ended; 413 attempts, 352 refused (cancelled or terminated), 352 retried"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
@@ -374,14 +377,29 @@ func TestReadTimeseries(t *testing.T) {
 }
 
 // TestDemo writes the synthetic report to $MILLRACE_REPORT_DEMO, for looking
-// at the charts by eye.
+// at the charts by eye; with $MILLRACE_REPORT_FROM set to a bench output
+// directory it redraws that run's report instead.
 func TestDemo(t *testing.T) {
 	dir := os.Getenv("MILLRACE_REPORT_DEMO")
 	if dir == "" {
 		t.Skip("set MILLRACE_REPORT_DEMO=/some/dir to write the demo report")
 	}
 	samples := synthetic()
-	if err := Write(dir, syntheticSummary(samples), samples); err != nil {
+	sum := syntheticSummary(samples)
+	if from := os.Getenv("MILLRACE_REPORT_FROM"); from != "" {
+		var err error
+		if samples, err = ReadTimeseries(filepath.Join(from, "timeseries.jsonl")); err != nil {
+			t.Fatal(err)
+		}
+		sum = nil
+		if raw, err := os.ReadFile(filepath.Join(from, "summary.json")); err == nil {
+			sum = new(bench.Summary)
+			if err := json.Unmarshal(raw, sum); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := Write(dir, sum, samples); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -452,5 +470,146 @@ func TestWriteMix(t *testing.T) {
 	raw, _ = os.ReadFile(filepath.Join(dir, HTMLFile))
 	if strings.Contains(string(raw), "completed / expected") {
 		t.Errorf("report.html without --mix has the mix columns")
+	}
+}
+
+// TestOfferedOnTop checks that the offered rate is drawn so that a strategy
+// keeping up cannot hide it: black (no strategy's colour), dashed, thicker
+// than the strategies' lines, and drawn after all of them.
+func TestOfferedOnTop(t *testing.T) {
+	ss := groupSamples(synthetic())
+	for _, c := range buildCharts(ss) {
+		if c.file != fileThroughput {
+			continue
+		}
+		// Put the offered line first: the draw order must still end with it.
+		lines := append([]line(nil), c.lines[len(c.lines)-1])
+		lines = append(lines, c.lines[:len(c.lines)-1]...)
+		drawn := drawOrder(lines)
+		off := drawn[len(drawn)-1]
+		if !off.top || len(off.dashes) == 0 {
+			t.Fatalf("the offered line is not a dashed top line: %+v", off)
+		}
+		if off.width <= singleStyle.lineWidth {
+			t.Errorf("offered width %v, not thicker than the strategies' %v", off.width, singleStyle.lineWidth)
+		}
+		for _, s := range ss {
+			if reflect.DeepEqual(s.color, off.color) {
+				t.Errorf("offered is drawn in %s's colour", s.name)
+			}
+		}
+		for _, l := range drawn[:len(drawn)-1] {
+			if l.top {
+				t.Errorf("a strategy line is drawn on top")
+			}
+		}
+		if e := c.legend[len(c.legend)-1]; e.text != "offered" || len(e.dashes) == 0 || e.width != off.width {
+			t.Errorf("offered legend entry: %+v", e)
+		}
+		return
+	}
+	t.Fatal("no throughput chart")
+}
+
+// TestXminAgeDistinct checks that strategies whose xmin ages coincide stay
+// apart: each line has its own dash pattern and marker, later lines are
+// thinner (they lie inside the earlier ones), and no two lines put a marker
+// on the same point.
+func TestXminAgeDistinct(t *testing.T) {
+	var samples []bench.Sample
+	names := []string{"skiplocked", "que", "millrace", "cursor", "skiplocked-batch"}
+	for _, name := range names {
+		for i := range 100 {
+			samples = append(samples, bench.Sample{Strategy: name, Phase: bench.PhaseStress, T: float64(i), XminAgeS: float64(i)})
+		}
+	}
+	for _, c := range buildCharts(groupSamples(samples)) {
+		if c.file != fileXminAge {
+			continue
+		}
+		if len(c.lines) != len(names) {
+			t.Fatalf("%d lines", len(c.lines))
+		}
+		marks := map[int]string{}
+		for i, l := range c.lines {
+			if l.marker == nil || len(l.markAt) < markersPerLine/2 {
+				t.Fatalf("%s: marker %v at %v", names[i], l.marker, l.markAt)
+			}
+			for _, j := range l.markAt {
+				if other, ok := marks[j]; ok {
+					t.Errorf("%s and %s both mark point %d", other, names[i], j)
+				}
+				marks[j] = names[i]
+			}
+			if e := c.legend[i]; e.marker != l.marker || !reflect.DeepEqual(e.dashes, l.dashes) {
+				t.Errorf("%s: legend entry does not show the line's style", names[i])
+			}
+			for k := range i {
+				o := c.lines[k]
+				if reflect.DeepEqual(o.dashes, l.dashes) && o.marker == l.marker {
+					t.Errorf("%s and %s look alike", names[k], names[i])
+				}
+				if o.width <= l.width {
+					t.Errorf("%s (%v) is not thinner than %s (%v), drawn before it", names[i], l.width, names[k], o.width)
+				}
+			}
+		}
+		one := groupSamples(samples[:100])
+		for _, c := range buildCharts(one) {
+			if c.file == fileXminAge && (c.lines[0].marker != nil || c.lines[0].dashes != nil) {
+				t.Errorf("a lone strategy's xmin line is styled apart from nothing: %+v", c.lines[0])
+			}
+		}
+		return
+	}
+	t.Fatal("no xmin age chart")
+}
+
+// TestDeadTuplesLagCaption checks that dead tuples rising after the pin is
+// released are explained under the chart, in general and for this run.
+func TestDeadTuplesLagCaption(t *testing.T) {
+	if c := captions[fileDeadTuples]; !strings.Contains(c, "autovacuum") || !strings.Contains(c, "after the stress band ends") {
+		t.Errorf("the dead tuples caption does not say why the count lags: %q", c)
+	}
+	var samples []bench.Sample
+	for i := range 60 {
+		ph := bench.PhaseClean
+		switch {
+		case i >= 40:
+			ph = bench.PhaseRecovery
+		case i >= 10:
+			ph = bench.PhaseStress
+		}
+		dead := int64(1000)
+		switch {
+		case i >= 10 && i < 50:
+			dead = int64(1000 + 500*(i-9)) // rises through stress and 10 s beyond it
+		case i >= 50:
+			dead = 2000 // autovacuum got to the table
+		}
+		samples = append(samples,
+			bench.Sample{Strategy: "skiplocked", Phase: ph, T: float64(i), DeadTuples: dead},
+			bench.Sample{Strategy: "millrace", Phase: ph, T: float64(i), DeadTuples: 100})
+	}
+	got := deadTuplesLag(groupSamples(samples))
+	if !strings.Contains(got, "skiplocked's count rose for 10 s after the pin was released (16k to 21k) until autovacuum got to it") {
+		t.Errorf("lag: %q", got)
+	}
+	if strings.Contains(got, "millrace") {
+		t.Errorf("a flat count is reported as lagging: %q", got)
+	}
+	dir := t.TempDir()
+	if err := Write(dir, nil, samples); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), "In this run: skiplocked&#39;s count rose for 10 s") {
+		t.Errorf("report.html does not explain this run's lag")
+	}
+	if deadTuplesLag(groupSamples(synthetic())) != "" {
+		t.Errorf("the synthetic run's dead tuples fall at the release, but a lag is reported")
 	}
 }
