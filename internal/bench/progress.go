@@ -43,10 +43,14 @@ func strategyLine(name string, ss *StrategySummary, color bool) string {
 	if color {
 		b.WriteString("\r\033[K")
 	}
-	fmt.Fprintf(&b, "%s done:", name)
+	fmt.Fprintf(&b, "%s done (%d workers):", name, ss.Workers)
 	for _, p := range phaseOrder(ss) {
 		ps := ss.Phases[p]
-		fmt.Fprintf(&b, "  %s %.0f/%.0f jobs/s, claim p99 %.2f ms, backlog max %d;", p, ps.CompletedPerS, ps.OfferedPerS, ps.ClaimP99MS, ps.BacklogMax)
+		fmt.Fprintf(&b, "  %s %.0f/%.0f jobs/s, claim p99 %.2f ms, ", p, ps.CompletedPerS, ps.OfferedPerS, ps.ClaimP99MS)
+		if ps.PickupP99MS > 0 {
+			fmt.Fprintf(&b, "pickup p50/p99 %.2f/%.2f ms, ", ps.PickupP50MS, ps.PickupP99MS)
+		}
+		fmt.Fprintf(&b, "backlog max %d;", ps.BacklogMax)
 	}
 	if ss.LostJobs > 0 {
 		fmt.Fprintf(&b, "  %s", paint(fmt.Sprintf("LOST %d JOBS", ss.LostJobs), red+bold, color))

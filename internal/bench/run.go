@@ -26,7 +26,9 @@ type Config struct {
 	Scenario   string
 	Rate       float64 // jobs offered per second; 0 means as fast as each strategy keeps up
 	Jobs       int64   // jobs of the burndown scenario
-	Workers    int     // workers over all processes
+	// Workers is the number of workers over all processes; 0 gives each
+	// strategy its default: DefaultWorkers, or its own (WorkerDefaulter).
+	Workers int
 	// Processes splits the workers into that many independent clients
 	// (each with its own connections), as processes would; 0 means 1.
 	Processes int
@@ -81,6 +83,31 @@ func (c *Config) schedule() []span {
 
 func (c *Config) processes() int { return max(c.Processes, 1) }
 
+// DefaultWorkers is the number of workers of a strategy when --workers is
+// not given and the strategy names no default of its own.
+const DefaultWorkers = 32
+
+// WorkersFor is the number of workers the named strategy runs, 0 for an
+// unknown name.
+func (c *Config) WorkersFor(name string) int {
+	f, err := Lookup(name)
+	if err != nil {
+		return 0
+	}
+	return c.workersFor(f())
+}
+
+// workersFor is the number of workers strategy s runs.
+func (c *Config) workersFor(s Strategy) int {
+	if c.Workers > 0 {
+		return c.Workers
+	}
+	if d, ok := s.(WorkerDefaulter); ok && d.DefaultWorkers() > 0 {
+		return d.DefaultWorkers()
+	}
+	return DefaultWorkers
+}
+
 // Check reports what is wrong with the configuration before anything runs:
 // unknown names, impossible values, and strategies that cannot run the
 // scenario or --processes asked for.
@@ -92,12 +119,10 @@ func (c *Config) Check() error {
 		return errors.New("no strategies")
 	}
 	switch {
-	case c.Workers < 1:
+	case c.Workers < 0:
 		return errors.New("--workers must be at least 1")
 	case c.Processes < 0:
 		return errors.New("--processes must be at least 1")
-	case c.processes() > c.Workers:
-		return fmt.Errorf("--processes %d is more than --workers %d: every process needs a worker", c.Processes, c.Workers)
 	case c.Work < 0:
 		return errors.New("--work must not be negative")
 	case c.Rate < 0:
@@ -113,6 +138,12 @@ func (c *Config) Check() error {
 			return err
 		}
 		s := f()
+		if w := c.workersFor(s); c.processes() > w {
+			if c.Workers > 0 {
+				return fmt.Errorf("--processes %d is more than --workers %d: every process needs a worker", c.Processes, w)
+			}
+			return fmt.Errorf("--processes %d is more than the %d workers %s runs by default: every process needs a worker", c.Processes, w, n)
+		}
 		if m, ok := s.(Multiprocess); c.processes() > 1 && !(ok && m.Multiprocess()) {
 			return fmt.Errorf("strategy %q runs as one process only: --processes %d is not supported for it", n, c.Processes)
 		}
@@ -186,7 +217,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // phaseHists are the claim and end-to-end histograms of one phase.
-type phaseHists struct{ claim, e2e *hdr.Histogram }
+type phaseHists struct{ claim, e2e, pickup *hdr.Histogram }
 
 // runOne runs one strategy through the schedule.
 func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) error) (*StrategySummary, []Sample, error) {
@@ -218,7 +249,8 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	}
 	prod := &producer{s: s, t: t}
 	work := cfg.Work
-	env := Env{URL: cfg.URL, Workers: cfg.Workers, Processes: cfg.processes(),
+	workers := cfg.workersFor(s)
+	env := Env{URL: cfg.URL, Workers: workers, Processes: cfg.processes(),
 		Handle: func(ctx context.Context, j Job) error {
 			t.started(j.ID)
 			if work > 0 {
@@ -227,7 +259,8 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 			t.finished(j.ID, j.Process)
 			return nil
 		},
-		ObserveClaim: func(d time.Duration, n int) { t.claim.observe(0, d) },
+		ObserveClaim:  func(d time.Duration, n int) { t.claim.observe(0, d) },
+		ObservePickup: func(d time.Duration) { t.pickup.observe(0, d) },
 	}
 
 	if cfg.Scenario == ScenarioBurndown {
@@ -276,7 +309,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		prodWG.Add(1)
 		go func() { defer prodWG.Done(); prod.paced(prodCtx, start, cfg.Rate, conc) }()
 	default:
-		limit := int64(max(4*min(s.MaxBatch(), 500), 20*cfg.Workers))
+		limit := int64(max(4*min(s.MaxBatch(), 500), 20*workers))
 		prodWG.Add(1)
 		go func() { defer prodWG.Done(); prod.flat(prodCtx, 4, limit) }()
 	}
@@ -354,6 +387,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	}
 
 	ss := smp.summary(sched)
+	ss.Workers = workers
 	ss.DuplicateJobs = t.duplicates.Load()
 	ss.PerProcessCompleted = t.perProcess()
 	if stl != nil {
@@ -422,7 +456,7 @@ type phaseState struct {
 }
 
 func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample) error) {
-	claim, e2e := newHist(), newHist()
+	claim, e2e, pickup := newHist(), newHist(), newHist()
 	for k := 1; ; k++ {
 		if !sleepCtx(ctx, time.Until(m.start.Add(time.Duration(k)*time.Second))) {
 			return
@@ -431,8 +465,10 @@ func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample
 		p := phase.name
 		claim.Reset()
 		e2e.Reset()
+		pickup.Reset()
 		m.t.claim.drain(claim)
 		m.t.e2e.drain(e2e)
+		m.t.pickup.drain(pickup)
 		s := Sample{Strategy: m.name, Phase: p, T: float64(k), Unix: float64(time.Now().UnixMilli()) / 1000}
 		off, enq, done := m.t.offered.Load(), m.t.enqueued.Load(), m.t.completed.Load()
 		s.Offered, s.Enqueued, s.Completed = off-m.offered, enq-m.enqueued, done-m.completed
@@ -440,6 +476,7 @@ func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample
 		s.Backlog = enq - done
 		s.ClaimP50, s.ClaimP99, s.ClaimMax = ms(claim, 50), ms(claim, 99), float64(claim.Max())/1000
 		s.E2EP50, s.E2EP99 = ms(e2e, 50), ms(e2e, 99)
+		s.PickupP50, s.PickupP99 = ms(pickup, 50), ms(pickup, 99)
 		s.Duplicates = m.t.duplicates.Load()
 		if err := m.probe.read(ctx, &s); err != nil && ctx.Err() == nil {
 			s.XminHolder = "sampler error: " + err.Error()
@@ -450,11 +487,12 @@ func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample
 		phase.mu.Unlock()
 		ph := m.phases[p]
 		if ph == nil {
-			ph = &phaseHists{newHist(), newHist()}
+			ph = &phaseHists{newHist(), newHist(), newHist()}
 			m.phases[p] = ph
 		}
 		ph.claim.Merge(claim)
 		ph.e2e.Merge(e2e)
+		ph.pickup.Merge(pickup)
 		m.samples = append(m.samples, s)
 		_ = emit(s)
 		if m.cfg.TTY || k%10 == 0 {
@@ -512,6 +550,7 @@ func (m *sampling) summary(sched []span) *StrategySummary {
 		if h := m.phases[sp.phase]; h != nil {
 			ps.ClaimP50MS, ps.ClaimP99MS = ms(h.claim, 50), ms(h.claim, 99)
 			ps.E2EP50MS, ps.E2EP99MS = ms(h.e2e, 50), ms(h.e2e, 99)
+			ps.PickupP50MS, ps.PickupP99MS = ms(h.pickup, 50), ms(h.pickup, 99)
 		}
 		ss.Phases[sp.phase] = ps
 	}

@@ -37,12 +37,14 @@ type tracker struct {
 	// procs counts the completed jobs of each process (Job.Process).
 	procs []atomic.Int64
 
-	claim, e2e *recorder
-	noE2E      bool // jobs were inserted before the run: no end-to-end latency
+	// pickup is the pickup latency a strategy's own library reports
+	// (Env.ObservePickup); empty for the others.
+	claim, e2e, pickup *recorder
+	noE2E              bool // jobs were inserted before the run: no end-to-end latency
 }
 
 func newTracker(start time.Time, processes int) *tracker {
-	return &tracker{start: start, claim: newRecorder(), e2e: newRecorder(), procs: make([]atomic.Int64, max(processes, 1))}
+	return &tracker{start: start, claim: newRecorder(), e2e: newRecorder(), pickup: newRecorder(), procs: make([]atomic.Int64, max(processes, 1))}
 }
 
 // newID hands out the next job id.
