@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/guard"
 	"github.com/millrace/millrace/internal/bench"
-	_ "github.com/millrace/millrace/internal/bench/classic" // que, skiplocked, skiplocked-batch, cursor
+	_ "github.com/millrace/millrace/internal/bench/classic" // que, skiplocked, skiplocked-batch, skiplocked-lifo, cursor
 	_ "github.com/millrace/millrace/internal/bench/native"  // millrace
 	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/report"
