@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/bench"
+	"github.com/millrace/millrace/internal/bench/cli"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -21,6 +25,28 @@ func init() { bench.Register("river", func() bench.Strategy { return &strategy{}
 
 // schema keeps River's tables apart from every other strategy's.
 const schema = "bench_river"
+
+// River's own benchmark (`river bench`, cmd/river/riverbench) configures
+// its client for throughput with these; the strategy does the same, so
+// that the bench compares against River at its best.
+const (
+	// fetchCooldown is the least time between two fetches of one
+	// producer: River's benchmark uses 2 ms (the client's default is
+	// 100 ms).
+	fetchCooldown = 2 * time.Millisecond
+	// fetchPollInterval is how often a producer fetches without being
+	// told to (the client's default is 1 s).
+	fetchPollInterval = 20 * time.Millisecond
+	// subscribeChanSize is the event subscription's buffer: River drops
+	// events rather than block its completer, so the buffer is as large as
+	// River's benchmark makes its own.
+	subscribeChanSize = 75_000
+	// poolConns: River's CLI opens its pool with pgxpool's default,
+	// max(4, CPUs) connections, for its fetches, completions and inserts;
+	// four more serve the bench producer's four inserting goroutines so
+	// that they never queue River's fetches and completions.
+	poolConns = 8
+)
 
 type jobArgs struct {
 	ID      int64           `json:"id"`
@@ -39,21 +65,31 @@ func (w *worker) Work(ctx context.Context, j *river.Job[jobArgs]) error {
 }
 
 // strategy is River through its published Go module, configured as its own
-// benchmark configures it for throughput (short fetch cooldown and poll).
+// benchmark configures itself: 2,000 workers unless --workers says
+// otherwise (a River worker is a goroutine, and the number of free worker
+// slots is the LIMIT of its fetch query, so the worker count is also the
+// fetch batch), a 2 ms fetch cooldown, a 20 ms poll, and inserts in
+// batches (InsertManyFast). River's completer batches completions by
+// itself and has no public settings.
 type strategy struct {
 	pool   *pgxpool.Pool
 	insert *river.Client[pgx.Tx] // insert-only client
+	fetch  fetchTracer
 }
 
 func (s *strategy) Name() string { return "river" }
+
+// DefaultWorkers is River's own benchmark's worker count.
+func (s *strategy) DefaultWorkers() int { return cli.RiverWorkers }
 
 func (s *strategy) Setup(ctx context.Context, url string) error {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return err
 	}
-	cfg.MaxConns = 48
+	cfg.MaxConns = poolConns
 	cfg.ConnConfig.RuntimeParams["application_name"] = "river-bench"
+	cfg.ConnConfig.Tracer = &s.fetch
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return err
 	}
@@ -102,12 +138,34 @@ func (s *strategy) Work(ctx context.Context, env bench.Env) error {
 		Logger:            quiet(),
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: env.Workers}},
 		Workers:           workers,
-		FetchCooldown:     river.FetchCooldownMin,
-		FetchPollInterval: 20 * time.Millisecond,
+		FetchCooldown:     fetchCooldown,
+		FetchPollInterval: fetchPollInterval,
 	})
 	if err != nil {
 		return err
 	}
+	// River's fetch statement is its claim: the tracer times it.
+	s.fetch.observe.Store(&env.ObserveClaim)
+	defer s.fetch.observe.Store(nil)
+	// River's pickup latency, as River measures it: from the job's
+	// scheduled_at to its executor starting (JobStatistics.QueueWaitDuration),
+	// delivered with each finished job's event.
+	events, unsubscribe := c.SubscribeConfig(&river.SubscribeConfig{
+		ChanSize: subscribeChanSize,
+		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed},
+	})
+	var subWG sync.WaitGroup
+	subWG.Add(1)
+	go func() {
+		defer subWG.Done()
+		for ev := range events { // closed by unsubscribe
+			if ev.JobStats != nil && env.ObservePickup != nil {
+				env.ObservePickup(ev.JobStats.QueueWaitDuration)
+			}
+		}
+	}()
+	defer func() { unsubscribe(); subWG.Wait() }()
+
 	if err := c.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -131,4 +189,37 @@ func (s *strategy) Close() error {
 		s.pool.Close()
 	}
 	return nil
+}
+
+// fetchMarker starts the SQL of River's fetch: the named query that locks
+// available jobs with SKIP LOCKED and sets them running (its driver sends
+// the query's name comment with it).
+const fetchMarker = "-- name: JobGetAvailable "
+
+// fetchTracer times River's fetch statements, River's equivalent of the
+// other strategies' claim, and reports each with the number of jobs it
+// locked (the UPDATE's row count). Fetches that lock nothing are not
+// recorded, as for every strategy.
+type fetchTracer struct {
+	observe atomic.Pointer[func(d time.Duration, n int)]
+}
+
+type fetchStart struct{}
+
+func (t *fetchTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if t.observe.Load() == nil || !strings.HasPrefix(data.SQL, fetchMarker) {
+		return ctx
+	}
+	return context.WithValue(ctx, fetchStart{}, time.Now())
+}
+
+func (t *fetchTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+	start, ok := ctx.Value(fetchStart{}).(time.Time)
+	if !ok || data.Err != nil {
+		return
+	}
+	n := int(data.CommandTag.RowsAffected())
+	if obs := t.observe.Load(); obs != nil && *obs != nil && n > 0 {
+		(*obs)(time.Since(start), n)
+	}
 }

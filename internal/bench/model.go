@@ -29,6 +29,11 @@ type Sample struct {
 	ClaimMax float64 `json:"claim_max_ms"`
 	E2EP50   float64 `json:"e2e_p50_ms"`
 	E2EP99   float64 `json:"e2e_p99_ms"`
+	// PickupP50 and PickupP99 are the pickup latency the strategy's own
+	// library reports (Env.ObservePickup; River's queue wait), left out
+	// for strategies that report none.
+	PickupP50 float64 `json:"pickup_p50_ms,omitempty"`
+	PickupP99 float64 `json:"pickup_p99_ms,omitempty"`
 
 	DeadTuples   int64                 `json:"dead_tuples"`   // sum over the strategy's tables
 	StorageBytes int64                 `json:"storage_bytes"` // heap + indexes + TOAST of the strategy's tables
@@ -70,12 +75,14 @@ type TableStats struct {
 
 // Summary is summary.json: one run, for scripts.
 type Summary struct {
-	Scenario        string  `json:"scenario"`
-	PostgresVersion string  `json:"postgres_version"`
-	Rate            any     `json:"rate"` // jobs/s, or "max"
-	Workers         int     `json:"workers"`
-	Processes       int     `json:"processes"`
-	WorkMS          float64 `json:"work_ms"`
+	Scenario        string `json:"scenario"`
+	PostgresVersion string `json:"postgres_version"`
+	Rate            any    `json:"rate"` // jobs/s, or "max"
+	// Workers is --workers, 0 when it was not given and each strategy ran
+	// its default (StrategySummary.Workers says how many).
+	Workers   int     `json:"workers"`
+	Processes int     `json:"processes"`
+	WorkMS    float64 `json:"work_ms"`
 	// Mix is --mix (left out without one).
 	Mix        *Mix                        `json:"mix,omitempty"`
 	Strategies map[string]*StrategySummary `json:"strategies"`
@@ -83,6 +90,9 @@ type Summary struct {
 
 // StrategySummary is one strategy's results in a Summary.
 type StrategySummary struct {
+	// Workers is the number of workers the strategy ran: --workers, or
+	// the strategy's default when it was not given.
+	Workers       int                      `json:"workers"`
 	LostJobs      int64                    `json:"lost_jobs"`
 	DuplicateJobs int64                    `json:"duplicate_jobs"`
 	Phases        map[string]*PhaseSummary `json:"phases"`
@@ -165,13 +175,17 @@ type StallStats struct {
 // PhaseSummary is one phase of one strategy. Latency percentiles come from
 // HDR histograms over the whole phase, not from averaging per-second values.
 type PhaseSummary struct {
-	Seconds        float64 `json:"seconds"`
-	OfferedPerS    float64 `json:"offered_per_s"`
-	CompletedPerS  float64 `json:"completed_per_s"`
-	ClaimP50MS     float64 `json:"claim_p50_ms"`
-	ClaimP99MS     float64 `json:"claim_p99_ms"`
-	E2EP50MS       float64 `json:"e2e_p50_ms"`
-	E2EP99MS       float64 `json:"e2e_p99_ms"`
+	Seconds       float64 `json:"seconds"`
+	OfferedPerS   float64 `json:"offered_per_s"`
+	CompletedPerS float64 `json:"completed_per_s"`
+	ClaimP50MS    float64 `json:"claim_p50_ms"`
+	ClaimP99MS    float64 `json:"claim_p99_ms"`
+	E2EP50MS      float64 `json:"e2e_p50_ms"`
+	E2EP99MS      float64 `json:"e2e_p99_ms"`
+	// PickupP50MS and PickupP99MS: the pickup latency the strategy's own
+	// library reports (see Sample.PickupP50), left out when it reports none.
+	PickupP50MS    float64 `json:"pickup_p50_ms,omitempty"`
+	PickupP99MS    float64 `json:"pickup_p99_ms,omitempty"`
 	BacklogEnd     int64   `json:"backlog_end"`
 	BacklogMax     int64   `json:"backlog_max"`
 	DeadTuplesMax  int64   `json:"dead_tuples_max"`

@@ -228,7 +228,7 @@ func (p *producer) flat(ctx context.Context, conc int, limit int64) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				if p.t.enqueued.Load()-p.t.completed.Load() > limit {
-					time.Sleep(200 * time.Microsecond)
+					time.Sleep(time.Millisecond)
 					continue
 				}
 				ids := make([]int64, batch)

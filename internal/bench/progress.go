@@ -51,10 +51,14 @@ func strategyLine(name string, ss *StrategySummary, color bool) string {
 	if color {
 		b.WriteString("\r\033[K")
 	}
-	fmt.Fprintf(&b, "%s done:", name)
+	fmt.Fprintf(&b, "%s done (%d workers):", name, ss.Workers)
 	for _, p := range phaseOrder(ss) {
 		ps := ss.Phases[p]
-		fmt.Fprintf(&b, "  %s %.0f/%.0f jobs/s, claim p99 %.2f ms, backlog max %d", p, ps.CompletedPerS, ps.OfferedPerS, ps.ClaimP99MS, ps.BacklogMax)
+		fmt.Fprintf(&b, "  %s %.0f/%.0f jobs/s, claim p99 %.2f ms, ", p, ps.CompletedPerS, ps.OfferedPerS, ps.ClaimP99MS)
+		if ps.PickupP99MS > 0 {
+			fmt.Fprintf(&b, "pickup p50/p99 %.2f/%.2f ms, ", ps.PickupP50MS, ps.PickupP99MS)
+		}
+		fmt.Fprintf(&b, "backlog max %d", ps.BacklogMax)
 		if ps.SchedLateP99MS != nil {
 			fmt.Fprintf(&b, ", completed %d/%d expected (%s), sched late p99 %.1f ms", ps.Completed, ps.Expected, pct(ps.Completed, ps.Expected), *ps.SchedLateP99MS)
 		}

@@ -29,7 +29,9 @@ type Config struct {
 	Scenario   string
 	Rate       float64 // jobs offered per second; 0 means as fast as each strategy keeps up
 	Jobs       int64   // jobs of the burndown scenario
-	Workers    int     // workers over all processes
+	// Workers is the number of workers over all processes; 0 gives each
+	// strategy its default: DefaultWorkers, or its own (WorkerDefaulter).
+	Workers int
 	// Processes splits the workers into that many independent clients
 	// (each with its own connections), as processes would; 0 means 1.
 	Processes int
@@ -140,6 +142,31 @@ func (c *Config) schedule() []span {
 
 func (c *Config) processes() int { return max(c.Processes, 1) }
 
+// DefaultWorkers is the number of workers of a strategy when --workers is
+// not given and the strategy names no default of its own.
+const DefaultWorkers = 32
+
+// WorkersFor is the number of workers the named strategy runs, 0 for an
+// unknown name.
+func (c *Config) WorkersFor(name string) int {
+	f, err := Lookup(name)
+	if err != nil {
+		return 0
+	}
+	return c.workersFor(f())
+}
+
+// workersFor is the number of workers strategy s runs.
+func (c *Config) workersFor(s Strategy) int {
+	if c.Workers > 0 {
+		return c.Workers
+	}
+	if d, ok := s.(WorkerDefaulter); ok && d.DefaultWorkers() > 0 {
+		return d.DefaultWorkers()
+	}
+	return DefaultWorkers
+}
+
 // Check reports what is wrong with the configuration before anything runs:
 // unknown names, impossible values, and strategies that cannot run the
 // scenario or --processes asked for.
@@ -151,12 +178,10 @@ func (c *Config) Check() error {
 		return errors.New("no strategies")
 	}
 	switch {
-	case c.Workers < 1:
+	case c.Workers < 0:
 		return errors.New("--workers must be at least 1")
 	case c.Processes < 0:
 		return errors.New("--processes must be at least 1")
-	case c.processes() > c.Workers:
-		return fmt.Errorf("--processes %d is more than --workers %d: every process needs a worker", c.Processes, c.Workers)
 	case c.Work < 0:
 		return errors.New("--work must not be negative")
 	case c.Rate < 0:
@@ -184,6 +209,12 @@ func (c *Config) Check() error {
 			return err
 		}
 		s := f()
+		if w := c.workersFor(s); c.processes() > w {
+			if c.Workers > 0 {
+				return fmt.Errorf("--processes %d is more than --workers %d: every process needs a worker", c.Processes, w)
+			}
+			return fmt.Errorf("--processes %d is more than the %d workers %s runs by default: every process needs a worker", c.Processes, w, n)
+		}
 		if m, ok := s.(Multiprocess); c.processes() > 1 && !(ok && m.Multiprocess()) {
 			return fmt.Errorf("strategy %q runs as one process only: --processes %d is not supported for it", n, c.Processes)
 		}
@@ -263,10 +294,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, os.WriteFile(filepath.Join(cfg.Out, "summary.json"), append(b, '\n'), 0o644)
 }
 
-// phaseHists are the latency histograms of one phase.
-type phaseHists struct{ claim, e2e, schedLate, retryLate *hdr.Histogram }
+// phaseHists are the latency histograms of one phase (pickup: as the
+// strategy's own library reports it).
+type phaseHists struct{ claim, e2e, pickup, schedLate, retryLate *hdr.Histogram }
 
-func newPhaseHists() *phaseHists { return &phaseHists{newHist(), newHist(), newHist(), newHist()} }
+func newPhaseHists() *phaseHists {
+	return &phaseHists{newHist(), newHist(), newHist(), newHist(), newHist()}
+}
 
 // MixDrain is the longest the workers run on after the last phase of a
 // --mix run, until every expected job has completed: the longest delay of
@@ -317,7 +351,8 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		prod.schedMax = cmp.Or(cfg.MixSchedMax, MixSchedMax)
 	}
 	work := cfg.Work
-	env := Env{URL: cfg.URL, Workers: cfg.Workers, Processes: cfg.processes(),
+	workers := cfg.workersFor(s)
+	env := Env{URL: cfg.URL, Workers: workers, Processes: cfg.processes(),
 		Handle: func(ctx context.Context, j Job) error {
 			n, kind := t.started(j.ID, j.ReadyAt)
 			if kind == kindSnooze && n == 1 {
@@ -332,7 +367,8 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 			t.finished(j.ID, j.Process)
 			return nil
 		},
-		ObserveClaim: func(d time.Duration, n int) { t.claim.observe(0, d) },
+		ObserveClaim:  func(d time.Duration, n int) { t.claim.observe(0, d) },
+		ObservePickup: func(d time.Duration) { t.pickup.observe(0, d) },
 	}
 	if mix {
 		env.RetryBackoff = MixBackoff
@@ -385,7 +421,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		prodWG.Add(1)
 		go func() { defer prodWG.Done(); prod.paced(prodCtx, start, cfg.Rate, conc) }()
 	default:
-		limit := int64(max(4*min(s.MaxBatch(), 500), 20*cfg.Workers))
+		limit := int64(max(4*min(s.MaxBatch(), 500), 20*workers))
 		prodWG.Add(1)
 		go func() { defer prodWG.Done(); prod.flat(prodCtx, 4, limit) }()
 	}
@@ -483,6 +519,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		mixStats.PendingByKind = t.settle() // before the summary: it counts unique_dupes_run
 	}
 	ss := smp.summary(sched)
+	ss.Workers = workers
 	ss.DuplicateJobs = t.duplicates.Load()
 	ss.PerProcessCompleted = t.perProcess()
 	ss.Totals = &RunTotals{Offered: t.offered.Load(), Enqueued: t.enqueued.Load(), Completed: t.completed.Load()}
@@ -577,14 +614,15 @@ func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample
 		}
 		phase.mu.Lock()
 		p := phase.name
-		claim, e2e := cur.claim, cur.e2e
-		for _, h := range []*hdr.Histogram{cur.claim, cur.e2e, cur.schedLate, cur.retryLate} {
+		claim, e2e, pickup := cur.claim, cur.e2e, cur.pickup
+		for _, h := range []*hdr.Histogram{cur.claim, cur.e2e, cur.pickup, cur.schedLate, cur.retryLate} {
 			h.Reset()
 		}
 		m.t.claim.drain(claim)
 		m.t.e2e.drain(e2e)
 		m.t.schedLate.drain(cur.schedLate)
 		m.t.retryLate.drain(cur.retryLate)
+		m.t.pickup.drain(pickup)
 		s := Sample{Strategy: m.name, Phase: p, T: float64(k), Unix: float64(time.Now().UnixMilli()) / 1000}
 		off, enq, done := m.t.offered.Load(), m.t.enqueued.Load(), m.t.completed.Load()
 		s.Offered, s.Enqueued, s.Completed = off-m.offered, enq-m.enqueued, done-m.completed
@@ -593,6 +631,7 @@ func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample
 		s.ClaimP50, s.ClaimP99, s.ClaimMax = ms(claim, 50), ms(claim, 99), float64(claim.Max())/1000
 		s.E2EP50, s.E2EP99 = ms(e2e, 50), ms(e2e, 99)
 		s.Backlog -= m.t.cancelled.Load()
+		s.PickupP50, s.PickupP99 = ms(pickup, 50), ms(pickup, 99)
 		s.Duplicates = m.t.duplicates.Load()
 		if !m.cfg.Mix.Zero() {
 			var c, d int64
@@ -622,6 +661,7 @@ func (m *sampling) loop(ctx context.Context, phase *phaseState, emit func(Sample
 		ph.e2e.Merge(cur.e2e)
 		ph.schedLate.Merge(cur.schedLate)
 		ph.retryLate.Merge(cur.retryLate)
+		ph.pickup.Merge(cur.pickup)
 		m.samples = append(m.samples, s)
 		_ = emit(s)
 		if m.cfg.TTY || k%10 == 0 {
@@ -680,6 +720,7 @@ func (m *sampling) summary(sched []span) *StrategySummary {
 		if h != nil {
 			ps.ClaimP50MS, ps.ClaimP99MS = ms(h.claim, 50), ms(h.claim, 99)
 			ps.E2EP50MS, ps.E2EP99MS = ms(h.e2e, 50), ms(h.e2e, 99)
+			ps.PickupP50MS, ps.PickupP99MS = ms(h.pickup, 50), ms(h.pickup, 99)
 		}
 		pc := &m.t.perPhase[phaseIndex[sp.phase]]
 		ps.Offered, ps.Completed = pc.offered.Load(), pc.completed.Load()

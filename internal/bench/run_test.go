@@ -282,6 +282,73 @@ func init() {
 	})
 }
 
+// ownDefaults is skiplocked with a worker count of its own and a library
+// that reports its own pickup latency (a constant, so the summary's figure
+// can be checked): what the river strategy declares.
+type ownDefaults struct {
+	bench.Strategy
+	workers chan int // receives the Env.Workers that Work was given
+}
+
+const ownDefaultWorkers, ownPickup = 3, 7 * time.Millisecond
+
+func (s ownDefaults) DefaultWorkers() int { return ownDefaultWorkers }
+
+func (s ownDefaults) Work(ctx context.Context, env bench.Env) error {
+	s.workers <- env.Workers
+	handle := env.Handle
+	env.Handle = func(ctx context.Context, j bench.Job) error {
+		env.ObservePickup(ownPickup)
+		return handle(ctx, j)
+	}
+	return s.Strategy.Work(ctx, env)
+}
+
+var ownDefaultsWorkers = make(chan int, 4)
+
+func init() {
+	bench.Register("test-own-defaults", func() bench.Strategy {
+		f, _ := bench.Lookup("skiplocked")
+		return ownDefaults{f(), ownDefaultsWorkers}
+	})
+}
+
+// TestRunStrategyDefaults: without --workers each strategy runs its own
+// default worker count (and the summary says so); a pickup latency the
+// strategy reports reaches the summary, and is left out for a strategy
+// that reports none.
+func TestRunStrategyDefaults(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	cfg := bench.Config{URL: url, Strategies: []string{"test-own-defaults", "skiplocked"}, Scenario: bench.ScenarioClean,
+		Rate: 100, Work: time.Millisecond, Clean: 2 * time.Second, Out: t.TempDir()}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-ownDefaultsWorkers; got != ownDefaultWorkers {
+		t.Errorf("Work was given %d workers, want the strategy's own default %d", got, ownDefaultWorkers)
+	}
+	own, plain := res.Summary.Strategies["test-own-defaults"], res.Summary.Strategies["skiplocked"]
+	if own.Workers != ownDefaultWorkers || plain.Workers != bench.DefaultWorkers {
+		t.Errorf("summary workers: %d and %d, want %d and %d", own.Workers, plain.Workers, ownDefaultWorkers, bench.DefaultWorkers)
+	}
+	if res.Summary.Workers != 0 {
+		t.Errorf("summary workers %d without --workers, want 0", res.Summary.Workers)
+	}
+	p := own.Phases[bench.PhaseClean]
+	if want := float64(ownPickup / time.Millisecond); p.PickupP50MS < want*0.99 || p.PickupP99MS > want*1.01 {
+		t.Errorf("pickup p50/p99 %.3f/%.3f ms, want %.0f", p.PickupP50MS, p.PickupP99MS, want)
+	}
+	if q := plain.Phases[bench.PhaseClean]; q.PickupP50MS != 0 || q.PickupP99MS != 0 {
+		t.Errorf("skiplocked reports no pickup latency of its own, got %.3f/%.3f ms", q.PickupP50MS, q.PickupP99MS)
+	}
+	c := cfg
+	c.Processes = ownDefaultWorkers + 1
+	if err := c.Check(); err == nil || !strings.Contains(err.Error(), "runs by default") {
+		t.Errorf("--processes above the strategy's default workers: %v", err)
+	}
+}
+
 // TestRunRejectsBadConfig checks errors name the problem before anything runs.
 func TestRunRejectsBadConfig(t *testing.T) {
 	base := bench.Config{URL: "postgres://127.0.0.1:1/x", Strategies: []string{"skiplocked"}, Scenario: bench.ScenarioClean,
@@ -289,7 +356,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	cases := map[string]func(c *bench.Config){
 		"unknown scenario":    func(c *bench.Config) { c.Scenario = "nope" },
 		"unknown strategy":    func(c *bench.Config) { c.Strategies = []string{"nope"} },
-		"workers":             func(c *bench.Config) { c.Workers = 0 },
+		"workers":             func(c *bench.Config) { c.Workers = -1 },
 		"all phases zero":     func(c *bench.Config) { c.Clean = 0 },
 		"burndown no jobs":    func(c *bench.Config) { c.Scenario = bench.ScenarioBurndown },
 		"processes > workers": func(c *bench.Config) { c.Workers, c.Processes = 2, 3 },

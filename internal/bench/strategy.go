@@ -59,6 +59,12 @@ type Env struct {
 	// RetryBackoff, when not 0, is the delay before a failed attempt runs
 	// again (a Mixer's worker gets ErrMixFail from Handle).
 	RetryBackoff time.Duration
+	// ObservePickup records a job's pickup latency as the strategy's own
+	// library measures it (River: the time from a job's scheduled_at to
+	// its executor starting, from its event subscription). Strategies whose
+	// library reports none leave it unused; the bench's own end-to-end
+	// latency is recorded for every strategy regardless.
+	ObservePickup func(d time.Duration)
 }
 
 // Strategy is one way of storing, claiming and finishing jobs. A strategy
@@ -98,6 +104,15 @@ type Rotator interface {
 	// Rotations returns the cumulative number of segment rotations since
 	// the strategy's schema was installed.
 	Rotations(ctx context.Context) (int64, error)
+}
+
+// WorkerDefaulter is implemented by strategies whose own benchmark runs a
+// different number of workers than DefaultWorkers: when --workers is not
+// given (Config.Workers is 0), the strategy runs DefaultWorkers() of them.
+// River's workers are goroutines fed by one fetch query whose LIMIT is the
+// number of free worker slots, so its worker count is also its fetch batch.
+type WorkerDefaulter interface {
+	DefaultWorkers() int
 }
 
 // Multiprocess is implemented by strategies whose Work can run its workers

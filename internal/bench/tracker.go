@@ -80,7 +80,9 @@ type tracker struct {
 	// procs counts the completed jobs of each process (Job.Process).
 	procs []atomic.Int64
 
-	claim, e2e *recorder
+	// pickup is the pickup latency a strategy's own library reports
+	// (Env.ObservePickup); empty for the others.
+	claim, e2e, pickup *recorder
 	// schedLate is a scheduled job's start minus its run_at; retryLate a
 	// failed or snoozed job's second start minus when the strategy made it
 	// ready again (Job.ReadyAt).
@@ -89,7 +91,7 @@ type tracker struct {
 }
 
 func newTracker(start time.Time, processes int) *tracker {
-	return &tracker{start: start, claim: newRecorder(), e2e: newRecorder(), schedLate: newRecorder(), retryLate: newRecorder(),
+	return &tracker{start: start, claim: newRecorder(), e2e: newRecorder(), pickup: newRecorder(), schedLate: newRecorder(), retryLate: newRecorder(),
 		procs: make([]atomic.Int64, max(processes, 1))}
 }
 

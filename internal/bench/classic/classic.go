@@ -1,4 +1,4 @@
-// Package classic holds four classic Postgres job-queue strategies for the
+// Package classic holds five classic Postgres job-queue strategies for the
 // millrace bench, each in its own schema:
 //
 //   - "que": Que 0.x, advisory locks taken by a recursive CTE that walks the
@@ -7,6 +7,7 @@
 //   - "skiplocked": one job per transaction with FOR UPDATE SKIP LOCKED,
 //     held open while the job is worked.
 //   - "skiplocked-batch": the same, BatchSize jobs per transaction.
+//   - "skiplocked-lifo": "skiplocked" taking the newest job first.
 //   - "cursor": SKIP LOCKED from a per-worker id cursor that is reset to 0
 //     every CursorReset (with jitter) and whenever it finds nothing.
 //

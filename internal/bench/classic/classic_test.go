@@ -13,7 +13,7 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-var names = []string{"que", "skiplocked", "skiplocked-batch", "cursor"}
+var names = []string{"que", "skiplocked", "skiplocked-batch", "skiplocked-lifo", "cursor"}
 
 // counter records the runs of each job and the claims observed.
 type counter struct {

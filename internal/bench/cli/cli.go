@@ -23,7 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/guard"
 	"github.com/millrace/millrace/internal/bench"
-	_ "github.com/millrace/millrace/internal/bench/classic" // que, skiplocked, skiplocked-batch, cursor
+	_ "github.com/millrace/millrace/internal/bench/classic" // que, skiplocked, skiplocked-batch, skiplocked-lifo, cursor
 	_ "github.com/millrace/millrace/internal/bench/native"  // millrace
 	"github.com/millrace/millrace/internal/bench/report"
 	"github.com/millrace/millrace/internal/pgtest"
@@ -39,7 +39,6 @@ const (
 	defaultStrategies = "skiplocked,que,millrace"
 	defaultScenario   = bench.ScenarioIdleXid
 	defaultRate       = "800"
-	defaultWorkers    = 32
 	defaultWork       = 10 * time.Millisecond
 	defaultWarmup     = 5 * time.Second
 	defaultClean      = 20 * time.Second
@@ -65,7 +64,7 @@ func Bench(ctx context.Context, args []string) error {
 	scenario := fs.String("scenario", defaultScenario, "scenario: "+scenarioList())
 	rate := fs.String("rate", defaultRate, "jobs offered per second, or max (as fast as each strategy keeps up)")
 	jobs := fs.Int64("jobs", 0, "jobs to insert first and work down (burndown scenario)")
-	workers := fs.Int("workers", defaultWorkers, "concurrent workers per strategy, over all processes")
+	workers := fs.Int("workers", 0, fmt.Sprintf("concurrent workers per strategy, over all processes (default %d; river: %d, as River's own benchmark)", bench.DefaultWorkers, RiverWorkers))
 	processes := fs.Int("processes", 1, "run each strategy's workers as N independent clients (own pools and listeners), the workers split between them")
 	work := fs.Duration("work", defaultWork, "time each job's work takes")
 	warmup := fs.Duration("warmup", defaultWarmup, "warm-up phase (not in the summary)")
@@ -135,6 +134,9 @@ func Bench(ctx context.Context, args []string) error {
 	}
 	if cfg.Scenario == bench.ScenarioBurndown && cfg.Jobs < 1 {
 		return &Error{Msg: "the burndown scenario needs --jobs N", Code: 2}
+	}
+	if *workers < 0 || (*workers == 0 && workersGiven(fs)) {
+		return &Error{Msg: fmt.Sprintf("--workers %d: want at least 1", *workers), Code: 2}
 	}
 	if *processes < 1 {
 		return &Error{Msg: fmt.Sprintf("--processes %d: want at least 1", *processes), Code: 2}
@@ -238,8 +240,8 @@ func Bench(ctx context.Context, args []string) error {
 	if !cfg.Mix.Zero() {
 		procs += ", mix " + cfg.Mix.String()
 	}
-	fmt.Printf("millrace bench: %s, strategies %s, rate %s, %d workers%s, %v work; writing %s\n",
-		cfg.Scenario, strings.Join(cfg.Strategies, ","), *rate, cfg.Workers, procs, cfg.Work, cfg.Out)
+	fmt.Printf("millrace bench: %s, strategies %s, rate %s, %s%s, %v work; writing %s\n",
+		cfg.Scenario, strings.Join(cfg.Strategies, ","), *rate, workersText(cfg), procs, cfg.Work, cfg.Out)
 	res, runErr := bench.Run(ctx, cfg)
 	if cfg.TTY {
 		fmt.Print("\r\033[K")
@@ -316,6 +318,31 @@ func analyticsFlags(fs *flag.FlagSet, scenario string, readers int, d, interval 
 		}
 	})
 	return an, err
+}
+
+// RiverWorkers is the river strategy's default worker count, River's own
+// benchmark's (the strategy lives in its own module and returns it; the
+// flag's help names it).
+const RiverWorkers = 2000
+
+func workersGiven(fs *flag.FlagSet) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "workers" })
+	return given
+}
+
+// workersText says how many workers each strategy runs.
+func workersText(cfg bench.Config) string {
+	if cfg.Workers > 0 {
+		return fmt.Sprintf("%d workers", cfg.Workers)
+	}
+	var parts []string
+	for _, n := range cfg.Strategies {
+		if w := cfg.WorkersFor(n); w > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", n, w))
+		}
+	}
+	return "workers " + strings.Join(parts, ", ")
 }
 
 func scenarioList() string {

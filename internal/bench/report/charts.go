@@ -49,6 +49,7 @@ var knownColors = map[string]color.Color{
 	"millrace":         rgb(0x2ca02c), // green
 	"skiplocked":       rgb(0xd62728), // red
 	"skiplocked-batch": rgb(0xff7f0e), // orange
+	"skiplocked-lifo":  rgb(0x17becf), // cyan
 	"que":              rgb(0x9467bd), // purple
 	"cursor":           rgb(0x1f77b4), // blue
 	"river":            rgb(0x8c564b), // brown
@@ -58,7 +59,6 @@ var knownColors = map[string]color.Color{
 var fallbackColors = []color.Color{
 	rgb(0xe377c2), // pink
 	rgb(0xbcbd22), // olive
-	rgb(0x17becf), // cyan
 	rgb(0x7f7f7f), // grey
 	rgb(0x393b79), // indigo
 	rgb(0x637939), // moss

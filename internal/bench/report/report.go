@@ -207,7 +207,8 @@ func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 		if sum.Mix != nil {
 			p.Mix = sum.Mix.String()
 		}
-		p.Workers = fmt.Sprint(sum.Workers)
+
+		p.Workers = workersText(sum)
 		p.WorkMS = trim(sum.WorkMS) + " ms"
 		if sum.PostgresVersion != "" {
 			p.Postgres = sum.PostgresVersion
@@ -472,4 +473,28 @@ func fmtBytes(v float64) string {
 		return fmt.Sprintf("%.0f B", v)
 	}
 	return strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0") + " " + units[i]
+}
+
+// workersText is --workers, or each strategy's own count when it was not
+// given (strategies may default differently: river runs River's own
+// benchmark's 2,000).
+func workersText(sum *bench.Summary) string {
+	if sum.Workers > 0 {
+		return fmt.Sprint(sum.Workers)
+	}
+	names := make([]string, 0, len(sum.Strategies))
+	for n := range sum.Strategies {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		if w := sum.Strategies[n].Workers; w > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", n, w))
+		}
+	}
+	if len(parts) == 0 {
+		return "—"
+	}
+	return strings.Join(parts, ", ")
 }
