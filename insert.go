@@ -321,8 +321,6 @@ func (c *Client) insert(ctx context.Context, q storage.Querier, ps []*InsertPara
 
 func (c *Client) insertNow(ctx context.Context, q storage.Querier, ps []*InsertParams, inTx bool) ([]InsertResult, error) {
 	nj := make([]storage.NewJob, len(ps))
-	scheduled := false
-	now := time.Now()
 	for i, p := range ps {
 		j, err := c.newJob(p)
 		if err != nil {
@@ -332,12 +330,12 @@ func (c *Client) insertNow(ctx context.Context, q storage.Querier, ps []*InsertP
 			return nil, err
 		}
 		nj[i] = j
-		scheduled = scheduled || j.RunAt.After(now)
 	}
 	// In a transaction Postgres notifies at commit; outside one, immediate
 	// jobs are announced by the coalescing sender (one NOTIFY per queue
-	// per few milliseconds), scheduled ones by the statement itself.
-	ins, err := storage.Insert(ctx, q, nj, inTx || scheduled)
+	// per few milliseconds). Scheduled jobs need none: the leader polls
+	// the schedule.
+	ins, err := storage.Insert(ctx, q, nj, inTx)
 	if err != nil {
 		return nil, err
 	}

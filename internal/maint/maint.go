@@ -246,8 +246,10 @@ func (m *Maintainer) runPeriodic(ctx context.Context) {
 type Promoter struct {
 	Store  *storage.Store
 	Logger *slog.Logger
-	// MaxWait bounds a sleep (default 250ms): a schedule change whose
-	// notification was missed is seen within it.
+	// MaxWait bounds a sleep (default 50ms): a job scheduled meanwhile, a
+	// retry, or a transaction that committed after its job's run_at is
+	// promoted within it. Schedules send no NOTIFY (a NOTIFY serializes
+	// commits); an idle round reads two index edges and writes nothing.
 	MaxWait time.Duration
 	// MinGap spaces promotion rounds (default 10ms): jobs falling due
 	// within it are promoted together, bounding rounds to 100 a second.
@@ -263,7 +265,7 @@ func NewPromoter(s *storage.Store, logger *slog.Logger) *Promoter {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Promoter{Store: s, Logger: logger, MaxWait: 250 * time.Millisecond, MinGap: 10 * time.Millisecond, CompactMin: 10000,
+	return &Promoter{Store: s, Logger: logger, MaxWait: 50 * time.Millisecond, MinGap: 10 * time.Millisecond, CompactMin: 10000,
 		kick: make(chan struct{}, 1)}
 }
 

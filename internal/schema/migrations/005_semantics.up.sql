@@ -237,7 +237,8 @@ END $$;
 -- uniq); keys are locked for the rest of the transaction, and unique
 -- inserts need READ COMMITTED (a REPEATABLE READ snapshot could not see a
 -- concurrent insert of the same key). One NOTIFY per queue with a job due
--- now, one on millrace_sched when a job is scheduled.
+-- now (a NOTIFY serializes commits: scheduled jobs send none, the leader's
+-- promoter polls the schedule).
 CREATE FUNCTION millrace.insert_many(
     p_kind text[], p_args jsonb[], p_queue text[], p_priority int[], p_run_at timestamptz[], p_max_attempts int[],
     p_unique_key text[] DEFAULT NULL, p_unique_states int[] DEFAULT NULL, p_unique_until timestamptz[] DEFAULT NULL,
@@ -340,9 +341,6 @@ BEGIN
         FOR v_q IN SELECT DISTINCT q FROM unnest(p_queue, p_run_at) AS x(q, r) WHERE r IS NULL OR r <= v_now LOOP
             PERFORM pg_notify('millrace', v_q);
         END LOOP;
-        IF EXISTS (SELECT 1 FROM unnest(p_run_at) r WHERE r > v_now) THEN
-            PERFORM pg_notify('millrace_sched', '');
-        END IF;
     END IF;
 END $$;
 
@@ -692,10 +690,6 @@ BEGIN
     FROM unnest(p_job, p_state, p_attempt, p_error, p_retry_at, p_queue, p_kind, p_args, p_priority,
                 p_max_attempts, p_created_at, p_timeout_ms) WITH ORDINALITY AS u(j, s, a, e, r, q, kd, ar, p, m, c, tm, i)
     WHERE u.s IN (2, 5) AND v_new[u.i];
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    IF v_n > 0 THEN
-        PERFORM pg_notify('millrace_sched', '');
-    END IF;
 
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, error, owner)
@@ -811,8 +805,9 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = p_id) THEN
         INSERT INTO millrace.cancel (slot, job_id) VALUES (millrace.current_segment(), p_id);
     END IF;
-    PERFORM pg_notify('millrace_cancel', p_id::text);
     IF v_state = 'running' THEN
+        -- Only a running job needs its process told now (it also polls).
+        PERFORM pg_notify('millrace_cancel', p_id::text);
         RETURN 'cancelling';
     END IF;
     SELECT * INTO v_j FROM millrace.live_job(p_id);
@@ -1049,8 +1044,7 @@ BEGIN
 END $$;
 
 -- next_due is when the next scheduled job not yet promoted is due (NULL:
--- none); the leader's promoter sleeps until then or until a NOTIFY on
--- millrace_sched says a schedule changed.
+-- none); the leader's promoter sleeps until then, and at most 50 ms.
 CREATE FUNCTION millrace.next_due() RETURNS timestamptz LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET jit = off AS $$
     SELECT min(s.due_at) FROM millrace.sched s
