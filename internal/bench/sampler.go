@@ -22,7 +22,7 @@ type probe struct {
 	cpuTicks   int64                // Postgres processes' CPU ticks at the last read
 	cpuAt      time.Time            // when cpuTicks was read
 	walLSN     int64                // WAL position at the last read
-	firstSeen  map[string]time.Time // holder+xmin -> when first seen, for holders without a start time
+	firstSeen  map[string]time.Time // horizon key -> when first seen (see read)
 }
 
 // dialProbe opens the sampler's connection.
@@ -61,13 +61,15 @@ WHERE s.schemaname || '.' || s.relname = ANY($1)`
 // first: sessions of this database (their snapshot or their xid),
 // standbys through hot_standby_feedback, replication slots and prepared
 // transactions. Seconds are known for sessions and prepared transactions;
-// for the others the probe remembers when it first saw that xmin.
+// for the others the probe remembers when it first saw that xmin. A
+// session's xmin is the older of its snapshot's xmin and its own xid.
 const horizonSQL = `
 WITH h(holder, xmin, age_xids, held_s) AS (
   SELECT format('session pid %s (%s%s): %s', pid, coalesce(state, '?'),
                 coalesce(', ' || nullif(application_name, ''), ''),
                 left(regexp_replace(query, '\s+', ' ', 'g'), 60)),
-         coalesce(backend_xid, backend_xmin)::text,
+         (CASE WHEN backend_xid IS NULL OR age(backend_xmin) > age(backend_xid)
+               THEN backend_xmin ELSE backend_xid END)::text,
          greatest(age(backend_xmin), age(backend_xid)),
          extract(epoch FROM clock_timestamp() - xact_start)::float8
   FROM pg_stat_activity
@@ -125,17 +127,31 @@ func (p *probe) read(ctx context.Context, s *Sample) error {
 		if age != nil {
 			s.XminAge = *age
 		}
-		if held != nil {
-			s.XminAgeS = *held
-		} else {
-			key := holder + "@" + xmin
-			first, ok := p.firstSeen[key]
-			if !ok {
-				first = now
-				p.firstSeen[key] = now
-			}
-			s.XminAgeS = now.Sub(first).Seconds()
+		// How long the horizon has been held at this xmin. A session's
+		// transaction start is not enough: a snapshot taken while another
+		// transaction held an xid has that xid as its xmin, and keeps it
+		// after that transaction ends, so a session a second old can hold
+		// a horizon many seconds old (overlapping readers that hold xids).
+		// So the probe remembers when it first saw each xmin at the
+		// horizon, or when the transaction holding it began if earlier.
+		key := "xmin " + xmin
+		if !strings.HasPrefix(holder, "session ") && !strings.HasPrefix(holder, "prepared ") {
+			key = holder + "@" + xmin
 		}
+		first, ok := p.firstSeen[key]
+		if !ok {
+			if len(p.firstSeen) > 100000 {
+				clear(p.firstSeen)
+			}
+			first = now
+		}
+		if held != nil {
+			if began := now.Add(-time.Duration(*held * float64(time.Second))); began.Before(first) {
+				first = began
+			}
+		}
+		p.firstSeen[key] = first
+		s.XminAgeS = now.Sub(first).Seconds()
 		s.XminHolder = holder
 	}
 
