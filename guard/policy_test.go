@@ -25,19 +25,19 @@ func TestLoadExamplePolicy(t *testing.T) {
 }
 
 // TestLoadWindowPolicy checks the shipped analytics-window policy: the bench's
-// readers, one at a time, none older than the 10 s the queue survives, and
-// a poll twice a second.
+// readers, one at a time, none older than 15 s, and a poll five times a
+// second.
 func TestLoadWindowPolicy(t *testing.T) {
 	p, err := LoadPolicy("../examples/analytics-window.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Classes) != 1 || p.Interval != 500*time.Millisecond {
+	if len(p.Classes) != 1 || p.Interval != 200*time.Millisecond {
 		t.Fatalf("classes = %d, interval %v", len(p.Classes), p.Interval)
 	}
 	c := p.Classes[0]
 	if c.Name != "analytics" || c.Match.ApplicationName != "millrace-bench-analytics" || c.MaxConcurrent != 1 ||
-		c.Action != ActionCancel || c.HorizonWindow != 10*time.Second || c.MaxTransactionAge != 10*time.Second ||
+		c.Action != ActionCancel || c.HorizonWindow != 10*time.Second || c.MaxTransactionAge != 15*time.Second ||
 		c.MaxIdleInTransaction != 10*time.Second {
 		t.Fatalf("class = %+v", c)
 	}

@@ -130,8 +130,12 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 				n, st.LongJobS, st.HeldTxS, st.UnservedEnqueued, st.UnservedWorked, st.DrainS)
 		}
 		if r := ss.Readers; r != nil {
-			fmt.Fprintf(w, "%s: analytics: %d readers of %gs, %gs apart: reports %d, finished %d, unfinished at the end of stress %d; attempts %d, cancelled %d, retried %d\n",
-				n, r.Sessions, r.DurationS, r.IntervalS, r.Reports, r.Finished, r.Unfinished, r.Started, r.Cancelled, r.Retried)
+			kind := "taking an xid"
+			if r.ReadOnly {
+				kind = "read-only"
+			}
+			fmt.Fprintf(w, "%s: analytics: %d readers (%s) of %gs, %gs apart: reports %d, finished %d, unfinished at the end of stress %d; attempts %d, cancelled %d, retried %d\n",
+				n, r.Sessions, kind, r.DurationS, r.IntervalS, r.Reports, r.Finished, r.Unfinished, r.Started, r.Cancelled, r.Retried)
 		}
 		if ss.DuplicateJobs > 0 {
 			fmt.Fprintf(w, "%s: %d jobs worked more than once\n", n, ss.DuplicateJobs)

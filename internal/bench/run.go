@@ -193,7 +193,7 @@ func (c *Config) Check() error {
 	case !c.Mix.Zero() && (c.Rate == 0 || c.Scenario == ScenarioBurndown):
 		return errors.New("--mix needs a paced producer: --rate N, not max or the burndown scenario")
 	case c.Scenario != ScenarioAnalytics && c.Analytics != Analytics{}:
-		return fmt.Errorf("--readers, --reader-duration and --reader-interval apply to the %s scenario only", ScenarioAnalytics)
+		return fmt.Errorf("--readers, --reader-duration, --reader-interval and --reader-readonly apply to the %s scenario only", ScenarioAnalytics)
 	}
 	if _, err := ParseMix(c.Mix.String()); err != nil {
 		return err

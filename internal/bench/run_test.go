@@ -601,20 +601,64 @@ func TestRunMix(t *testing.T) {
 // overlapping readers, without and with a guard that lets one reader run at
 // a time, and checks the reports: without the guard none is refused and
 // every report begun in time finishes; with it, readers are refused,
-// retried and still finish, and the horizon is never held longer than one
-// report.
+// retried and still finish. By default the readers hold a transaction id (seen in
+// pg_stat_activity.backend_xid), so overlapping readers hold the horizon
+// longer than one report; read-only readers (--reader-readonly) hold none
+// and never hold it longer than one report.
 func TestRunAnalyticsReaders(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	base := bench.Config{URL: url, Strategies: []string{"skiplocked"}, Scenario: bench.ScenarioAnalytics,
 		Rate: 100, Workers: 2, Work: time.Millisecond,
 		Clean: 2 * time.Second, Stress: 9 * time.Second, Recovery: 2 * time.Second,
 		Analytics: bench.Analytics{Readers: 3, Duration: 2 * time.Second, Interval: time.Second}}
-	check := func(t *testing.T, cfg bench.Config) *bench.ReaderStats {
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	// watch counts, while the run lasts, the samples in which an analytics
+	// reader was open and those in which one held a transaction id.
+	watch := func(ctx context.Context) (open, withXid *int, done chan struct{}) {
+		open, withXid, done = new(int), new(int), make(chan struct{})
+		go func() {
+			defer close(done)
+			for ctx.Err() == nil {
+				var n, x int
+				if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state <> 'idle'), count(backend_xid)
+				  FROM pg_stat_activity WHERE application_name = $1`, bench.AppAnalytics).Scan(&n, &x); err == nil {
+					if n > 0 {
+						*open++
+					}
+					if x > 0 {
+						*withXid++
+					}
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+		return open, withXid, done
+	}
+	// check runs cfg and checks its reports; the stress phase's horizon
+	// must have been at most maxAge old (and at least minAge).
+	check := func(t *testing.T, cfg bench.Config, minAge, maxAge float64) *bench.ReaderStats {
 		t.Helper()
 		cfg.Out = t.TempDir()
+		ctx, stop := context.WithCancel(context.Background())
+		open, withXid, done := watch(ctx)
 		res, err := bench.Run(context.Background(), cfg)
+		stop()
+		<-done
 		if err != nil {
 			t.Fatal(err)
+		}
+		t.Logf("samples with a reader open: %d, with a reader holding an xid: %d", *open, *withXid)
+		switch {
+		case *open == 0:
+			t.Errorf("no analytics reader seen in pg_stat_activity")
+		case cfg.Analytics.ReadOnly && *withXid > 0:
+			t.Errorf("a read-only reader held a transaction id in %d samples", *withXid)
+		case !cfg.Analytics.ReadOnly && *withXid*2 < *open:
+			t.Errorf("readers held a transaction id in %d of %d samples, want most", *withXid, *open)
 		}
 		ss := res.Summary.Strategies["skiplocked"]
 		if ss.LostJobs != 0 {
@@ -642,10 +686,8 @@ func TestRunAnalyticsReaders(t *testing.T) {
 		if r.Cancelled-r.Retried > r.Unfinished {
 			t.Errorf("%d refused attempts were not retried, but only %d reports were cut off by the phase end", r.Cancelled-r.Retried, r.Unfinished)
 		}
-		// Read-only snapshots do not chain: the horizon held by
-		// overlapping readers is never older than one report.
-		if x := ss.Phases[bench.PhaseStress].XminAgeMaxS; x < 1 || x > 3.5 {
-			t.Errorf("stress xmin age max %.1fs, want about one report's 2s", x)
+		if x := ss.Phases[bench.PhaseStress].XminAgeMaxS; x < minAge || x > maxAge {
+			t.Errorf("stress xmin age max %.1fs, want %g-%gs", x, minAge, maxAge)
 		}
 		raw, err := os.ReadFile(filepath.Join(cfg.Out, "summary.json"))
 		if err != nil {
@@ -657,14 +699,30 @@ func TestRunAnalyticsReaders(t *testing.T) {
 		return r
 	}
 
-	t.Run("without guard", func(t *testing.T) {
-		r := check(t, base)
+	noGuard := func(t *testing.T, cfg bench.Config, minAge, maxAge float64) {
+		r := check(t, cfg, minAge, maxAge)
 		if r.Cancelled != 0 || r.Retried != 0 {
 			t.Errorf("readers refused without a guard: %+v", r)
 		}
 		if r.Finished < 5 {
 			t.Errorf("%d reports finished, want at least 5 (three overlapping sessions of 2 s reports over 9 s)", r.Finished)
 		}
+		if r.ReadOnly != cfg.Analytics.ReadOnly {
+			t.Errorf("read_only %v, want %v", r.ReadOnly, cfg.Analytics.ReadOnly)
+		}
+	}
+
+	// A report starts every second and reads for 2: each new reader's
+	// snapshot has the id of the one started a second (or two) before it
+	// as xmin, and keeps it for 2 s, so the horizon reaches 3 to 4 s.
+	t.Run("without guard", func(t *testing.T) { noGuard(t, base, 2.4, 5) })
+
+	// Read-only snapshots do not chain: the horizon held by overlapping
+	// readers is never older than one report.
+	t.Run("without guard, read-only", func(t *testing.T) {
+		cfg := base
+		cfg.Analytics.ReadOnly = true
+		noGuard(t, cfg, 1, 3.5)
 	})
 
 	t.Run("with guard", func(t *testing.T) {
@@ -679,14 +737,13 @@ classes:
 		if err != nil {
 			t.Fatal(err)
 		}
-		pool, err := pgxpool.New(context.Background(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pool.Close()
 		cfg := base
 		cfg.Guard = func(ctx context.Context) error { return guard.New(pool, pol, guard.Options{}).Run(ctx) }
-		r := check(t, cfg)
+		// One report at a time, but a retry that starts less than one
+		// poll before the running report ends is not refused, and keeps
+		// that report's xid as its xmin: the horizon can reach two
+		// reports' length (docs/guard.md), not more.
+		r := check(t, cfg, 1, 4.5)
 		if r.Cancelled < 1 || r.Retried < 1 {
 			t.Errorf("the guard refused no reader: %+v", r)
 		}

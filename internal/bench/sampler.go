@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,40 @@ type probe struct {
 	cpuAt      time.Time            // when cpuTicks was read
 	walLSN     int64                // WAL position at the last read
 	firstSeen  map[string]time.Time // holder+xmin -> when first seen, for holders without a start time
+	nexts      []xidAt              // the next xid at each read, oldest first
+}
+
+// xidAt is the next xid to be assigned at one moment.
+type xidAt struct {
+	at   time.Time
+	next int64
+}
+
+// recordNext adds one reading of the next xid.
+func (p *probe) recordNext(at time.Time, next int64) {
+	if n := len(p.nexts); n > 0 && next < p.nexts[n-1].next {
+		p.nexts = p.nexts[:0] // another server: start over
+	}
+	if len(p.nexts) >= 200000 {
+		p.nexts = append(p.nexts[:0], p.nexts[len(p.nexts)/2:]...)
+	}
+	p.nexts = append(p.nexts, xidAt{at, next})
+}
+
+// assigned estimates when xid was assigned: between the last reading whose
+// next xid was at most xid and the first after, in proportion. It reports
+// false when xid was assigned before the first reading.
+func (p *probe) assigned(xid int64) (time.Time, bool) {
+	i := sort.Search(len(p.nexts), func(i int) bool { return p.nexts[i].next > xid })
+	switch {
+	case i == 0:
+		return time.Time{}, false
+	case i == len(p.nexts):
+		return p.nexts[i-1].at, true
+	}
+	a, b := p.nexts[i-1], p.nexts[i]
+	f := float64(xid-a.next) / float64(b.next-a.next)
+	return a.at.Add(time.Duration(f * float64(b.at.Sub(a.at)))), true
 }
 
 // dialProbe opens the sampler's connection.
@@ -61,13 +96,15 @@ WHERE s.schemaname || '.' || s.relname = ANY($1)`
 // first: sessions of this database (their snapshot or their xid),
 // standbys through hot_standby_feedback, replication slots and prepared
 // transactions. Seconds are known for sessions and prepared transactions;
-// for the others the probe remembers when it first saw that xmin.
+// for the others the probe remembers when it first saw that xmin. A
+// session's xmin is the older of its snapshot's xmin and its own xid.
 const horizonSQL = `
 WITH h(holder, xmin, age_xids, held_s) AS (
   SELECT format('session pid %s (%s%s): %s', pid, coalesce(state, '?'),
                 coalesce(', ' || nullif(application_name, ''), ''),
                 left(regexp_replace(query, '\s+', ' ', 'g'), 60)),
-         coalesce(backend_xid, backend_xmin)::text,
+         (CASE WHEN backend_xid IS NULL OR age(backend_xmin) > age(backend_xid)
+               THEN backend_xmin ELSE backend_xid END)::text,
          greatest(age(backend_xmin), age(backend_xid)),
          extract(epoch FROM clock_timestamp() - xact_start)::float8
   FROM pg_stat_activity
@@ -112,6 +149,13 @@ func (p *probe) read(ctx context.Context, s *Sample) error {
 		return err
 	}
 
+	// The next xid to be assigned, recorded to date the horizon's xmin.
+	var next int64
+	if err := p.conn.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&next); err != nil {
+		return err
+	}
+	p.recordNext(time.Now(), next)
+
 	var holder, xmin string
 	var age *int64
 	var held *float64
@@ -125,17 +169,36 @@ func (p *probe) read(ctx context.Context, s *Sample) error {
 		if age != nil {
 			s.XminAge = *age
 		}
+		// How long the horizon has been held: since its xmin was assigned.
+		// A session's transaction start is not enough: a snapshot taken
+		// while another transaction held an xid has that xid as its xmin,
+		// and keeps it after that transaction ends, so a session a second
+		// old can hold a horizon many seconds old (overlapping readers that
+		// hold xids). So the probe records the next xid once a sample and
+		// dates the horizon's xmin by when the next xid passed it; before
+		// that record begins, by the holder's transaction start, or (a
+		// standby, a slot) when the probe first saw that xmin.
+		var since time.Time
 		if held != nil {
-			s.XminAgeS = *held
+			since = now.Add(-time.Duration(*held * float64(time.Second)))
 		} else {
 			key := holder + "@" + xmin
 			first, ok := p.firstSeen[key]
 			if !ok {
+				if len(p.firstSeen) > 100000 {
+					clear(p.firstSeen)
+				}
 				first = now
 				p.firstSeen[key] = now
 			}
-			s.XminAgeS = now.Sub(first).Seconds()
+			since = first
 		}
+		if age != nil && next > 0 {
+			if t, ok := p.assigned(next - *age); ok && t.Before(since) {
+				since = t
+			}
+		}
+		s.XminAgeS = now.Sub(since).Seconds()
 		s.XminHolder = holder
 	}
 

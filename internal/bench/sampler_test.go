@@ -162,7 +162,7 @@ func (r *countingRotator) Rotations(ctx context.Context) (int64, error) {
 // rotations field for a strategy that does not rotate.
 func TestRotationsAndStorage(t *testing.T) {
 	r := &countingRotator{n: 41} // rotations before the run are not counted
-	m := &sampling{rotator: r, phases: map[string]*phaseHists{}, t: newTracker(time.Now(), 1)}
+	m := &sampling{cfg: &Config{}, rotator: r, phases: map[string]*phaseHists{}, t: newTracker(time.Now(), 1)}
 	if d := m.readRotations(context.Background()); d != 0 {
 		t.Fatalf("baseline read counted %d rotations", d)
 	}

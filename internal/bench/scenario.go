@@ -28,7 +28,7 @@ var Scenarios = map[string]string{
 	ScenarioClean:      "no stress: the baseline",
 	ScenarioIdleXid:    "a session does BEGIN; INSERT; and sits idle, holding an xid",
 	ScenarioRRSnapshot: "a REPEATABLE READ transaction takes a snapshot and sits idle",
-	ScenarioAnalytics:  "REPEATABLE READ readers scanning (--readers, default 3, of --reader-duration, default 120 s, --reader-interval apart), by default always overlapping; refused readers retry",
+	ScenarioAnalytics:  "REPEATABLE READ readers that take a transaction id and scan (--readers, default 3, of --reader-duration, default 120 s, --reader-interval apart; --reader-readonly: no id), by default always overlapping; refused readers retry",
 	ScenarioStandby:    "a hot standby with hot_standby_feedback=on holds a REPEATABLE READ snapshot",
 	ScenarioBurndown:   "no producer: --jobs N are inserted first, then worked down",
 	ScenarioStall:      "a job that runs the whole phase, a queue nobody works (5 jobs/s) and a transaction that enqueues early and commits late (millrace only)",
@@ -58,7 +58,8 @@ INSERT INTO millrace_bench.facts
 ANALYZE millrace_bench.facts;`
 
 // ReaderStats counts the analytics scenario's reports. A report is one
-// REPEATABLE READ transaction that reads for the reader duration; an
+// REPEATABLE READ transaction that takes a transaction id (unless
+// read-only) and reads for the reader duration; an
 // attempt the server cancels or terminates (a guard refusing it) is retried
 // with a new transaction after a second, as a reporting job would, until
 // the report finishes or the phase ends.
@@ -68,6 +69,9 @@ type ReaderStats struct {
 	Sessions  int     `json:"sessions"`
 	DurationS float64 `json:"duration_s"`
 	IntervalS float64 `json:"interval_s"`
+	// ReadOnly is set when the readers were READ ONLY transactions without
+	// a transaction id (--reader-readonly); by default each takes one.
+	ReadOnly bool `json:"read_only,omitempty"`
 	// Reports counts the reports begun; Finished those that ran their
 	// whole duration; Unfinished those still running, or waiting to retry,
 	// when the phase ended.
@@ -95,6 +99,13 @@ type Analytics struct {
 	// Interval is the time between report starts (default
 	// Duration/Readers, so that the readers always overlap).
 	Interval time.Duration
+	// ReadOnly makes each report a READ ONLY transaction that never takes a
+	// transaction id (--reader-readonly). By default a report takes one as
+	// its first statement (SELECT pg_current_xact_id()), as a report that
+	// writes a summary row or a temp table does: a snapshot taken while it
+	// runs then has its id as xmin, so overlapping readers hold the horizon
+	// longer than one report (docs/guard.md).
+	ReadOnly bool
 }
 
 // Default analytics settings.
@@ -166,7 +177,7 @@ func newStress(scenario, url, standbyURL string, phase time.Duration, an Analyti
 		// reader apart, so one is always running; shorter stress phases
 		// scale them down.
 		an = an.resolve(phase)
-		return &analytics{url: url, readers: an.Readers, length: an.Duration, interval: an.Interval, retryAfter: time.Second}, nil
+		return &analytics{url: url, readers: an.Readers, length: an.Duration, interval: an.Interval, readOnly: an.ReadOnly, retryAfter: time.Second}, nil
 	}
 	return nil, fmt.Errorf("unknown scenario %q", scenario)
 }
@@ -227,6 +238,7 @@ type analytics struct {
 	readers    int
 	length     time.Duration
 	interval   time.Duration
+	readOnly   bool          // READ ONLY transactions without an xid
 	retryAfter time.Duration // the back-off before a refused report is retried
 
 	reports, finished, unfinished atomic.Int64
@@ -237,7 +249,7 @@ type analytics struct {
 
 // stats returns the counters so far.
 func (a *analytics) stats() ReaderStats {
-	return ReaderStats{Sessions: a.readers, DurationS: a.length.Seconds(), IntervalS: a.interval.Seconds(),
+	return ReaderStats{Sessions: a.readers, DurationS: a.length.Seconds(), IntervalS: a.interval.Seconds(), ReadOnly: a.readOnly,
 		Reports: a.reports.Load(), Finished: a.finished.Load(), Unfinished: a.unfinished.Load(),
 		Started: a.started.Load(), Cancelled: a.cancelled.Load(), Retried: a.retried.Load()}
 }
@@ -323,9 +335,17 @@ func (a *analytics) report(ctx context.Context, conn **pgx.Conn) bool {
 }
 
 // read is one reader: a REPEATABLE READ transaction of a.length that
-// scans the facts table every half second.
+// scans the facts table every half second. Unless read-only, its first
+// statement, SELECT pg_current_xact_id(), takes its snapshot and then a
+// transaction id, as a report that writes (a summary row, a temp table)
+// has one: a reader that starts while this one runs takes this id as its
+// snapshot's xmin and keeps it after this one ends.
 func (a *analytics) read(ctx context.Context, conn *pgx.Conn) (err error) {
-	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); err != nil {
+	begin := "BEGIN ISOLATION LEVEL REPEATABLE READ"
+	if a.readOnly {
+		begin += " READ ONLY"
+	}
+	if _, err := conn.Exec(ctx, begin); err != nil {
 		return err
 	}
 	defer func() {
@@ -340,6 +360,11 @@ func (a *analytics) read(ctx context.Context, conn *pgx.Conn) (err error) {
 		}
 	}()
 	until := time.Now().Add(a.length)
+	if !a.readOnly {
+		if _, err := conn.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
+			return err
+		}
+	}
 	for time.Now().Before(until) {
 		var n, sum int64
 		if err := conn.QueryRow(ctx, "SELECT count(*), coalesce(sum(amount), 0) FROM millrace_bench.facts WHERE account % 7 = 3").Scan(&n, &sum); err != nil {

@@ -81,6 +81,7 @@ func Bench(ctx context.Context, args []string) error {
 	readers := fs.Int("readers", bench.DefaultReaders, "analytics scenario: reader sessions running reports")
 	readerDuration := fs.Duration("reader-duration", bench.DefaultReaderDuration, "analytics scenario: how long one report reads in its REPEATABLE READ transaction (default at most the stress phase)")
 	readerInterval := fs.Duration("reader-interval", 0, "analytics scenario: time between report starts (default reader-duration/readers: the readers always overlap)")
+	readerReadOnly := fs.Bool("reader-readonly", false, "analytics scenario: READ ONLY reports that never take a transaction id (default: each report takes one, SELECT pg_current_xact_id(), as a report that writes does)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: millrace bench [flags]\n\nRuns strategies one after another through a scenario on one Postgres and writes\ntimeseries.jsonl, summary.json, PNG charts and report.html.\n\nFlags:")
 		fs.PrintDefaults()
@@ -94,7 +95,7 @@ func Bench(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return &Error{Msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), Code: 2}
 	}
-	an, err := analyticsFlags(fs, *scenario, *readers, *readerDuration, *readerInterval)
+	an, err := analyticsFlags(fs, *scenario, *readers, *readerDuration, *readerInterval, *readerReadOnly)
 	if err != nil {
 		return &Error{Msg: err.Error(), Code: 2}
 	}
@@ -285,7 +286,7 @@ func Bench(ctx context.Context, args []string) error {
 // analyticsFlags turns the reader flags into the analytics scenario's
 // settings: a flag left out keeps its default (zero, resolved by the run),
 // a flag given must be positive and is refused for other scenarios.
-func analyticsFlags(fs *flag.FlagSet, scenario string, readers int, d, interval time.Duration) (bench.Analytics, error) {
+func analyticsFlags(fs *flag.FlagSet, scenario string, readers int, d, interval time.Duration, readOnly bool) (bench.Analytics, error) {
 	var an bench.Analytics
 	var err error
 	fs.Visit(func(f *flag.Flag) {
@@ -293,7 +294,7 @@ func analyticsFlags(fs *flag.FlagSet, scenario string, readers int, d, interval 
 			return
 		}
 		switch f.Name {
-		case "readers", "reader-duration", "reader-interval":
+		case "readers", "reader-duration", "reader-interval", "reader-readonly":
 			if scenario != bench.ScenarioAnalytics {
 				err = fmt.Errorf("--%s applies to the %s scenario only (--scenario %s)", f.Name, bench.ScenarioAnalytics, scenario)
 				return
@@ -315,6 +316,8 @@ func analyticsFlags(fs *flag.FlagSet, scenario string, readers int, d, interval 
 				err = fmt.Errorf("--reader-interval %s: want a positive duration, e.g. 10s", interval)
 			}
 			an.Interval = interval
+		case "reader-readonly":
+			an.ReadOnly = readOnly
 		}
 	})
 	return an, err

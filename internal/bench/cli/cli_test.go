@@ -61,6 +61,7 @@ func TestFlagErrors(t *testing.T) {
 		"--reader-duration 30s --stress 20s --scenario analytics":    "is longer than --stress",
 		"--readers 3": "--readers applies to the analytics scenario only",
 		"--scenario idle-xid --reader-interval 10s": "--reader-interval applies to the analytics scenario only",
+		"--reader-readonly --scenario clean":        "--reader-readonly applies to the analytics scenario only",
 	}
 	for args, want := range cases {
 		err := Bench(context.Background(), strings.Fields(args))
