@@ -35,8 +35,12 @@ type Sample struct {
 	PickupP50 float64 `json:"pickup_p50_ms,omitempty"`
 	PickupP99 float64 `json:"pickup_p99_ms,omitempty"`
 
-	DeadTuples   int64                 `json:"dead_tuples"`   // sum over the strategy's tables
-	StorageBytes int64                 `json:"storage_bytes"` // heap + indexes + TOAST of the strategy's tables
+	DeadTuples   int64 `json:"dead_tuples"`   // sum over the strategy's tables
+	StorageBytes int64 `json:"storage_bytes"` // heap + indexes + TOAST of the strategy's tables
+	// HistoryBytes is the part of StorageBytes in tables that keep
+	// finished jobs for a retention (see Historian); 0 for strategies
+	// without a history.
+	HistoryBytes int64                 `json:"history_bytes,omitempty"`
 	Tables       map[string]TableStats `json:"tables"`
 
 	// Rotations is the number of segment rotations of the strategy during
@@ -195,6 +199,10 @@ type PhaseSummary struct {
 	// StorageBytesMax is the largest per-second sum of pg_total_relation_size
 	// (heap, indexes, TOAST) over the strategy's tables during the phase.
 	StorageBytesMax int64 `json:"storage_bytes_max"`
+	// HistoryBytesMax is the largest per-second storage of the tables
+	// that keep finished jobs (see Historian), included in
+	// StorageBytesMax; left out for strategies without a history.
+	HistoryBytesMax int64 `json:"history_bytes_max,omitempty"`
 	// Rotations counts the segment rotations during the phase; nil (left
 	// out) for strategies that do not rotate (see Rotator).
 	Rotations *int64 `json:"rotations,omitempty"`

@@ -122,6 +122,18 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 	tw.Flush()
 	for _, n := range names {
 		ss := sum.Strategies[n]
+		var hist []string
+		for _, p := range phaseOrder(ss) {
+			if h := ss.Phases[p].HistoryBytesMax; h > 0 {
+				hist = append(hist, fmt.Sprintf("%s %.1f MB", p, float64(h)/1e6))
+			}
+		}
+		if len(hist) > 0 {
+			fmt.Fprintf(w, "%s: storage max includes history (finished jobs kept for their retention): %s\n", n, strings.Join(hist, ", "))
+		}
+	}
+	for _, n := range names {
+		ss := sum.Strategies[n]
 		if len(ss.PerProcessCompleted) > 1 {
 			fmt.Fprintf(w, "%s: completed per process:%s\n", n, perProcess(ss.PerProcessCompleted))
 		}

@@ -323,7 +323,11 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		return nil, nil, fmt.Errorf("setup: %w", err)
 	}
 	defer s.Close()
-	pr, err := dialProbe(ctx, cfg.URL, s.Tables())
+	var history []string
+	if h, ok := s.(Historian); ok {
+		history = h.HistoryTables()
+	}
+	pr, err := dialProbe(ctx, cfg.URL, s.Tables(), history)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sampler: %w", err)
 	}
@@ -693,6 +697,7 @@ func (m *sampling) summary(sched []span) *StrategySummary {
 			ps.BacklogMax = max(ps.BacklogMax, s.Backlog)
 			ps.DeadTuplesMax = max(ps.DeadTuplesMax, s.DeadTuples)
 			ps.StorageBytesMax = max(ps.StorageBytesMax, s.StorageBytes)
+			ps.HistoryBytesMax = max(ps.HistoryBytesMax, s.HistoryBytes)
 			rotations += s.Rotations
 			ps.XminAgeMaxS = max(ps.XminAgeMaxS, s.XminAgeS)
 		}

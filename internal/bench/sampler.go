@@ -16,8 +16,9 @@ import (
 // probe reads, on its own connection, what the server says about one
 // strategy's tables and about the horizon: the database half of a Sample.
 type probe struct {
-	conn   *pgx.Conn
-	tables []string
+	conn    *pgx.Conn
+	tables  []string
+	history map[string]bool // those of tables that keep finished jobs (see Historian)
 
 	postmaster int                  // pid of the local postmaster, 0 when the server is not local
 	cpuTicks   int64                // Postgres processes' CPU ticks at the last read
@@ -61,7 +62,7 @@ func (p *probe) assigned(xid int64) (time.Time, bool) {
 }
 
 // dialProbe opens the sampler's connection.
-func dialProbe(ctx context.Context, url string, tables []string) (*probe, error) {
+func dialProbe(ctx context.Context, url string, tables, history []string) (*probe, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, err
@@ -71,7 +72,10 @@ func dialProbe(ctx context.Context, url string, tables []string) (*probe, error)
 	if err != nil {
 		return nil, err
 	}
-	p := &probe{conn: conn, tables: tables, firstSeen: map[string]time.Time{}}
+	p := &probe{conn: conn, tables: tables, history: map[string]bool{}, firstSeen: map[string]time.Time{}}
+	for _, t := range history {
+		p.history[t] = true
+	}
 	var checkpointer int
 	if conn.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'`).Scan(&checkpointer) == nil {
 		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", checkpointer)); strings.TrimSpace(string(comm)) == "postgres" {
@@ -144,6 +148,9 @@ func (p *probe) read(ctx context.Context, s *Sample) error {
 		s.Tables[name] = ts
 		s.DeadTuples += ts.DeadTuples
 		s.StorageBytes += ts.TotalBytes
+		if p.history[name] {
+			s.HistoryBytes += ts.TotalBytes
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return err

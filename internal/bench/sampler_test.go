@@ -24,10 +24,11 @@ func TestProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close(ctx)
-	if _, err := db.Exec(ctx, `CREATE TABLE q (id int PRIMARY KEY); INSERT INTO q SELECT generate_series(1, 1000)`); err != nil {
+	if _, err := db.Exec(ctx, `CREATE TABLE q (id int PRIMARY KEY); INSERT INTO q SELECT generate_series(1, 1000);
+		CREATE TABLE h (x text); INSERT INTO h SELECT repeat('x', 100) FROM generate_series(1, 1000)`); err != nil {
 		t.Fatal(err)
 	}
-	p, err := dialProbe(ctx, url, []string{"public.q"})
+	p, err := dialProbe(ctx, url, []string{"public.q", "public.h"}, []string{"public.h"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,9 +70,13 @@ func TestProbe(t *testing.T) {
 	if s.DeadTuples != s.Tables["public.q"].DeadTuples {
 		t.Errorf("dead tuple sum %d", s.DeadTuples)
 	}
-	if got := s.Tables["public.q"]; got.TotalBytes < got.HeapBytes+got.IndexBytes || s.StorageBytes != got.TotalBytes {
+	h := s.Tables["public.h"]
+	if got := s.Tables["public.q"]; got.TotalBytes < got.HeapBytes+got.IndexBytes || s.StorageBytes != got.TotalBytes+h.TotalBytes {
 		t.Errorf("total bytes %d (heap %d + index %d), storage %d: want heap + indexes + TOAST, summed",
 			got.TotalBytes, got.HeapBytes, got.IndexBytes, s.StorageBytes)
+	}
+	if h.TotalBytes == 0 || s.HistoryBytes != h.TotalBytes {
+		t.Errorf("history bytes %d; want those of the history table, %d", s.HistoryBytes, h.TotalBytes)
 	}
 	if !strings.Contains(s.XminHolder, "idle in transaction") || !strings.Contains(s.XminHolder, AppLongrunner) {
 		t.Errorf("holder = %q, want the idle session", s.XminHolder)

@@ -172,6 +172,16 @@ type Mixer interface {
 	Cancel(ctx context.Context, ref int64) (cancelled bool, result string, err error)
 }
 
+// Historian is implemented by strategies that keep finished jobs for a
+// retention (a history), so that the sampler reports that storage apart
+// from the queue's: a queue's storage is bounded by the arrival rate times
+// how long it keeps a job it has finished with, a history's by the arrival
+// rate times its retention.
+type Historian interface {
+	// HistoryTables lists those of Tables that keep finished jobs.
+	HistoryTables() []string
+}
+
 // Factory makes a fresh Strategy.
 type Factory func() Strategy
 

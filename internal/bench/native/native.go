@@ -33,6 +33,7 @@ var (
 	_ bench.Staller      = (*Strategy)(nil)
 	_ bench.Instrumented = (*Strategy)(nil)
 	_ bench.Mixer        = (*Strategy)(nil)
+	_ bench.Historian    = (*Strategy)(nil)
 )
 
 // args is the bench job as millrace stores it.
@@ -213,6 +214,19 @@ func (s *Strategy) Tables() []string {
 		return nil
 	}
 	return names
+}
+
+// HistoryTables lists the buckets of millrace.finished, the history of
+// finished attempts (kept 24 h for completed jobs, 7 days for the others),
+// whose growth is the retention's, not the queue's.
+func (s *Strategy) HistoryTables() []string {
+	var out []string
+	for _, t := range s.Tables() {
+		if strings.HasPrefix(t, "millrace.finished_") {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Rotations is the schema's cumulative number of segment rotations

@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -72,10 +73,13 @@ var (
 	offeredColor  = color.NRGBA{A: 0xff}
 	offeredDashes = []vg.Length{vg.Points(10), vg.Points(5)}
 	offeredWidth  = vg.Points(3)
-	bandColor     = color.NRGBA{R: 0xff, G: 0x30, B: 0x30, A: 0x2a}
-	bandTextColor = color.NRGBA{R: 0xb0, G: 0x20, B: 0x20, A: 0xff}
-	gridColor     = color.NRGBA{R: 0xe0, G: 0xe0, B: 0xe0, A: 0xff}
-	dashed        = []vg.Length{vg.Points(6), vg.Points(4)}
+	// expectedDashes mark the expected rate of a --mix run: short dots,
+	// told apart from the offered rate's long dashes.
+	expectedDashes = []vg.Length{vg.Points(2), vg.Points(3)}
+	bandColor      = color.NRGBA{R: 0xff, G: 0x30, B: 0x30, A: 0x2a}
+	bandTextColor  = color.NRGBA{R: 0xb0, G: 0x20, B: 0x20, A: 0xff}
+	gridColor      = color.NRGBA{R: 0xe0, G: 0xe0, B: 0xe0, A: 0xff}
+	dashed         = []vg.Length{vg.Points(6), vg.Points(4)}
 )
 
 func rgb(v uint32) color.Color {
@@ -208,6 +212,19 @@ func distinct(l line, i, n int) line {
 	return l
 }
 
+// hasHistory reports whether any of ss keeps a history (see
+// bench.Historian): a sample with history bytes.
+func hasHistory(ss []series) bool {
+	for _, s := range ss {
+		for _, x := range s.samples {
+			if x.HistoryBytes > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // chart is everything needed to draw one of the charts.
 type chart struct {
 	file   string
@@ -276,6 +293,20 @@ func buildCharts(ss []series) []chart {
 			throughput.legend = append(throughput.legend,
 				legendEntry{text: "offered", color: offeredColor, dashes: offeredDashes, width: offeredWidth})
 		}
+		// With --mix, cancelled and de-duplicated jobs never run: the
+		// jobs that should run (offered minus both) are drawn too, thin
+		// and dotted, so that a strategy keeping up is seen to.
+		expected := xys(longest.samples, func(s bench.Sample) float64 { return float64(s.Offered - s.Cancelled - s.Deduplicated) })
+		mixed := false
+		for _, s := range longest.samples {
+			mixed = mixed || s.Cancelled != 0 || s.Deduplicated != 0
+		}
+		if hasOffered && mixed {
+			throughput.lines = append(throughput.lines,
+				line{color: offeredColor, dashes: expectedDashes, top: true, xys: expected})
+			throughput.legend = append(throughput.legend,
+				legendEntry{text: "expected (offered less cancelled and de-duplicated)", color: offeredColor, dashes: expectedDashes})
+		}
 	}
 
 	dead := metric(fileDeadTuples, "Dead tuples (all of the strategy's tables)\n"+deadTuplesNote, "dead tuples",
@@ -295,6 +326,21 @@ func buildCharts(ss []series) []chart {
 	}
 	storage := metric(fileStorage, "Storage (heap + indexes + TOAST of the strategy's tables)", "storage (MB)",
 		func(s bench.Sample) float64 { return float64(s.StorageBytes) / 1e6 })
+	if hasHistory(ss) {
+		// A history grows with its retention, not with the queue: the
+		// queue's tables solid, the history dashed.
+		storage = metric(fileStorage, "Storage (heap + indexes + TOAST): queue solid, history dashed", "storage (MB)",
+			func(s bench.Sample) float64 { return float64(s.StorageBytes-s.HistoryBytes) / 1e6 })
+		for _, s := range ss {
+			if hasHistory([]series{s}) {
+				storage.lines = append(storage.lines, line{color: s.color, dashes: dashed,
+					xys: xys(s.samples, func(x bench.Sample) float64 { return float64(x.HistoryBytes) / 1e6 })})
+			}
+		}
+		storage.legend = append(storage.legend,
+			legendEntry{text: "queue", color: black},
+			legendEntry{text: "history (finished jobs, kept for their retention)", color: black, dashes: dashed})
+	}
 
 	return []chart{backlog, latency, throughput, dead, xmin, storage}
 }
@@ -583,6 +629,20 @@ func renderOverview(charts []chart, ss []series, b band, offered bool) ([]byte, 
 	entries = append(entries,
 		legendEntry{text: "p99 claim latency", color: color.Black},
 		legendEntry{text: "p50 claim latency", color: color.Black, dashes: dashed})
+	// The mix's expected rate and a history's storage, when drawn.
+	for _, c := range charts {
+		for _, e := range c.legend {
+			switch {
+			case c.file == fileThroughput && strings.HasPrefix(e.text, "expected"):
+				e.text = "expected rate (throughput)"
+			case c.file == fileStorage && strings.HasPrefix(e.text, "history"):
+				e.text = "history (storage)"
+			default:
+				continue
+			}
+			entries = append(entries, e)
+		}
+	}
 	lg, err := newLegend(entries, overviewStyle.legend, overviewStyle.lineWidth)
 	if err != nil {
 		return nil, err

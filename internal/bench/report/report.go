@@ -347,7 +347,7 @@ func phaseRow(name string, ps *bench.PhaseSummary) phaseView {
 		BacklogEnd: human(float64(ps.BacklogEnd)),
 		BacklogMax: human(float64(ps.BacklogMax)),
 		DeadMax:    human(float64(ps.DeadTuplesMax)),
-		StorageMax: fmtBytes(float64(ps.StorageBytesMax)),
+		StorageMax: storageMax(ps),
 		Rotations:  rotations(ps.Rotations),
 		XminMax:    fmtNum(ps.XminAgeMaxS) + " s",
 		PgCPU:      fmt.Sprintf("%.0f%%", ps.PgCPUPct),
@@ -497,4 +497,13 @@ func workersText(sum *bench.Summary) string {
 		return "—"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// storageMax is a phase's largest storage, with the part of it that is
+// history (finished jobs kept for their retention) when there is one.
+func storageMax(ps *bench.PhaseSummary) string {
+	if ps.HistoryBytesMax == 0 {
+		return fmtBytes(float64(ps.StorageBytesMax))
+	}
+	return fmtBytes(float64(ps.StorageBytesMax)) + " (history " + fmtBytes(float64(ps.HistoryBytesMax)) + ")"
 }

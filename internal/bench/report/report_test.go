@@ -250,6 +250,65 @@ func TestStorageChart(t *testing.T) {
 	t.Fatal("no storage chart")
 }
 
+// TestStorageChartHistory: a strategy with a history has its queue's
+// storage drawn solid (total less history) and its history dashed; one
+// without keeps its single line.
+func TestStorageChartHistory(t *testing.T) {
+	samples := synthetic()
+	for i := range samples {
+		if samples[i].Strategy == samples[0].Strategy {
+			samples[i].HistoryBytes = samples[i].StorageBytes / 4
+		}
+	}
+	for _, c := range buildCharts(groupSamples(samples)) {
+		if c.file != fileStorage {
+			continue
+		}
+		if len(c.lines) != 3 || !strings.Contains(c.title, "history dashed") {
+			t.Fatalf("storage chart %q with %d lines; want 3 (two strategies' queues, one history)", c.title, len(c.lines))
+		}
+		if got, want := c.lines[0].xys[5].Y, float64(samples[5].StorageBytes-samples[5].HistoryBytes)/1e6; got != want {
+			t.Errorf("queue storage at t=5: %v MB, want %v", got, want)
+		}
+		h := c.lines[2]
+		if h.dashes == nil || h.xys[5].Y != float64(samples[5].HistoryBytes)/1e6 {
+			t.Errorf("history line: dashes %v, at t=5 %v MB; want dashed, %v", h.dashes, h.xys[5].Y, float64(samples[5].HistoryBytes)/1e6)
+		}
+		return
+	}
+	t.Fatal("no storage chart")
+}
+
+// TestThroughputExpectedLine: with --mix, the throughput chart also draws
+// the expected rate (offered less cancelled and de-duplicated); without
+// one it does not.
+func TestThroughputExpectedLine(t *testing.T) {
+	expectedLines := func(samples []bench.Sample) (n int, y float64) {
+		for _, c := range buildCharts(groupSamples(samples)) {
+			if c.file != fileThroughput {
+				continue
+			}
+			for _, l := range c.lines {
+				if len(l.dashes) > 0 && l.dashes[0] == expectedDashes[0] {
+					n, y = n+1, l.xys[5].Y
+				}
+			}
+		}
+		return n, y
+	}
+	samples := synthetic()
+	if n, _ := expectedLines(samples); n != 0 {
+		t.Fatalf("%d expected lines without a mix", n)
+	}
+	for i := range samples {
+		samples[i].Cancelled, samples[i].Deduplicated = 5, 10
+	}
+	n, y := expectedLines(samples)
+	if want := float64(samples[5].Offered - 15); n != 1 || y != want {
+		t.Fatalf("with a mix: %d expected lines, at t=5 %v; want 1, %v", n, y, want)
+	}
+}
+
 // TestWriteNoStress covers runs without a stress band (burndown) and with no
 // summary.
 func TestWriteNoStress(t *testing.T) {
