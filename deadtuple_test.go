@@ -406,7 +406,8 @@ func (semArgs) Kind() string { return "sem" }
 // priorities, snooze, cancel and discard from a worker, cancel from
 // outside (queued, scheduled and running), unique inserts and their
 // duplicates, pause and resume, transactional completion, periodic slots,
-// retry of a discarded job and the expiry of history.
+// retry of a discarded job, tally rounds of history counts and the expiry
+// of history.
 func semanticPaths(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
@@ -515,6 +516,15 @@ func semanticPaths(t *testing.T, pool *pgxpool.Pool) {
 	pool.QueryRow(ctx, "SELECT id FROM millrace.history WHERE kind = 'sem' AND state = 'discarded' LIMIT 1").Scan(&discarded)
 	if n, r, err := millrace.Retry(ctx, pool, discarded); err != nil || n == 0 {
 		t.Fatalf("retry: %v %v", r, err)
+	}
+	// Tally rounds of history counts, and a count read from them.
+	for i := 0; i < 2; i++ {
+		if _, err := pool.Exec(ctx, "SELECT millrace.tally('0s')"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := millrace.QueueCounts(ctx, pool); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, "SELECT millrace.expire_history('1 hour', '1 hour')"); err != nil {
 		t.Fatal(err)

@@ -152,8 +152,10 @@ type QueueCount struct {
 
 // QueueCounts returns, per queue, how many jobs are available, running,
 // scheduled, and (while history keeps them) discarded and completed, and
-// whether the queue is paused. It reads every slot of the ring and the
-// history: for people at human cadence, not for a loop.
+// whether the queue is paused. It reads every live job in every slot of
+// the ring; completed and discarded jobs are not counted row by row but
+// summed from the leader's tally of history (every 10 s) and the history
+// written since. For people and dashboards, not for a worker's loop.
 func QueueCounts(ctx context.Context, db DB) ([]QueueCount, error) {
 	rows, err := db.Query(ctx, "SELECT queue, available, running, scheduled, discarded, completed, paused FROM millrace.queue_counts()")
 	if err != nil {

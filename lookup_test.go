@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/millrace/millrace"
 )
 
@@ -120,4 +121,91 @@ func TestHistoryBucketsCoverTheirRange(t *testing.T) {
 			t.Errorf("history_buckets(%s, %s) lists %d buckets; want %d", c.from, c.to, n, c.want)
 		}
 	}
+}
+
+// TestQueueCountsFromTally: the completed and discarded counts come from
+// the tally rounds plus the history written since the newest one, and are
+// exact across rounds: a row whose transaction is still open during a
+// round is counted once, after it commits; a rolled-back one never; a
+// bucket expired with its tally is no longer counted.
+func TestQueueCountsFromTally(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	// history writes n finished attempts of queue q in state s through db.
+	history := func(db interface {
+		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	}, q string, s, n int) {
+		t.Helper()
+		if _, err := db.Exec(ctx, `INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority,
+			max_attempts, created_at, finished_at, owner)
+			SELECT millrace.history_bucket($2::smallint, now()), nextval('millrace.job_id_seq'), 1, $2, $1, 'k', '{}', 0, 1, now(), now(), 0
+			FROM generate_series(1, $3)`, q, s, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tally := func() {
+		t.Helper()
+		var n *int64
+		if err := pool.QueryRow(ctx, "SELECT millrace.tally('0s')").Scan(&n); err != nil || n == nil {
+			t.Fatalf("tally: %v (ran: %v)", err, n != nil)
+		}
+	}
+	want := func(step string, q string, completed, discarded int64) {
+		t.Helper()
+		counts, err := millrace.QueueCounts(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range counts {
+			if c.Queue == q {
+				if c.Completed != completed || c.Discarded != discarded {
+					t.Fatalf("%s: queue %s counts %d completed, %d discarded; want %d, %d", step, q, c.Completed, c.Discarded, completed, discarded)
+				}
+				return
+			}
+		}
+		if completed != 0 || discarded != 0 {
+			t.Fatalf("%s: queue %s not counted; want %d completed, %d discarded", step, q, completed, discarded)
+		}
+	}
+
+	history(pool, "a", 1, 30)
+	history(pool, "a", 3, 4)
+	history(pool, "b", 1, 7)
+	history(pool, "a", 2, 9) // failed attempts: neither completed nor discarded
+	want("before any round", "a", 30, 4)
+	tally()
+	want("after a round", "a", 30, 4)
+	want("after a round", "b", 7, 0)
+
+	open, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Rollback(ctx)
+	history(open, "a", 1, 5)
+	rolledBack, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history(rolledBack, "a", 1, 100)
+	history(pool, "a", 1, 2)
+	tally() // both transactions are in progress in this round's snapshot
+	want("with a transaction open", "a", 32, 4)
+	if err := open.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rolledBack.Rollback(ctx)
+	want("after it committed", "a", 37, 4)
+	tally()
+	tally()
+	want("two rounds later", "a", 37, 4)
+
+	// Expiring every bucket truncates history and tally together.
+	if _, err := pool.Exec(ctx, "SELECT millrace.expire_history('0s', '0s')"); err != nil {
+		t.Fatal(err)
+	}
+	want("after expiry", "a", 0, 0)
+	history(pool, "a", 1, 3)
+	want("after expiry and new history", "a", 3, 0)
 }

@@ -34,9 +34,9 @@ import (
 // Options tune a Metrics. The zero value (or nil) is the defaults.
 type Options struct {
 	// DepthInterval is the least time between two reads of queue depth
-	// (millrace.QueueCounts), which reads every slot of the ring and the
-	// whole history: a scrape within this interval of the last read is
-	// served from it. Default 10s; negative disables the depth metrics.
+	// (millrace.QueueCounts), which reads every live job of the ring and
+	// the tally of history: a scrape within this interval of the last read
+	// is served from it. Default 10s; negative disables the depth metrics.
 	DepthInterval time.Duration
 	// DepthOnLeader reads depth only in the process that is the
 	// maintenance leader now (others export no depth series), so that a

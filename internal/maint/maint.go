@@ -41,6 +41,10 @@ type Config struct {
 	DiscardedRetention time.Duration
 	// Periodic jobs to enqueue at each slot of their schedule.
 	Periodic []Periodic
+	// TallyEvery is the least time between two tally rounds of history
+	// counts (default 10s): a count of completed or discarded jobs reads
+	// the tally and the history written since its newest round.
+	TallyEvery time.Duration
 }
 
 // Periodic is a job enqueued at every slot of a schedule.
@@ -77,6 +81,9 @@ func (cfg *Config) defaults() {
 	}
 	if cfg.DiscardedRetention <= 0 {
 		cfg.DiscardedRetention = 7 * 24 * time.Hour
+	}
+	if cfg.TallyEvery <= 0 {
+		cfg.TallyEvery = 10 * time.Second
 	}
 }
 
@@ -138,6 +145,13 @@ func (m *Maintainer) Step(ctx context.Context) {
 		}
 	}
 	m.runPeriodic(ctx)
+	if n, ran, err := cfg.Store.Tally(ctx, cfg.TallyEvery); err != nil {
+		if ctx.Err() == nil {
+			cfg.Logger.Warn("millrace: tallying history failed", "err", err)
+		}
+	} else if ran {
+		cfg.Logger.Debug("millrace: history tallied", "rows", n)
+	}
 	if time.Since(m.expired) >= time.Minute {
 		m.expired = time.Now()
 		if n, err := cfg.Store.ExpireHistory(ctx, cfg.CompletedRetention, cfg.DiscardedRetention); err != nil {

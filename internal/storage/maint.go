@@ -114,6 +114,17 @@ func (s *Store) ExpireHistory(ctx context.Context, completed, other time.Duratio
 	return n, err
 }
 
+// Tally runs a tally round of history counts (millrace.tally) if the
+// newest is at least every old; it returns the history rows it counted
+// and whether it ran.
+func (s *Store) Tally(ctx context.Context, every time.Duration) (int64, bool, error) {
+	var n *int64
+	if err := s.Pool.QueryRow(ctx, "SELECT millrace.tally($1)", every).Scan(&n); err != nil || n == nil {
+		return 0, false, err
+	}
+	return *n, true, nil
+}
+
 // PeriodicLast is the newest slot of periodic job name that was enqueued
 // (zero: none yet).
 func (s *Store) PeriodicLast(ctx context.Context, name string) (time.Time, error) {
