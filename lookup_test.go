@@ -87,12 +87,12 @@ func TestHistoryBucketsCoverTheirRange(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
 	var missed int
-	// 20,000 ranges of up to 80 days starting anywhere in two years, a
+	// 20,000 ranges of up to 80 days starting anywhere in a century, a
 	// time inside each, and the bucket each ring gives that time.
 	if err := pool.QueryRow(ctx, `
 		WITH r AS (
 			SELECT a, a + (random() * random() * interval '80 days') AS b
-			FROM (SELECT timestamptz '2026-01-01' + random() * interval '730 days' AS a FROM generate_series(1, 20000)) x),
+			FROM (SELECT timestamptz '1970-01-02' + random() * interval '100 years' AS a FROM generate_series(1, 20000)) x),
 		p AS (SELECT a, b, a + random() * (b - a) AS t FROM r)
 		SELECT count(*) FROM p
 		WHERE NOT millrace.history_bucket(1::smallint, t) = ANY (millrace.history_buckets(a, b))
@@ -111,6 +111,10 @@ func TestHistoryBucketsCoverTheirRange(t *testing.T) {
 		{"2026-03-01 23:59Z", "2026-03-02 00:01Z", 4},  // across midnight
 		{"2026-03-01 00:00Z", "2026-03-05 00:00Z", 41}, // the whole completed ring and five days
 		{"2026-03-01 00:00Z", "2026-05-01 00:00Z", 68}, // both rings whole
+		{"1960-03-01 10:00Z", "1960-03-01 10:00Z", 2},  // before 1970: still one of each ring
+		{"0001-01-01 00:00Z", "2026-11-25 00:00Z", 68}, // a created_at far in the past
+		{"-infinity", "2026-11-25 00:00Z", 68},
+		{"2026-11-25 00:00Z", "infinity", 68},
 	} {
 		var n int
 		if err := pool.QueryRow(ctx, "SELECT cardinality(millrace.history_buckets($1::timestamptz, $2::timestamptz))",

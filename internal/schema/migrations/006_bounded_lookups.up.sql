@@ -19,26 +19,54 @@
 -- history_buckets lists the history buckets that rows finished between
 -- p_from and p_to can be in: the two-hour buckets of completed rows (0-35)
 -- and the daily buckets of every other state (36-67), each ring at most
--- once around.
+-- once around. A range that is not finite, or longer than the daily ring,
+-- lists every bucket.
 CREATE FUNCTION millrace.history_buckets(p_from timestamptz, p_to timestamptz) RETURNS smallint[]
 LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT ARRAY(
-        SELECT DISTINCT b FROM (
-            SELECT (g % 36)::smallint AS b
-            FROM generate_series(floor(extract(epoch FROM p_from) / 7200)::bigint,
-                                 least(floor(extract(epoch FROM p_to) / 7200)::bigint,
-                                       floor(extract(epoch FROM p_from) / 7200)::bigint + 35)) g
-            UNION ALL
-            SELECT (36 + g % 32)::smallint
-            FROM generate_series(floor(extract(epoch FROM p_from) / 86400)::bigint,
-                                 least(floor(extract(epoch FROM p_to) / 86400)::bigint,
-                                       floor(extract(epoch FROM p_from) / 86400)::bigint + 31)) g) x
-        ORDER BY b)
+    SELECT CASE
+        WHEN p_from IS NULL OR p_to IS NULL OR NOT isfinite(p_from) OR NOT isfinite(p_to)
+             OR greatest(p_from, p_to) - least(p_from, p_to) >= interval '32 days'
+        THEN ARRAY(SELECT g::smallint FROM generate_series(0, 67) g)
+        ELSE ARRAY(
+            SELECT DISTINCT b FROM (
+                SELECT (((g % 36) + 36) % 36)::smallint AS b
+                FROM generate_series(floor(extract(epoch FROM least(p_from, p_to)) / 7200)::bigint,
+                                     least(floor(extract(epoch FROM greatest(p_from, p_to)) / 7200)::bigint,
+                                           floor(extract(epoch FROM least(p_from, p_to)) / 7200)::bigint + 35)) g
+                UNION ALL
+                SELECT (36 + ((g % 32) + 32) % 32)::smallint
+                FROM generate_series(floor(extract(epoch FROM least(p_from, p_to)) / 86400)::bigint,
+                                     floor(extract(epoch FROM greatest(p_from, p_to)) / 86400)::bigint) g) x
+            ORDER BY b) END
 $$;
 
--- history_slack widens a bucket range on both sides: a server clock that
--- stepped back, or a row bucketed by a client's clock under version 5.
-CREATE FUNCTION millrace.history_slack() RETURNS interval LANGUAGE sql IMMUTABLE AS $$ SELECT interval '10 minutes' $$;
+-- history_slack widens a bucket range: a server clock that stepped back by
+-- up to this much between a job's creation and its end.
+CREATE FUNCTION millrace.history_slack() RETURNS interval LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp AS $$ SELECT interval '1 hour' $$;
+
+-- history_v6 is when this migration ran if history held rows then, else
+-- -infinity: rows written before it were bucketed by the worker's clock
+-- (version 5), whose skew nothing bounds, so a job created before then is
+-- looked for in every bucket.
+DO $$
+BEGIN
+    EXECUTE format('CREATE FUNCTION millrace.history_v6() RETURNS timestamptz LANGUAGE sql IMMUTABLE'
+                   ' SET search_path = pg_catalog, pg_temp AS $f$ SELECT %L::timestamptz $f$',
+                   CASE WHEN EXISTS (SELECT 1 FROM millrace.finished) THEN clock_timestamp() ELSE '-infinity' END);
+END $$;
+
+-- history_since lists the buckets that can hold the history of a job
+-- created at p_since: from then (or now, if p_since is later) until now,
+-- widened by history_slack; every bucket for a job created before version
+-- 6 or at an unknown time.
+CREATE FUNCTION millrace.history_since(p_since timestamptz) RETURNS smallint[] LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN p_since IS NULL OR p_since < millrace.history_v6()
+                THEN millrace.history_buckets(NULL, NULL)
+                ELSE millrace.history_buckets(least(p_since, clock_timestamp()) - millrace.history_slack(),
+                                              clock_timestamp() + millrace.history_slack()) END
+$$;
 
 -- final_state(p_id, p_since) is final_state(p_id) for a job created at
 -- p_since (NULL: unknown, every bucket is probed): only the buckets from
@@ -52,8 +80,7 @@ BEGIN
         RETURN millrace.final_state(p_id);
     END IF;
     EXECUTE format('SELECT h.state FROM millrace.finished h WHERE h.bucket = ANY (%L::smallint[]) AND h.id = $1'
-                   ' AND h.state IN (1, 3, 4) LIMIT 1',
-                   millrace.history_buckets(p_since - millrace.history_slack(), clock_timestamp() + millrace.history_slack()))
+                   ' AND h.state IN (1, 3, 4) LIMIT 1', millrace.history_since(p_since))
     INTO v_s USING p_id;
     RETURN v_s;
 END $$;
@@ -122,13 +149,39 @@ BEGIN
                   WHEN 4 THEN u.states & 8 <> 0
                   ELSE EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = u.job_id)
                        OR EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = u.job_id) END$q$,
-        millrace.history_buckets(v_from - millrace.history_slack(), clock_timestamp() + millrace.history_slack()))
+        millrace.history_since(v_from))
     USING p_slot;
 END $$;
 
 REVOKE EXECUTE ON FUNCTION millrace.history_buckets(timestamptz, timestamptz), millrace.history_slack(),
+    millrace.history_v6(), millrace.history_since(timestamptz),
     millrace.final_state(bigint, timestamptz), millrace.live_since(bigint),
     millrace.uniq_blocks(bigint, int, timestamptz, timestamptz), millrace.uniq_kept(smallint) FROM PUBLIC;
+
+-- complete (version 5's, in the caller's transaction) buckets its history
+-- row by the time it is called, not by its transaction's start, which may
+-- be older than the job.
+CREATE OR REPLACE FUNCTION millrace.complete(
+    p_job bigint, p_tick bigint, p_token bigint, p_attempt int, p_queue text, p_kind text, p_args jsonb,
+    p_priority smallint, p_max_attempts int, p_created_at timestamptz, p_started timestamptz, p_owner int
+) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(millrace.fence_space(), (p_tick % 2147483647)::int);
+    IF (SELECT h.token FROM millrace.holder(p_tick) h) IS DISTINCT FROM p_token
+       OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = p_tick) THEN
+        RAISE EXCEPTION 'millrace: job % was released to another process; it cannot be completed here', p_job
+            USING ERRCODE = '40001';
+    END IF;
+    IF EXISTS (SELECT 1 FROM millrace.ack a WHERE a.tick_id = p_tick AND a.job_id = p_job) THEN
+        RAISE EXCEPTION 'millrace: job % already has an outcome', p_job USING ERRCODE = '55000';
+    END IF;
+    INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt)
+    VALUES (millrace.current_segment(), p_job, p_tick, p_token, 1, p_attempt);
+    INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
+                                  started_at, finished_at, owner)
+    VALUES (millrace.history_bucket(1::smallint, clock_timestamp()), p_job, p_attempt, 1, p_queue, p_kind, p_args, p_priority,
+            p_max_attempts, p_created_at, p_started, clock_timestamp(), p_owner);
+END $$;
 
 -- ------------------------------------------------------------ callers
 -- The functions below are version 5's, with their lookups bounded as above.
@@ -287,7 +340,9 @@ BEGIN
     WHERE v_new[u.i];
 
     INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, last_error, timeout_ms)
-    SELECT millrace.current_gen(), u.j, u.q, u.kd, u.ar, u.p, CASE WHEN u.s = 5 THEN u.a - 1 ELSE u.a END, u.m, u.c, u.r, u.e,
+    SELECT millrace.current_gen(), u.j, u.q, u.kd, u.ar, u.p, CASE WHEN u.s = 5 THEN u.a - 1 ELSE u.a END, u.m,
+           least(u.c, now()),  -- a job is never created later than now: lookups bound its history by it
+           u.r, u.e,
            coalesce(u.tm, 0)
     FROM unnest(p_job, p_state, p_attempt, p_error, p_retry_at, p_queue, p_kind, p_args, p_priority,
                 p_max_attempts, p_created_at, p_timeout_ms) WITH ORDINALITY AS u(j, s, a, e, r, q, kd, ar, p, m, c, tm, i)
@@ -295,7 +350,7 @@ BEGIN
 
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, error, owner)
-    SELECT millrace.history_bucket(u.s, now()), u.j, u.a, u.s, u.q, u.kd, u.ar, u.p, u.m, u.c,
+    SELECT millrace.history_bucket(u.s, clock_timestamp()), u.j, u.a, u.s, u.q, u.kd, u.ar, u.p, u.m, u.c,
            u.st, coalesce(u.f, now()), u.e, p_owner
     FROM unnest(p_job, p_state, p_attempt, p_error, p_queue, p_kind, p_args, p_priority,
                 p_max_attempts, p_created_at, p_started, p_finished) WITH ORDINALITY AS u(j, s, a, e, q, kd, ar, p, m, c, st, f, i)
