@@ -205,6 +205,25 @@ func TestQueueCountsFromTally(t *testing.T) {
 	tally()
 	want("two rounds later", "a", 37, 4)
 
+	// A round refuses a snapshot that would miscount: one that leaves out
+	// its own transaction's id, or an older one (REPEATABLE READ).
+	for _, begin := range []string{"BEGIN; SELECT pg_current_xact_id()", "BEGIN ISOLATION LEVEL REPEATABLE READ"} {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, begin); err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.Exec(ctx, "SELECT millrace.tally('0s')")
+		conn.Exec(ctx, "ROLLBACK")
+		conn.Release()
+		if err == nil {
+			t.Errorf("a tally round after %q was accepted", begin)
+		}
+	}
+	want("after refused rounds", "a", 37, 4)
+
 	// Expiring every bucket truncates history and tally together.
 	if _, err := pool.Exec(ctx, "SELECT millrace.expire_history('0s', '0s')"); err != nil {
 		t.Fatal(err)
@@ -212,4 +231,69 @@ func TestQueueCountsFromTally(t *testing.T) {
 	want("after expiry", "a", 0, 0)
 	history(pool, "a", 1, 3)
 	want("after expiry and new history", "a", 3, 0)
+}
+
+// TestCancelWaitsForAClaimInFlight: a cancel that meets a claim of its job
+// not yet committed waits for it and then cancels the running job; it
+// does not finish the job as cancelled while the claim hands it to a
+// worker unmarked (the job would run, and history would hold it both
+// cancelled and completed).
+func TestCancelWaitsForAClaimInFlight(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	c, err := millrace.NewClient(pool, millrace.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := mustInsert(t, c, countArgs{N: 1}, &millrace.InsertOpts{Queue: "cq"})
+	claimer, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claimer.Rollback(ctx)
+	var id int64
+	var marked bool
+	if err := claimer.QueryRow(ctx, "SELECT id, cancelled FROM millrace.claim('cq', 1, 1)").Scan(&id, &marked); err != nil || id != job.ID {
+		t.Fatalf("claim: job %d, %v; want job %d", id, err, job.ID)
+	}
+	type answer struct {
+		r   millrace.CancelResult
+		err error
+	}
+	done := make(chan answer, 1)
+	var pid int
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid)
+	go func() {
+		r, err := millrace.Cancel(ctx, conn, job.ID)
+		done <- answer{r, err}
+	}()
+	// The cancel waits on the queue's claim lock while the claim is open
+	// (or, wrongly, answers).
+	waitFor(t, "the cancel to wait for the claim", 10*time.Second, func() bool {
+		var waiting bool
+		pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted AND locktype = 'advisory')", pid).Scan(&waiting)
+		return waiting || len(done) > 0
+	})
+	select {
+	case a := <-done:
+		t.Fatalf("cancel answered %v, %v while the claim of its job was not committed", a.r, a.err)
+	default:
+	}
+	if err := claimer.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || a.r != millrace.Cancelling {
+		t.Fatalf("cancel after the claim committed = %v, %v; want %v", a.r, a.err, millrace.Cancelling)
+	}
+	var finished int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.history WHERE id = $1", job.ID).Scan(&finished)
+	if finished != 0 {
+		t.Fatalf("the claimed job has %d history rows; want none until its worker finishes it", finished)
+	}
 }

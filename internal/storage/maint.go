@@ -119,7 +119,11 @@ func (s *Store) ExpireHistory(ctx context.Context, completed, other time.Duratio
 // and whether it ran.
 func (s *Store) Tally(ctx context.Context, every time.Duration) (int64, bool, error) {
 	var n *int64
-	if err := s.Pool.QueryRow(ctx, "SELECT millrace.tally($1)", every).Scan(&n); err != nil || n == nil {
+	// A round needs READ COMMITTED, whatever the database's default.
+	err := pgx.BeginTxFunc(ctx, s.Pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, "SELECT millrace.tally($1)", every).Scan(&n)
+	})
+	if err != nil || n == nil {
 		return 0, false, err
 	}
 	return *n, true, nil

@@ -45,15 +45,19 @@ $$;
 CREATE FUNCTION millrace.history_slack() RETURNS interval LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp AS $$ SELECT interval '1 hour' $$;
 
--- history_v6 is when this migration ran if history held rows then, else
--- -infinity: rows written before it were bucketed by the worker's clock
--- (version 5), whose skew nothing bounds, so a job created before then is
--- looked for in every bucket.
+-- history_v6 is when this migration ran: rows written before it were
+-- bucketed by the worker's clock (version 5), whose skew nothing bounds, so
+-- a job created before then is looked for in every bucket. The history is
+-- locked first, so that no version 5 flush writes a row after this time
+-- (one waiting for the lock finishes after the migration, with version 5's
+-- code, for a job created before it). The time is written as an epoch,
+-- whatever the migrating session's DateStyle.
+LOCK TABLE millrace.finished IN ACCESS EXCLUSIVE MODE;
 DO $$
 BEGIN
     EXECUTE format('CREATE FUNCTION millrace.history_v6() RETURNS timestamptz LANGUAGE sql IMMUTABLE'
-                   ' SET search_path = pg_catalog, pg_temp AS $f$ SELECT %L::timestamptz $f$',
-                   CASE WHEN EXISTS (SELECT 1 FROM millrace.finished) THEN clock_timestamp() ELSE '-infinity' END);
+                   ' SET search_path = pg_catalog, pg_temp AS $f$ SELECT to_timestamp(%s) $f$',
+                   extract(epoch FROM clock_timestamp()));
 END $$;
 
 -- history_since lists the buckets that can hold the history of a job
@@ -397,12 +401,21 @@ BEGIN
 END $$;
 
 
+-- cancel (version 5's) now takes its queue's claim lock before it looks:
+-- a claim of the job that has not committed yet would otherwise hand it
+-- to a worker unmarked after cancel had finished it as cancelled.
 CREATE OR REPLACE FUNCTION millrace.cancel(p_id bigint) RETURNS text LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
-    v_state text := millrace.job_state(p_id);
+    v_state text;
     v_j record;
+    v_q text := coalesce((SELECT j.queue FROM millrace.job j WHERE j.id = p_id LIMIT 1),
+                         (SELECT s.queue FROM millrace.sched s WHERE s.id = p_id LIMIT 1));
 BEGIN
+    IF v_q IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(millrace.claim_space(), hashtext(v_q));
+    END IF;
+    v_state := millrace.job_state(p_id);
     IF v_state IS NULL THEN
         RETURN 'unknown';
     END IF;
@@ -605,6 +618,13 @@ DECLARE
     v_round bigint;
     v_n     bigint;
 BEGIN
+    -- A round's snapshot must see every transaction but its own as others
+    -- do: its own xid (left out of its in-progress list) would pass as
+    -- counted, and an older snapshot would count rows again.
+    IF pg_current_xact_id_if_assigned() IS NOT NULL OR current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'millrace: tally must run at READ COMMITTED in a transaction that has written nothing'
+            USING ERRCODE = '0A000';
+    END IF;
     IF NOT pg_try_advisory_xact_lock(millrace.maint_space(), 3) THEN
         RETURN NULL;  -- another leader is tallying
     END IF;
@@ -685,6 +705,6 @@ BEGIN
         GRANT EXECUTE ON FUNCTION millrace.tally(interval) TO millrace_worker;
     END IF;
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'millrace_admin') THEN
-        GRANT SELECT ON millrace.tally, millrace.tally_round TO millrace_admin;
+        GRANT SELECT ON ALL TABLES IN SCHEMA millrace TO millrace_admin;
     END IF;
 END $$;
