@@ -10,11 +10,15 @@
 --
 -- A job's history rows are written after it was created, so only the
 -- buckets whose time range reaches from its creation to now can hold them.
--- History rows are now bucketed by the server's clock (the flush's now(),
--- never the client's), and a lookup that knows when its job was created
--- probes only those buckets (usually one or two per ring), planned for
--- exactly those partitions. A reclaim decides which unique keys still block
--- in one statement, not one lookup per key.
+-- History rows are now bucketed by the server's clock when they are
+-- written (clock_timestamp(), never the worker's clock), and a lookup that
+-- knows when its job was created probes only those buckets (one to three
+-- per ring), planned for exactly those partitions. A reclaim decides which
+-- unique keys still block in one statement, not one lookup per key.
+--
+-- Also: history counts come from tally rounds instead of a count of every
+-- history row (see "history counts" below), and cancel takes its queue's
+-- claim lock before it looks.
 
 -- history_buckets lists the history buckets that rows finished between
 -- p_from and p_to can be in: the two-hour buckets of completed rows (0-35)
