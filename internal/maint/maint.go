@@ -110,6 +110,7 @@ type Maintainer struct {
 	logged  map[string]time.Time
 	started time.Time
 	expired time.Time            // when history was last expired
+	tallied time.Time            // when history was last tallied (or found tallied by another leader)
 	last    map[string]time.Time // newest slot enqueued, per periodic job
 }
 
@@ -145,12 +146,17 @@ func (m *Maintainer) Step(ctx context.Context) {
 		}
 	}
 	m.runPeriodic(ctx)
-	if n, ran, err := cfg.Store.Tally(ctx, cfg.TallyEvery); err != nil {
-		if ctx.Err() == nil {
-			cfg.Logger.Warn("millrace: tallying history failed", "err", err)
+	if time.Since(m.tallied) >= cfg.TallyEvery {
+		if n, ran, err := cfg.Store.Tally(ctx, cfg.TallyEvery); err != nil {
+			if ctx.Err() == nil {
+				cfg.Logger.Warn("millrace: tallying history failed", "err", err)
+			}
+		} else {
+			m.tallied = time.Now()
+			if ran {
+				cfg.Logger.Debug("millrace: history tallied", "rows", n)
+			}
 		}
-	} else if ran {
-		cfg.Logger.Debug("millrace: history tallied", "rows", n)
 	}
 	if time.Since(m.expired) >= time.Minute {
 		m.expired = time.Now()

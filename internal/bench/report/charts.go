@@ -7,7 +7,6 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -164,11 +163,14 @@ type line struct {
 
 // legendEntry is one row of a chart's legend.
 type legendEntry struct {
-	text   string
-	color  color.Color
-	dashes []vg.Length
-	width  vg.Length // 0: the chart's line width
-	marker draw.GlyphDrawer
+	text string
+	// overview, when set, puts the entry in the overview's shared legend
+	// under this text (entries every chart has are added there anyway).
+	overview string
+	color    color.Color
+	dashes   []vg.Length
+	width    vg.Length // 0: the chart's line width
+	marker   draw.GlyphDrawer
 }
 
 // Distinct line styles, handed out in run order, for charts where every
@@ -296,16 +298,17 @@ func buildCharts(ss []series) []chart {
 		// With --mix, cancelled and de-duplicated jobs never run: the
 		// jobs that should run (offered minus both) are drawn too, thin
 		// and dotted, so that a strategy keeping up is seen to.
-		expected := xys(longest.samples, func(s bench.Sample) float64 { return float64(s.Offered - s.Cancelled - s.Deduplicated) })
 		mixed := false
 		for _, s := range longest.samples {
 			mixed = mixed || s.Cancelled != 0 || s.Deduplicated != 0
 		}
 		if hasOffered && mixed {
+			expected := xys(longest.samples, func(s bench.Sample) float64 { return float64(s.Offered - s.Cancelled - s.Deduplicated) })
 			throughput.lines = append(throughput.lines,
 				line{color: offeredColor, dashes: expectedDashes, top: true, xys: expected})
 			throughput.legend = append(throughput.legend,
-				legendEntry{text: "expected (offered less cancelled and de-duplicated)", color: offeredColor, dashes: expectedDashes})
+				legendEntry{text: "expected (offered less cancelled and de-duplicated)", overview: "expected rate (throughput)",
+					color: offeredColor, dashes: expectedDashes})
 		}
 	}
 
@@ -339,7 +342,7 @@ func buildCharts(ss []series) []chart {
 		}
 		storage.legend = append(storage.legend,
 			legendEntry{text: "queue", color: black},
-			legendEntry{text: "history (finished jobs, kept for their retention)", color: black, dashes: dashed})
+			legendEntry{text: "history (finished jobs, kept for their retention)", overview: "history (storage)", color: black, dashes: dashed})
 	}
 
 	return []chart{backlog, latency, throughput, dead, xmin, storage}
@@ -629,18 +632,14 @@ func renderOverview(charts []chart, ss []series, b band, offered bool) ([]byte, 
 	entries = append(entries,
 		legendEntry{text: "p99 claim latency", color: color.Black},
 		legendEntry{text: "p50 claim latency", color: color.Black, dashes: dashed})
-	// The mix's expected rate and a history's storage, when drawn.
+	// Entries of one chart that the overview names too (the mix's
+	// expected rate, a history's storage), when drawn.
 	for _, c := range charts {
 		for _, e := range c.legend {
-			switch {
-			case c.file == fileThroughput && strings.HasPrefix(e.text, "expected"):
-				e.text = "expected rate (throughput)"
-			case c.file == fileStorage && strings.HasPrefix(e.text, "history"):
-				e.text = "history (storage)"
-			default:
-				continue
+			if e.overview != "" {
+				e.text = e.overview
+				entries = append(entries, e)
 			}
-			entries = append(entries, e)
 		}
 	}
 	lg, err := newLegend(entries, overviewStyle.legend, overviewStyle.lineWidth)

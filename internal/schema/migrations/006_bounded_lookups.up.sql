@@ -77,16 +77,13 @@ SET search_path = pg_catalog, pg_temp AS $$
 $$;
 
 -- final_state(p_id, p_since) is final_state(p_id) for a job created at
--- p_since (NULL: unknown, every bucket is probed): only the buckets from
--- then until now are planned and read.
+-- p_since: only the buckets history_since lists are planned and read
+-- (every one when p_since is NULL).
 CREATE FUNCTION millrace.final_state(p_id bigint, p_since timestamptz) RETURNS smallint LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
     v_s smallint;
 BEGIN
-    IF p_since IS NULL THEN
-        RETURN millrace.final_state(p_id);
-    END IF;
     EXECUTE format('SELECT h.state FROM millrace.finished h WHERE h.bucket = ANY (%L::smallint[]) AND h.id = $1'
                    ' AND h.state IN (1, 3, 4) LIMIT 1', millrace.history_since(p_since))
     INTO v_s USING p_id;
@@ -111,27 +108,27 @@ BEGIN
     RETURN v_since IS NOT NULL AND millrace.final_state(p_id, v_since) IS NULL;
 END $$;
 
--- uniq_blocks(job, states, until, since) says a key row (its job created at
--- p_since) still blocks a new job with its key.
-CREATE FUNCTION millrace.uniq_blocks(p_job bigint, p_states int, p_until timestamptz, p_since timestamptz)
-RETURNS boolean LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
-BEGIN
-    IF p_until IS NOT NULL AND p_until <= now() THEN
-        RETURN false;
-    END IF;
-    RETURN CASE millrace.final_state(p_job, p_since)
+-- uniq_holds says the key row of job p_job (blocking states p_states)
+-- still blocks, given its job's final state p_state in history (NULL:
+-- none): a finished job blocks in the states the key names, an
+-- unfinished one (it has a live row) always.
+CREATE FUNCTION millrace.uniq_holds(p_job bigint, p_states int, p_state smallint) RETURNS boolean
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
+    SELECT CASE p_state
                WHEN 1 THEN p_states & 2 <> 0
                WHEN 3 THEN p_states & 4 <> 0
                WHEN 4 THEN p_states & 8 <> 0
-               ELSE EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = p_job)
-                    OR EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = p_job) END;
-END $$;
+               ELSE millrace.live_since(p_job) IS NOT NULL END
+$$;
 
--- The three-argument form stays for callers of version 5; it no longer
--- knows when the key's job was created, so it probes every bucket.
-CREATE OR REPLACE FUNCTION millrace.uniq_blocks(p_job bigint, p_states int, p_until timestamptz) RETURNS boolean
-LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
-    SELECT millrace.uniq_blocks(p_job, p_states, p_until, NULL::timestamptz)
+-- uniq_blocks(job, states, until, since) says a key row (its job created at
+-- p_since) still blocks a new job with its key. Version 5's three-argument
+-- form, which probed every bucket, has no caller left.
+DROP FUNCTION millrace.uniq_blocks(bigint, int, timestamptz);
+CREATE FUNCTION millrace.uniq_blocks(p_job bigint, p_states int, p_until timestamptz, p_since timestamptz)
+RETURNS boolean LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
+    SELECT CASE WHEN p_until IS NOT NULL AND p_until <= now() THEN false  -- its period is over: no lookup
+                ELSE millrace.uniq_holds(p_job, p_states, millrace.final_state(p_job, p_since)) END
 $$;
 
 -- uniq_kept returns the key rows of slot p_slot that still block, in one
@@ -151,12 +148,7 @@ BEGIN
         LEFT JOIN LATERAL (SELECT h.state FROM millrace.finished h
                            WHERE h.bucket = ANY (%L::smallint[]) AND h.id = u.job_id AND h.state IN (1, 3, 4) LIMIT 1) f ON true
         WHERE u.slot = $1 AND (u.until IS NULL OR u.until > now())
-          AND CASE f.state
-                  WHEN 1 THEN u.states & 2 <> 0
-                  WHEN 3 THEN u.states & 4 <> 0
-                  WHEN 4 THEN u.states & 8 <> 0
-                  ELSE EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = u.job_id)
-                       OR EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = u.job_id) END$q$,
+          AND millrace.uniq_holds(u.job_id, u.states, f.state)$q$,
         millrace.history_since(v_from))
     USING p_slot;
 END $$;
@@ -164,7 +156,8 @@ END $$;
 REVOKE EXECUTE ON FUNCTION millrace.history_buckets(timestamptz, timestamptz), millrace.history_slack(),
     millrace.history_v6(), millrace.history_since(timestamptz),
     millrace.final_state(bigint, timestamptz), millrace.live_since(bigint),
-    millrace.uniq_blocks(bigint, int, timestamptz, timestamptz), millrace.uniq_kept(smallint) FROM PUBLIC;
+    millrace.uniq_holds(bigint, int, smallint), millrace.uniq_blocks(bigint, int, timestamptz, timestamptz),
+    millrace.uniq_kept(smallint) FROM PUBLIC;
 
 -- complete (version 5's, in the caller's transaction) buckets its history
 -- row by the time it is called, not by its transaction's start, which may
@@ -638,9 +631,11 @@ BEGIN
     END IF;
     v_snap := pg_current_snapshot();
     v_round := nextval('millrace.ring_seq');
-    INSERT INTO millrace.tally (bucket, round, queue, state, n)
-    SELECT x.bucket, v_round, x.queue, x.state, x.n FROM millrace.history_new(v_last.snap, v_snap) x;
-    SELECT coalesce(sum(t.n), 0) INTO v_n FROM millrace.tally t WHERE t.round = v_round;
+    WITH ins AS (
+        INSERT INTO millrace.tally (bucket, round, queue, state, n)
+        SELECT x.bucket, v_round, x.queue, x.state, x.n FROM millrace.history_new(v_last.snap, v_snap) x
+        RETURNING tally.n)
+    SELECT coalesce(sum(ins.n), 0) INTO v_n FROM ins;
     INSERT INTO millrace.tally_round (slot, round, snap) VALUES (millrace.current_segment(), v_round, v_snap);
     RETURN v_n;
 END $$;
