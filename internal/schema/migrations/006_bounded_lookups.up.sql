@@ -108,32 +108,33 @@ BEGIN
     RETURN v_since IS NOT NULL AND millrace.final_state(p_id, v_since) IS NULL;
 END $$;
 
--- uniq_holds says the key row of job p_job (blocking states p_states)
--- still blocks, given its job's final state p_state in history (NULL:
--- none): a finished job blocks in the states the key names, an
--- unfinished one (it has a live row) always.
-CREATE FUNCTION millrace.uniq_holds(p_job bigint, p_states int, p_state smallint) RETURNS boolean
-LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
-    SELECT CASE p_state
+-- uniq_blocks(job, states, until, since) says a key row (its job created at
+-- p_since) still blocks a new job with its key: its period has not ended,
+-- and its job is finished in a state the key names, or unfinished (it has
+-- a live row). Version 5's three-argument form, which probed every
+-- bucket, has no caller left.
+DROP FUNCTION millrace.uniq_blocks(bigint, int, timestamptz);
+CREATE FUNCTION millrace.uniq_blocks(p_job bigint, p_states int, p_until timestamptz, p_since timestamptz)
+RETURNS boolean LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
+BEGIN
+    IF p_until IS NOT NULL AND p_until <= now() THEN
+        RETURN false;
+    END IF;
+    RETURN CASE millrace.final_state(p_job, p_since)
                WHEN 1 THEN p_states & 2 <> 0
                WHEN 3 THEN p_states & 4 <> 0
                WHEN 4 THEN p_states & 8 <> 0
-               ELSE millrace.live_since(p_job) IS NOT NULL END
-$$;
+               ELSE EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = p_job)
+                    OR EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = p_job) END;
+END $$;
 
--- uniq_blocks(job, states, until, since) says a key row (its job created at
--- p_since) still blocks a new job with its key. Version 5's three-argument
--- form, which probed every bucket, has no caller left.
-DROP FUNCTION millrace.uniq_blocks(bigint, int, timestamptz);
-CREATE FUNCTION millrace.uniq_blocks(p_job bigint, p_states int, p_until timestamptz, p_since timestamptz)
-RETURNS boolean LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
-    SELECT CASE WHEN p_until IS NOT NULL AND p_until <= now() THEN false  -- its period is over: no lookup
-                ELSE millrace.uniq_holds(p_job, p_states, millrace.final_state(p_job, p_since)) END
-$$;
-
--- uniq_kept returns the key rows of slot p_slot that still block, in one
--- statement: their jobs' history is probed only in the buckets from the
--- oldest key's creation until now.
+-- uniq_kept returns the key rows of slot p_slot that still block (as
+-- uniq_blocks says), in one statement: their jobs' history is probed only
+-- in the buckets from the oldest key's creation until now. The test is
+-- written out rather than calling a shared function: it runs once per key
+-- under the reclaim's ACCESS EXCLUSIVE locks, and a call per row measured
+-- 1.6 to 8 times slower (2,000 keys: 18 ms inline, 30 ms through an SQL
+-- function, 150 ms through one with a SET clause).
 CREATE FUNCTION millrace.uniq_kept(p_slot smallint) RETURNS SETOF millrace.uniq
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp SET jit = off AS $$
 DECLARE
@@ -148,7 +149,12 @@ BEGIN
         LEFT JOIN LATERAL (SELECT h.state FROM millrace.finished h
                            WHERE h.bucket = ANY (%L::smallint[]) AND h.id = u.job_id AND h.state IN (1, 3, 4) LIMIT 1) f ON true
         WHERE u.slot = $1 AND (u.until IS NULL OR u.until > now())
-          AND millrace.uniq_holds(u.job_id, u.states, f.state)$q$,
+          AND CASE f.state
+                  WHEN 1 THEN u.states & 2 <> 0
+                  WHEN 3 THEN u.states & 4 <> 0
+                  WHEN 4 THEN u.states & 8 <> 0
+                  ELSE EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = u.job_id)
+                       OR EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = u.job_id) END$q$,
         millrace.history_since(v_from))
     USING p_slot;
 END $$;
@@ -156,8 +162,7 @@ END $$;
 REVOKE EXECUTE ON FUNCTION millrace.history_buckets(timestamptz, timestamptz), millrace.history_slack(),
     millrace.history_v6(), millrace.history_since(timestamptz),
     millrace.final_state(bigint, timestamptz), millrace.live_since(bigint),
-    millrace.uniq_holds(bigint, int, smallint), millrace.uniq_blocks(bigint, int, timestamptz, timestamptz),
-    millrace.uniq_kept(smallint) FROM PUBLIC;
+    millrace.uniq_blocks(bigint, int, timestamptz, timestamptz), millrace.uniq_kept(smallint) FROM PUBLIC;
 
 -- complete (version 5's, in the caller's transaction) buckets its history
 -- row by the time it is called, not by its transaction's start, which may
