@@ -23,7 +23,9 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -49,6 +51,15 @@ type Options struct {
 	// authentication of every request. Token and basic auth may be used
 	// together: either is then enough.
 	BasicAuthUser, BasicAuthPassword string
+	// AllowedHosts are the host names, besides localhost, *.localhost and
+	// IP addresses, that the dashboard may be reached as (the Host a
+	// browser sends, without its port): "queue.example.com" that name,
+	// ".example.com" that domain and every name under it, "*" any name. A
+	// request for another name is refused, so that a page of another site
+	// whose name was made to resolve to the dashboard's address (DNS
+	// rebinding) can neither read it nor act on it. Behind a reverse proxy,
+	// list the name the browser uses.
+	AllowedHosts []string
 	// ReadOnly hides and refuses every action, whatever the role may do.
 	ReadOnly bool
 	// Policy, when set, names the workload class of each session on the
@@ -123,14 +134,83 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Referrer-Policy", "same-origin")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
+	if host, ok := h.servedAs(r); !ok {
+		http.Error(w, "this dashboard is not served as "+strconv.Quote(host)+": an operator may add that name to its allowed hosts (millrace ui --allowed-hosts, ui.Options.AllowedHosts)", http.StatusForbidden)
+		return
+	}
 	if !h.authorized(w, r) {
 		return
 	}
-	if r.Method == http.MethodPost && !sameOrigin(r) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !h.sameOrigin(r) {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 		return
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// servedAs checks that the request names the dashboard by a host it is
+// served as: its Host and, from a reverse proxy, the host the browser
+// asked for (X-Forwarded-Host, Forwarded). It returns the first name that
+// is not allowed.
+func (h *handler) servedAs(r *http.Request) (string, bool) {
+	// A browser always sends Host; a request without one is a program's.
+	if r.Host != "" && !h.hostAllowed(r.Host) {
+		return r.Host, false
+	}
+	for _, v := range r.Header.Values("X-Forwarded-Host") {
+		for _, x := range strings.Split(v, ",") {
+			if x = strings.TrimSpace(x); !h.hostAllowed(x) {
+				return x, false
+			}
+		}
+	}
+	for _, v := range r.Header.Values("Forwarded") {
+		for _, part := range strings.FieldsFunc(v, func(c rune) bool { return c == ',' || c == ';' }) {
+			k, x, ok := strings.Cut(strings.TrimSpace(part), "=")
+			if !ok || !strings.EqualFold(k, "host") {
+				continue
+			}
+			if x = strings.Trim(x, `"`); !h.hostAllowed(x) {
+				return x, false
+			}
+		}
+	}
+	return "", true
+}
+
+// hostAllowed reports whether host (with or without a port) is one the
+// dashboard is served as: an IP address (a browser that sends one connected
+// to it: no name was resolved, so none could be rebound), localhost and
+// its subdomains (browsers resolve them to the loopback address
+// themselves), or a name in Options.AllowedHosts.
+func (h *handler) hostAllowed(host string) bool {
+	name := host
+	if n, _, err := net.SplitHostPort(host); err == nil {
+		name = n
+	}
+	name = strings.TrimSuffix(strings.ToLower(strings.Trim(name, "[]")), ".")
+	if name == "" {
+		return false
+	}
+	if _, err := netip.ParseAddr(name); err == nil {
+		return true
+	}
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return true
+	}
+	for _, a := range h.opts.AllowedHosts {
+		a = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(a)), ".")
+		switch {
+		case a == "*":
+			return true
+		case strings.HasPrefix(a, "*."):
+			a = a[1:]
+		}
+		if a == name || (strings.HasPrefix(a, ".") && (name == a[1:] || strings.HasSuffix(name, a))) {
+			return true
+		}
+	}
+	return false
 }
 
 const tokenCookie = "millrace_ui_token"
@@ -175,8 +255,10 @@ func (h *handler) authorized(w http.ResponseWriter, r *http.Request) bool {
 // sameOrigin refuses what a browser marks as coming from another site.
 // Browsers send Origin (and Sec-Fetch-Site) with every POST; a request
 // with neither comes from a program, not a page, and carries its own
-// credentials.
-func sameOrigin(r *http.Request) bool {
+// credentials. An Origin must name a host the dashboard is served as (a
+// page of a rebound name is same-origin with itself) and the host the
+// request was sent to.
+func (h *handler) sameOrigin(r *http.Request) bool {
 	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
 		return false
 	}
@@ -185,14 +267,13 @@ func sameOrigin(r *http.Request) bool {
 		return true
 	}
 	u, err := url.Parse(o)
-	if err != nil {
+	if err != nil || u.Host == "" || !h.hostAllowed(u.Host) {
 		return false
 	}
 	// Behind a reverse proxy that rewrites Host, the proxy's
-	// X-Forwarded-Host names the site the browser saw (a page cannot set
-	// that header on a request to another site without a CORS preflight,
-	// which the dashboard never grants).
-	return u.Host == r.Host || (r.Header.Get("X-Forwarded-Host") != "" && u.Host == r.Header.Get("X-Forwarded-Host"))
+	// X-Forwarded-Host names the site the browser saw (servedAs checked
+	// that it is allowed).
+	return strings.EqualFold(u.Host, r.Host) || (r.Header.Get("X-Forwarded-Host") != "" && strings.EqualFold(u.Host, r.Header.Get("X-Forwarded-Host")))
 }
 
 // mountPath is the path under which the handler is mounted: the request's
