@@ -20,6 +20,7 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"log/slog"
@@ -34,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/guard"
 	"github.com/millrace/millrace/internal/ops"
+	"github.com/millrace/millrace/internal/schema"
 )
 
 //go:embed assets
@@ -318,8 +320,8 @@ func seeOther(w http.ResponseWriter, loc string) {
 	w.WriteHeader(http.StatusSeeOther)
 }
 
-// page is what every template gets (render fills Base, Nav, Msg, Can and
-// ReadOnly).
+// page is what every template gets (render fills Base, Nav, Msg, Can,
+// ReadOnly and Setup).
 type page struct {
 	Base     string
 	Title    string
@@ -327,7 +329,45 @@ type page struct {
 	Msg      string
 	Can      ops.Privileges
 	ReadOnly bool
-	Data     any
+	// Setup is what the database lacks, in one line ("": nothing).
+	Setup string
+	Data  any
+}
+
+// setup says in one line what the database lacks for the dashboard: its
+// schema, or the migrations this dashboard needs. It is "" when the schema
+// is migrated, or when that cannot be read (the error that follows says
+// why).
+func (h *handler) setup(ctx context.Context) string {
+	st, err := schema.List(ctx, h.pool)
+	if err != nil {
+		return ""
+	}
+	have, want, missing := 0, 0, false
+	for _, m := range st {
+		want = max(want, m.Version)
+		if m.Applied {
+			have = max(have, m.Version)
+		} else {
+			missing = true
+		}
+	}
+	switch {
+	case !missing:
+		return ""
+	case have == 0:
+		return "This database has no millrace schema: run millrace migrate up (or call millrace.Migrate) to create it."
+	}
+	return fmt.Sprintf("The millrace schema of this database is at version %d and this dashboard needs version %d: run millrace migrate up.", have, want)
+}
+
+// explain is err in one line or, when the database lacks the schema, what
+// to run; setup tells which.
+func (h *handler) explain(ctx context.Context, err error) (msg string, setup bool) {
+	if s := h.setup(ctx); s != "" {
+		return s, true
+	}
+	return oneLine(err), false
 }
 
 func (h *handler) render(w http.ResponseWriter, r *http.Request, name string, status int, p page) {
@@ -335,8 +375,13 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, name string, st
 	p.Nav = name
 	p.Msg = r.URL.Query().Get("msg")
 	p.ReadOnly = h.opts.ReadOnly
-	if can, err := h.can(r.Context()); err == nil {
-		p.Can = can
+	if p.Setup == "" {
+		p.Setup = h.setup(r.Context())
+	}
+	if p.Setup == "" {
+		if can, err := h.can(r.Context()); err == nil {
+			p.Can = can
+		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -347,8 +392,13 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, name string, st
 }
 
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	h.log.Error("ui: request failed", "path", r.URL.Path, "error", err)
-	h.render(w, r, "denied", http.StatusInternalServerError, page{Title: "Error", Data: oneLine(err)})
+	msg, setup := h.explain(r.Context(), err)
+	if setup {
+		h.render(w, r, "denied", http.StatusServiceUnavailable, page{Title: "No millrace schema", Setup: msg})
+		return
+	}
+	h.log.Error("ui: request failed", "path", r.URL.Path, "error", msg)
+	h.render(w, r, "denied", http.StatusInternalServerError, page{Title: "Error", Data: msg})
 }
 
 func oneLine(err error) string {
@@ -362,12 +412,18 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func (h *handler) jsonError(w http.ResponseWriter, r *http.Request, status int, err error) {
+	msg := oneLine(err)
 	if status >= 500 {
-		h.log.Error("ui: request failed", "path", r.URL.Path, "error", err)
+		var setup bool
+		if msg, setup = h.explain(r.Context(), err); setup {
+			status = http.StatusServiceUnavailable
+		} else {
+			h.log.Error("ui: request failed", "path", r.URL.Path, "error", msg)
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": oneLine(err)})
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
 // can is what the role may do, less everything when read-only.
@@ -387,7 +443,9 @@ type overview struct {
 	Queues  []ops.Queue    `json:"queues"`
 	Samples []ops.Sample   `json:"samples"`
 	Can     ops.Privileges `json:"can"`
-	Error   string         `json:"error,omitempty"`
+	// Setup is what the database lacks, when the page asks (?setup=1: it
+	// shows that, and reloads once it changes).
+	Setup string `json:"setup,omitempty"`
 }
 
 func (h *handler) apiOverview(w http.ResponseWriter, r *http.Request) {
@@ -405,7 +463,11 @@ func (h *handler) apiOverview(w http.ResponseWriter, r *http.Request) {
 	if qs == nil {
 		qs = []ops.Queue{}
 	}
-	writeJSON(w, overview{Queues: qs, Samples: samples, Can: can})
+	ov := overview{Queues: qs, Samples: samples, Can: can}
+	if r.URL.Query().Get("setup") != "" {
+		ov.Setup = h.setup(ctx)
+	}
+	writeJSON(w, ov)
 }
 
 func filterOf(q url.Values) (ops.Filter, error) {
@@ -448,13 +510,20 @@ func (h *handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 	} else {
 		status = http.StatusBadRequest
 	}
-	if err != nil {
-		d.Error = oneLine(err)
-		if status == http.StatusOK {
-			h.log.Error("ui: jobs", "error", err)
+	var p page
+	if err != nil && status == http.StatusOK {
+		var setup bool
+		if d.Error, setup = h.explain(ctx, err); setup {
+			p.Setup, d.Error, status = d.Error, "", http.StatusServiceUnavailable
+		} else {
+			h.log.Error("ui: jobs", "error", d.Error)
+			status = http.StatusInternalServerError
 		}
+	} else if err != nil {
+		d.Error = oneLine(err)
 	}
-	h.render(w, r, "jobs", status, page{Title: "Jobs", Data: d})
+	p.Title, p.Data = "Jobs", d
+	h.render(w, r, "jobs", status, p)
 }
 
 func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
@@ -536,7 +605,7 @@ func (h *handler) jobAction(w http.ResponseWriter, r *http.Request) {
 	action := lastSegment(r.URL.Path)
 	can, err := h.can(ctx)
 	if err != nil {
-		http.Error(w, oneLine(err), http.StatusInternalServerError)
+		h.actionError(w, r, action, err)
 		return
 	}
 	if (action == "cancel" && !can.Cancel) || (action == "retry" && !can.Retry) {
@@ -550,8 +619,7 @@ func (h *handler) jobAction(w http.ResponseWriter, r *http.Request) {
 		out, err = ops.Retry(ctx, h.pool, id)
 	}
 	if err != nil {
-		h.log.Error("ui: "+action, "job", id, "error", err)
-		http.Error(w, oneLine(err), http.StatusInternalServerError)
+		h.actionError(w, r, action+" job "+strconv.FormatInt(id, 10), err)
 		return
 	}
 	h.log.Info("ui: "+action, "job", id, "result", out)
@@ -559,6 +627,17 @@ func (h *handler) jobAction(w http.ResponseWriter, r *http.Request) {
 		id = n // show the new job
 	}
 	seeOther(w, "../"+strconv.FormatInt(id, 10)+"?msg="+url.QueryEscape(action+": "+out))
+}
+
+// actionError answers an action that failed.
+func (h *handler) actionError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	msg, setup := h.explain(r.Context(), err)
+	if setup {
+		http.Error(w, msg, http.StatusServiceUnavailable)
+		return
+	}
+	h.log.Error("ui: "+what, "error", msg)
+	http.Error(w, msg, http.StatusInternalServerError)
 }
 
 // queueAction is POST queue/pause or queue/resume with the form field
@@ -573,7 +652,7 @@ func (h *handler) queueAction(w http.ResponseWriter, r *http.Request) {
 	}
 	can, err := h.can(ctx)
 	if err != nil {
-		http.Error(w, oneLine(err), http.StatusInternalServerError)
+		h.actionError(w, r, action, err)
 		return
 	}
 	if (action == "pause" && !can.Pause) || (action == "resume" && !can.Resume) {
@@ -586,8 +665,7 @@ func (h *handler) queueAction(w http.ResponseWriter, r *http.Request) {
 		err = ops.Resume(ctx, h.pool, q)
 	}
 	if err != nil {
-		h.log.Error("ui: "+action, "queue", q, "error", err)
-		http.Error(w, oneLine(err), http.StatusInternalServerError)
+		h.actionError(w, r, action+" queue "+q, err)
 		return
 	}
 	h.log.Info("ui: "+action, "queue", q)
