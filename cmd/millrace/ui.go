@@ -30,9 +30,9 @@ func runUI(ctx context.Context, args []string) error {
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on")
 	token := fs.String("token", os.Getenv("MILLRACE_UI_TOKEN"), "require this token of every request (default $MILLRACE_UI_TOKEN)")
 	basic := fs.String("basic-auth", os.Getenv("MILLRACE_UI_BASIC_AUTH"), "require HTTP basic auth USER:PASS (default $MILLRACE_UI_BASIC_AUTH)")
-	hosts := fs.String("allowed-hosts", os.Getenv("MILLRACE_UI_ALLOWED_HOSTS"), "names the dashboard is reached as, comma-separated (\"queue.example.com\", \".example.com\" and its subdomains); localhost, IP addresses and the --listen host are always allowed (default $MILLRACE_UI_ALLOWED_HOSTS)")
 	policy := fs.String("policy", "", "guard policy file: name workload classes and show what the guard would do (dry run)")
 	readOnly := fs.Bool("read-only", false, "offer no action, whatever the database role may do")
+	hosts := fs.String("allowed-hosts", os.Getenv("MILLRACE_UI_ALLOWED_HOSTS"), "names the dashboard is reached as, comma-separated (\"queue.example.com\", \".example.com\" and its subdomains); localhost, IP addresses and the --listen host are always allowed (default $MILLRACE_UI_ALLOWED_HOSTS)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, `Usage: millrace ui [--database-url URL] [--listen 127.0.0.1:8080] [--token T | --basic-auth USER:PASS]
                    [--allowed-hosts NAME,...] [--policy FILE] [--read-only]
