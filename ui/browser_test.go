@@ -412,7 +412,7 @@ func TestBrowserNoSchemaSaysMigrate(t *testing.T) {
 	pool := poolFor(t, pgtest.NewDatabase(t))
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
 	t.Cleanup(srv.Close)
-	b := newBrowser(t) // after the server: its cleanup runs first
+	b := newBrowser(t)       // after the server: its cleanup runs first
 	b.allow("status of 503") // the endpoint's answer until the schema is there
 	b.do(t, "queues page", chromedp.Navigate(srv.URL+"/"))
 	b.waitJS(t, "the table leaves loading…", `!document.querySelector('#queues tbody').textContent.includes('loading')`, 5*time.Second)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,14 +116,14 @@ func (h *horizon) get(ctx context.Context) (horizonView, error) {
 	v := horizonView{Taken: snap.Taken, Holders: []holderView{}, Tables: []tableView{}, Policy: h.policy != nil}
 	for i := range snap.Holders {
 		x := &snap.Holders[i]
-		q := x.Query
+		q := redact(x.Query)
 		if len(q) > 300 {
-			q = q[:300] + "…"
+			q = strings.ToValidUTF8(q[:300], "") + "…"
 		}
 		v.Holders = append(v.Holders, holderView{
-			Source: string(x.Source), Node: x.Node, PID: x.PID, Describe: x.Describe(),
+			Source: string(x.Source), Node: x.Node, PID: x.PID, Describe: redact(x.Describe()),
 			AgeS: x.Age.Seconds(), XminAge: x.AgeXIDs, Xmin: x.Xmin, State: x.State, IdleS: x.IdleFor.Seconds(),
-			Application: x.ApplicationName, User: x.User, Database: x.Database, Query: q, Tags: x.Tags,
+			Application: redact(x.ApplicationName), User: x.User, Database: x.Database, Query: q, Tags: x.Tags,
 			Class: h.classOf(x),
 		})
 	}

@@ -373,7 +373,7 @@ func (h *handler) explain(ctx context.Context, err error) (msg string, setup boo
 func (h *handler) render(w http.ResponseWriter, r *http.Request, name string, status int, p page) {
 	p.Base = base(r)
 	p.Nav = name
-	p.Msg = r.URL.Query().Get("msg")
+	p.Msg = redact(r.URL.Query().Get("msg"))
 	p.ReadOnly = h.opts.ReadOnly
 	if p.Setup == "" {
 		p.Setup = h.setup(r.Context())
@@ -387,7 +387,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, name string, st
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	if err := h.tmpl[name].Execute(w, p); err != nil {
-		h.log.Error("ui: render", "page", name, "error", err)
+		h.log.Error("ui: render", "page", name, "error", oneLine(err))
 	}
 }
 
@@ -401,8 +401,9 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	h.render(w, r, "denied", http.StatusInternalServerError, page{Title: "Error", Data: msg})
 }
 
+// oneLine is an error in one line, its passwords redacted.
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	return redact(strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " "))
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -507,6 +508,9 @@ func (h *handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if err == nil {
 		d.Jobs, err = ops.ListJobs(ctx, h.pool, f)
+		for i := range d.Jobs {
+			redactJob(&d.Jobs[i])
+		}
 	} else {
 		status = http.StatusBadRequest
 	}
@@ -540,6 +544,9 @@ func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 	if jobs == nil {
 		jobs = []ops.Job{}
 	}
+	for i := range jobs {
+		redactJob(&jobs[i])
+	}
 	writeJSON(w, jobs)
 }
 
@@ -563,7 +570,7 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, "denied", http.StatusBadRequest, page{Title: "Bad request", Data: err.Error()})
 		return
 	}
-	d, err := ops.GetJob(ctx, h.pool, id)
+	d, err := getJob(ctx, h.pool, id)
 	if errors.Is(err, ops.ErrNotFound) {
 		h.render(w, r, "denied", http.StatusNotFound, page{Title: "Not found", Data: "job " + strconv.FormatInt(id, 10) + ": " + err.Error()})
 		return
@@ -581,7 +588,7 @@ func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {
 		h.jsonError(w, r, http.StatusBadRequest, err)
 		return
 	}
-	d, err := ops.GetJob(r.Context(), h.pool, id)
+	d, err := getJob(r.Context(), h.pool, id)
 	if errors.Is(err, ops.ErrNotFound) {
 		h.jsonError(w, r, http.StatusNotFound, err)
 		return
@@ -591,6 +598,16 @@ func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, d)
+}
+
+// getJob is ops.GetJob, redacted.
+func getJob(ctx context.Context, db ops.DB, id int64) (ops.JobDetail, error) {
+	d, err := ops.GetJob(ctx, db, id)
+	redactJob(d.Live)
+	for i := range d.Attempts {
+		redactJob(&d.Attempts[i])
+	}
+	return d, err
 }
 
 // jobAction is POST jobs/{id}/cancel or jobs/{id}/retry; it redirects back
@@ -665,13 +682,13 @@ func (h *handler) queueAction(w http.ResponseWriter, r *http.Request) {
 		err = ops.Resume(ctx, h.pool, q)
 	}
 	if err != nil {
-		h.actionError(w, r, action+" queue "+q, err)
+		h.actionError(w, r, action+" queue "+redact(q), err)
 		return
 	}
-	h.log.Info("ui: "+action, "queue", q)
+	h.log.Info("ui: "+action, "queue", redact(q))
 	h.live.invalidate()
 	past := map[string]string{"pause": "paused", "resume": "resumed"}[action]
-	seeOther(w, "../?msg="+url.QueryEscape("queue "+q+" "+past))
+	seeOther(w, "../?msg="+url.QueryEscape("queue "+redact(q)+" "+past))
 }
 
 func (h *handler) horizonPage(w http.ResponseWriter, r *http.Request) {
