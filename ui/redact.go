@@ -3,8 +3,6 @@ package ui
 import (
 	"encoding/json"
 	"regexp"
-
-	"github.com/millrace/millrace/internal/ops"
 )
 
 // mask replaces a password.
@@ -44,13 +42,4 @@ func redactJSON(b json.RawMessage) json.RawMessage {
 		return json.RawMessage(`"` + mask + `"`) // never the original, never broken JSON
 	}
 	return out
-}
-
-// redactJob redacts what a job carries from its producer and its worker.
-func redactJob(j *ops.Job) {
-	if j == nil {
-		return
-	}
-	j.Args = redactJSON(j.Args)
-	j.Error = redact(j.Error)
 }

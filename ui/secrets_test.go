@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/ops/opstest"
@@ -83,21 +82,12 @@ func TestNoPasswordShown(t *testing.T) {
 	sqlPID := holdWith(t, u, `CREATE ROLE rotated_app LOGIN PASSWORD 's3cret-sql'`)
 
 	// Wait until the horizon shows both sessions.
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	waitFor(t, "both holders on the horizon", func() bool {
 		_, body := get(t, srv.URL+"/api/horizon")
-		if strings.Contains(body, fmt.Sprintf(`"pid":%d,`, urlPID)) && strings.Contains(body, fmt.Sprintf(`"pid":%d,`, sqlPID)) {
-			if !strings.Contains(body, "postgres://app:***@db.example/app") || !strings.Contains(body, "PASSWORD '***'") {
-				t.Errorf("the holders' queries are not shown redacted: %s", body)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the holders %d and %d are not on the horizon: %s", urlPID, sqlPID, body)
-		}
-		<-tick.C
+		return strings.Contains(body, fmt.Sprintf(`"pid":%d,`, urlPID)) && strings.Contains(body, fmt.Sprintf(`"pid":%d,`, sqlPID))
+	})
+	if _, body := get(t, srv.URL+"/api/horizon"); !strings.Contains(body, "postgres://app:***@db.example/app") || !strings.Contains(body, "PASSWORD '***'") {
+		t.Errorf("the holders' queries are not shown redacted: %s", body)
 	}
 	pages := []string{"/", "/jobs", "/jobs?state=discarded", fmt.Sprintf("/jobs/%d", job), fmt.Sprintf("/jobs/%d", discarded),
 		"/horizon", "/api/horizon", "/api/overview", "/api/jobs", fmt.Sprintf("/api/jobs/%d", job), fmt.Sprintf("/api/jobs/%d", discarded)}

@@ -98,10 +98,8 @@ func New(pool *pgxpool.Pool, opts Options) http.Handler {
 	h.live = newSampler(pool)
 	h.horizon = newHorizon(pool, opts.Policy)
 	funcs := template.FuncMap{
-		"ago": ago,
-		"ms": func(d time.Duration) string {
-			return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms"
-		},
+		"ago":      ago,
+		"took":     took,
 		"ts":       func(t time.Time) string { return t.Format("2006-01-02 15:04:05.000") },
 		"pretty":   prettyJSON,
 		"idle":     func(t *time.Time) bool { return t == nil },
@@ -495,7 +493,7 @@ func filterOf(q url.Values) (ops.Filter, error) {
 
 type jobsData struct {
 	Filter ops.Filter
-	Jobs   []ops.Job
+	Jobs   []jobView
 	States []string
 	Error  string
 }
@@ -507,10 +505,9 @@ func (h *handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 	d.Filter = f
 	status := http.StatusOK
 	if err == nil {
-		d.Jobs, err = ops.ListJobs(ctx, h.pool, f)
-		for i := range d.Jobs {
-			redactJob(&d.Jobs[i])
-		}
+		var jobs []ops.Job
+		jobs, err = ops.ListJobs(ctx, h.pool, f)
+		d.Jobs = h.views(ctx, jobs)
 	} else {
 		status = http.StatusBadRequest
 	}
@@ -541,13 +538,7 @@ func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 		h.jsonError(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	if jobs == nil {
-		jobs = []ops.Job{}
-	}
-	for i := range jobs {
-		redactJob(&jobs[i])
-	}
-	writeJSON(w, jobs)
+	writeJSON(w, h.views(r.Context(), jobs))
 }
 
 func jobID(r *http.Request) (int64, error) {
@@ -559,8 +550,8 @@ func jobID(r *http.Request) (int64, error) {
 }
 
 type jobData struct {
-	Job    ops.JobDetail
-	Latest *ops.Job
+	Job    jobDetailView
+	Latest *jobView
 }
 
 func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
@@ -570,7 +561,7 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, "denied", http.StatusBadRequest, page{Title: "Bad request", Data: err.Error()})
 		return
 	}
-	d, err := getJob(ctx, h.pool, id)
+	d, err := h.getJob(ctx, id)
 	if errors.Is(err, ops.ErrNotFound) {
 		h.render(w, r, "denied", http.StatusNotFound, page{Title: "Not found", Data: "job " + strconv.FormatInt(id, 10) + ": " + err.Error()})
 		return
@@ -588,7 +579,7 @@ func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {
 		h.jsonError(w, r, http.StatusBadRequest, err)
 		return
 	}
-	d, err := getJob(r.Context(), h.pool, id)
+	d, err := h.getJob(r.Context(), id)
 	if errors.Is(err, ops.ErrNotFound) {
 		h.jsonError(w, r, http.StatusNotFound, err)
 		return
@@ -598,16 +589,6 @@ func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, d)
-}
-
-// getJob is ops.GetJob, redacted.
-func getJob(ctx context.Context, db ops.DB, id int64) (ops.JobDetail, error) {
-	d, err := ops.GetJob(ctx, db, id)
-	redactJob(d.Live)
-	for i := range d.Attempts {
-		redactJob(&d.Attempts[i])
-	}
-	return d, err
 }
 
 // jobAction is POST jobs/{id}/cancel or jobs/{id}/retry; it redirects back
