@@ -245,7 +245,7 @@ async function refreshHorizon() {
   tb.textContent = "";
   for (const t of d.tables) {
     const tr = el("tr");
-    tr.appendChild(el("td", {}, t.name));
+    tr.appendChild(el("td", { "data-table": t.name }, t.name + (t.partitions ? " (" + t.partitions + " partitions)" : "")));
     tr.appendChild(el("td", { class: "num" }, fmt(t.dead_tuples)));
     tr.appendChild(el("td", { class: "num" }, fmt(t.live_tuples)));
     tb.appendChild(tr);
