@@ -8,12 +8,18 @@ package ui_test
 // write the pages' screenshots (docs/img for docs/ui.md).
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -431,5 +437,135 @@ func TestBrowserNoSchemaSaysMigrate(t *testing.T) {
 		`document.getElementById('setup') === null && document.querySelector('#queues tbody').textContent.includes('No queue has a job yet.')`, 10*time.Second)
 	if got := b.eval(t, `document.querySelector('header .role').textContent`); got != "actions allowed" {
 		t.Errorf("after the migration the header says %q", got)
+	}
+}
+
+// fakeOverview makes the pages of this tab receive overview (JSON) from
+// api/overview instead of the server's answer, from the next navigation:
+// the page's own script then draws data the test chose.
+func (b *browserTab) fakeOverview(t *testing.T, overview string) {
+	t.Helper()
+	js := `(() => {
+  const body = ` + strconv.Quote(overview) + `;
+  const real = window.fetch;
+  window.fetch = (url, opts) => String(url).startsWith("api/overview")
+    ? Promise.resolve(new Response(body, { status: 200, headers: { "Content-Type": "application/json" } }))
+    : real(url, opts);
+})();`
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: js}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countColor counts the pixels of img within dist (per channel) of c.
+func countColor(img image.Image, c color.RGBA, dist int) int {
+	n := 0
+	abs := func(a int) int { return max(a, -a) }
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if abs(int(r>>8)-int(c.R)) <= dist && abs(int(g>>8)-int(c.G)) <= dist && abs(int(bl>>8)-int(c.B)) <= dist {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// The queues page's charts break their lines where no sample was taken
+// (the charts were not watched for 30 s) instead of drawing a straight
+// line across, and a failed line equal to the discarded one stays
+// visible.
+func TestBrowserChartsGapsAndOverlaps(t *testing.T) {
+	needChromium(t)
+	_, pool := opstest.NewDatabase(t)
+	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
+	t.Cleanup(srv.Close)
+	b := newBrowser(t) // after the server: its cleanup runs first
+
+	// 10 one-second samples, nothing for 30 s, 10 more; as many failed as
+	// discarded attempts every second; the wait p50 at 82 ms before the
+	// gap, 22 ms after.
+	type sample struct {
+		At        time.Time `json:"at"`
+		Since     time.Time `json:"since"`
+		Completed int       `json:"completed"`
+		Failed    int       `json:"failed"`
+		Discarded int       `json:"discarded"`
+		Cancelled int       `json:"cancelled"`
+		Snoozed   int       `json:"snoozed"`
+		WaitP50   float64   `json:"wait_p50_ms"`
+		WaitP95   float64   `json:"wait_p95_ms"`
+		RunP50    float64   `json:"run_p50_ms"`
+		RunP95    float64   `json:"run_p95_ms"`
+	}
+	var samples []sample
+	at := time.Now().Add(-time.Minute)
+	for i := range 20 {
+		since := at
+		at = at.Add(time.Second)
+		if i == 10 {
+			at = at.Add(30 * time.Second)
+		}
+		wait := 82.0
+		if i >= 10 {
+			wait = 22
+		}
+		samples = append(samples, sample{At: at, Since: since, Completed: 20, Failed: 6, Discarded: 6, WaitP50: wait, WaitP95: wait + 40, RunP50: 5, RunP95: 9})
+	}
+	ov, err := json.Marshal(map[string]any{"queues": []any{}, "samples": samples, "can": map[string]bool{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.fakeOverview(t, string(ov))
+	b.do(t, "queues page", chromedp.Navigate(srv.URL+"/"))
+	b.waitJS(t, "the charts drawn", `Number(document.getElementById('chart-latency').dataset.points) === 20`, 10*time.Second)
+
+	// No segment of a line crosses the 30 s without samples; every sample
+	// is drawn.
+	got := b.eval(t, `JSON.stringify(Array.from(document.querySelectorAll('#chart-latency polyline[data-series="wait p50"]')).map(p => p.getAttribute('points').trim().split(/\s+/).map(xy => Number(xy.split(',')[0]))))`)
+	var lines [][]float64
+	if err := json.Unmarshal([]byte(got), &lines); err != nil {
+		t.Fatal(err)
+	}
+	points, widest := 0, 0.0
+	for _, xs := range lines {
+		for i := range xs {
+			if i > 0 && xs[i] != xs[i-1] {
+				points++
+			}
+			if i > 0 {
+				widest = max(widest, xs[i]-xs[i-1])
+			}
+		}
+		if len(xs) > 0 {
+			points++
+		}
+	}
+	// 49 s over about 550 units: a second is about 11, the gap about 350.
+	if widest > 40 || points != 20 {
+		t.Errorf("wait p50 is drawn as %d line(s) over %d distinct points, the widest step %.0f units (a line across the gap): %s", len(lines), points, widest, got)
+	}
+
+	// Failed and discarded, equal, are both seen.
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	shot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`#chart-throughput`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	red, purple := countColor(img, color.RGBA{0xd9, 0x2d, 0x20, 0xff}, 40), countColor(img, color.RGBA{0x7a, 0x5a, 0xf8, 0xff}, 40)
+	if red < 50 || purple < 50 {
+		t.Errorf("failed (red) and discarded (purple) draw %d and %d pixels: one hides the other", red, purple)
+	}
+	if dir := os.Getenv("MILLRACE_CHART_PNG"); dir != "" {
+		os.WriteFile(filepath.Join(dir, "throughput.png"), shot, 0o644) // to look at
 	}
 }

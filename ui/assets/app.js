@@ -47,9 +47,16 @@ async function getJSON(url) {
   return body;
 }
 
-// chart draws series [{name, values: [number]}] over times [ms] as SVG
-// polylines, scaled to the largest value, with a grid and labels.
-function chart(svg, times, series, unit) {
+// GAP_MS is the time between two samples beyond which a chart's line is
+// broken: no page was watching, so no sample covers that time.
+const GAP_MS = 3000;
+
+// chart draws series [{name, values: [number], color?, width?, dash?}]
+// over times [ms] as SVG polylines, in the order given (the last on top),
+// scaled to the largest value, with a grid and labels. A line is broken
+// before sample i when starts[i] (default: more than GAP_MS since the
+// sample before); a sample alone is drawn as a dot.
+function chart(svg, times, series, unit, starts) {
   while (svg.firstChild) svg.removeChild(svg.firstChild);
   const W = 600, H = 200, L = 44, R = 8, T = 8, B = 20;
   let max = 0;
@@ -68,24 +75,51 @@ function chart(svg, times, series, unit) {
   }
   svg.appendChild(svgEl("text", { x: L, y: H - 4 }, times.length ? "-" + human(span / 1000) : ""));
   svg.appendChild(svgEl("text", { x: W - R, y: H - 4, "text-anchor": "end" }, "now " + (unit || "")));
+  // Runs of samples drawn as one line each: [first, end).
+  const runs = [];
+  for (let i = 0; i < times.length; i++) {
+    const start = starts ? starts[i] : i > 0 && times[i] - times[i - 1] > GAP_MS;
+    if (i === 0 || start) runs.push([i, i + 1]); else runs[runs.length - 1][1] = i + 1;
+  }
   series.forEach((s, i) => {
-    if (times.length < 2) return;
-    const pts = s.values.map((v, j) => x(times[j]).toFixed(1) + "," + y(v).toFixed(1)).join(" ");
-    svg.appendChild(svgEl("polyline", { points: pts, fill: "none", stroke: COLORS[i % COLORS.length], "stroke-width": 1.6, "vector-effect": "non-scaling-stroke", "data-series": s.name }));
+    const color = s.color || COLORS[i % COLORS.length];
+    for (const [a, b] of runs) {
+      const pts = [];
+      for (let j = a; j < b; j++) pts.push(x(times[j]).toFixed(1) + "," + y(s.values[j]).toFixed(1));
+      if (pts.length === 1) pts.push(pts[0]); // a dot: a line of no length, with round caps
+      const attrs = { points: pts.join(" "), fill: "none", stroke: color, "stroke-width": s.width || 1.6, "stroke-linecap": "round",
+        "stroke-linejoin": "round", "vector-effect": "non-scaling-stroke", "data-series": s.name };
+      if (b - a === 1) attrs["stroke-width"] = Math.max(4, (s.width || 1.6) + 2);
+      if (s.dash) attrs["stroke-dasharray"] = s.dash;
+      svg.appendChild(svgEl("polyline", attrs));
+    }
   });
   svg.setAttribute("data-points", String(times.length));
+  svg.setAttribute("data-lines", String(runs.length));
   svg.setAttribute("data-last", times.length ? String(times[times.length - 1]) : "");
 }
 
-function legend(id, names) {
+// legend shows entries [{name, cls, text?}]: a swatch of class cls (the
+// colour, and how the line is drawn) and the name, then text if any.
+function legend(id, entries) {
   const box = document.getElementById(id);
-  if (!box || box.childElementCount === names.length) return;
-  box.textContent = "";
-  names.forEach((n, i) => {
-    const s = el("span");
-    s.appendChild(el("i", { class: "c" + (i % COLORS.length) }));
-    s.appendChild(document.createTextNode(n));
-    box.appendChild(s);
+  if (!box) return;
+  const sig = entries.map((e) => e.name + "|" + e.cls).join(",");
+  if (box.getAttribute("data-sig") !== sig) {
+    box.textContent = "";
+    box.setAttribute("data-sig", sig);
+    for (const e of entries) {
+      const s = el("span", { "data-series": e.name });
+      s.appendChild(el("i", { class: e.cls }));
+      s.appendChild(document.createTextNode(e.name));
+      s.appendChild(el("b"));
+      box.appendChild(s);
+    }
+  }
+  entries.forEach((e, i) => {
+    const b = box.children[i].querySelector("b");
+    const t = e.text ? " " + e.text : "";
+    if (b.textContent !== t) b.textContent = t;
   });
 }
 
@@ -192,22 +226,36 @@ async function refreshQueues() {
   showError("");
   fillQueues(tbody, d.queues, d.can);
   const times = d.samples.map((s) => Date.parse(s.at));
+  // A line starts again after time no sample covers, and at a sample that
+  // covers more than GAP_MS (drawn alone: its values are of that window).
+  const long = (s) => Date.parse(s.at) - Date.parse(s.since) > GAP_MS;
+  const starts = d.samples.map((s, i) => i > 0 && (times[i] - times[i - 1] > GAP_MS || long(s) || long(d.samples[i - 1])));
   const rate = (s, n) => { const dt = (Date.parse(s.at) - Date.parse(s.since)) / 1000; return dt > 0 ? n / dt : 0; };
-  chart(document.getElementById("chart-throughput"), times, [
-    { name: "completed/s", values: d.samples.map((s) => rate(s, s.completed)) },
-    { name: "failed/s", values: d.samples.map((s) => rate(s, s.failed)) },
-    { name: "discarded/s", values: d.samples.map((s) => rate(s, s.discarded)) },
-    { name: "cancelled/s", values: d.samples.map((s) => rate(s, s.cancelled)) },
-    { name: "snoozed/s", values: d.samples.map((s) => rate(s, s.snoozed)) },
-  ], "jobs/s");
-  legend("legend-throughput", ["completed", "failed", "discarded", "cancelled", "snoozed"]);
+  // Drawn in this order, the last on top. Failed and discarded often move
+  // together (a job's last failure is a discard): failed is drawn wider,
+  // discarded dashed over it, so that either shows where they are equal.
+  const tp = [
+    { key: "completed", cls: "c0", color: COLORS[0] },
+    { key: "cancelled", cls: "c3", color: COLORS[3] },
+    { key: "snoozed", cls: "c4", color: COLORS[4] },
+    { key: "failed", cls: "c1 wide", color: COLORS[1], width: 3 },
+    { key: "discarded", cls: "c2 dashed", color: COLORS[2], dash: "5 4" },
+  ];
+  chart(document.getElementById("chart-throughput"), times, tp.map((x) => ({
+    name: x.key + "/s", color: x.color, width: x.width, dash: x.dash, values: d.samples.map((s) => rate(s, s[x.key])),
+  })), "jobs/s", starts);
+  const total = (k) => d.samples.reduce((n, s) => n + s[k], 0);
+  legend("legend-throughput", ["completed", "failed", "discarded", "cancelled", "snoozed"].map((k) => {
+    const x = tp.find((e) => e.key === k);
+    return { name: k, cls: x.cls, text: "(" + fmt(total(k)) + ")" };
+  }));
   chart(document.getElementById("chart-latency"), times, [
     { name: "wait p50", values: d.samples.map((s) => s.wait_p50_ms) },
     { name: "wait p95", values: d.samples.map((s) => s.wait_p95_ms) },
     { name: "run p50", values: d.samples.map((s) => s.run_p50_ms) },
     { name: "run p95", values: d.samples.map((s) => s.run_p95_ms) },
-  ], "ms");
-  legend("legend-latency", ["wait p50", "wait p95", "run p50", "run p95"]);
+  ], "ms", starts);
+  legend("legend-latency", ["wait p50", "wait p95", "run p50", "run p95"].map((n, i) => ({ name: n, cls: "c" + i })));
 }
 
 async function refreshHorizon() {
