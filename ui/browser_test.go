@@ -254,6 +254,7 @@ func TestBrowserPagesAndLiveCharts(t *testing.T) {
 	opstest.Enqueue(t, pool, "image.resize", "images", `{"image":"cat.png","width":640}`, 0)
 	discarded := opstest.Discard(t, pool, "default", "resize: image cat.png: unsupported format")
 	opstest.Work(t, pool, "work", 40)
+	runHeld(t, pool, "video", 2, nil) // in flight until the test ends
 	policy, err := guard.ParsePolicy("examples/analytics-budget.yaml", []byte("classes:\n  - name: analytics\n    match: {application_name: \"report*\"}\n    max_transaction_age: 5m\n    action: cancel\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -274,6 +275,7 @@ func TestBrowserPagesAndLiveCharts(t *testing.T) {
 	// Completed jobs reach history: the throughput line leaves zero.
 	b.waitJS(t, "the throughput chart shows completed jobs",
 		`Array.from(document.querySelectorAll('#chart-throughput polyline[data-series="completed/s"]')).some(p => p.getAttribute('points').split(' ').some(xy => Number(xy.split(',')[1]) < 170))`, 15*time.Second)
+	b.waitJS(t, "the jobs in flight", `document.querySelector('#queues tr[data-queue="video"] td[data-col="running"]').textContent === '2'`, 10*time.Second)
 	if os.Getenv("MILLRACE_SCREENSHOTS") != "" {
 		b.waitJS(t, "20 s of chart for the screenshot", `Number(document.getElementById('chart-throughput').dataset.points) >= 20`, 40*time.Second)
 	}
@@ -373,6 +375,12 @@ func TestBrowserHorizonShowsHeldTransaction(t *testing.T) {
 	b.do(t, "queues page, no queue yet", chromedp.Navigate(srv.URL+"/"))
 	b.waitJS(t, "the empty state", `document.querySelector('#queues tbody').textContent.includes('No queue has a job yet.')`, 5*time.Second)
 	b.do(t, "horizon page", chromedp.Navigate(srv.URL+"/horizon"), chromedp.WaitVisible(chromedp.CSS(`#holders tbody tr`)))
+	// Jobs in flight: a steady flow, two long jobs running, a backlog.
+	opstest.Work(t, pool, "work", 40)
+	runHeld(t, pool, "video", 2, nil)
+	for i := range 30 {
+		opstest.Enqueue(t, pool, "report.monthly", "reports", fmt.Sprintf(`{"month":"2026-%02d"}`, i%12+1), time.Hour)
+	}
 
 	cfg, err := pgx.ParseConfig(u)
 	if err != nil {
@@ -403,6 +411,12 @@ func TestBrowserHorizonShowsHeldTransaction(t *testing.T) {
 	// Idle in its transaction for over 1 s, it breaks the class's rule: the
 	// dry run says what the guard would do.
 	b.waitJS(t, "the guard's dry run lists the holder", `Array.from(document.querySelectorAll('#actions tbody tr')).some(r => r.textContent.includes('would terminate'))`, 5*time.Second)
+	if os.Getenv("MILLRACE_SCREENSHOTS") != "" {
+		b.waitJS(t, "the jobs' tables for the screenshot", `(() => {
+  const td = document.querySelector('#tables td[data-table="millrace.job"]');
+  return td !== null && Number(td.parentElement.children[2].textContent.replace(/,/g, '')) > 0;
+})()`, 20*time.Second)
+	}
 	b.screenshot(t, "horizon")
 	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)

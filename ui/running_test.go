@@ -26,13 +26,13 @@ type holdArgs struct{}
 
 func (holdArgs) Kind() string { return "hold" }
 
-// runHeld starts a client whose workers of kind hold run until release is
-// closed, inserts one such job on queue and waits until it shows as
-// running; it returns the job's id.
-func runHeld(t *testing.T, pool *pgxpool.Pool, queue string, release <-chan struct{}) int64 {
+// runHeld starts a client with n workers of kind hold, which run until
+// release is closed (or the test ends), inserts n such jobs on queue and
+// waits until every one has started; it returns the first job's id.
+func runHeld(t *testing.T, pool *pgxpool.Pool, queue string, n int, release <-chan struct{}) int64 {
 	t.Helper()
 	ctx := context.Background()
-	started := make(chan struct{}, 1)
+	started := make(chan struct{}, n)
 	workers := millrace.NewWorkers()
 	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[holdArgs]) error {
 		started <- struct{}{}
@@ -42,7 +42,7 @@ func runHeld(t *testing.T, pool *pgxpool.Pool, queue string, release <-chan stru
 		}
 		return nil
 	}))
-	client, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Queues: map[string]millrace.QueueConfig{queue: {MaxWorkers: 1}},
+	client, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Queues: map[string]millrace.QueueConfig{queue: {MaxWorkers: n}},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -55,16 +55,24 @@ func runHeld(t *testing.T, pool *pgxpool.Pool, queue string, release <-chan stru
 		defer cancel()
 		client.StopAndCancel(sctx)
 	})
-	ins, err := client.Insert(ctx, holdArgs{}, &millrace.InsertOpts{Queue: queue, MaxAttempts: 25})
-	if err != nil {
-		t.Fatal(err)
+	var first int64
+	for i := range n {
+		ins, err := client.Insert(ctx, holdArgs{}, &millrace.InsertOpts{Queue: queue, MaxAttempts: 25})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = ins.ID
+		}
 	}
-	select {
-	case <-started:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the job did not start within 30 s")
+	for range n {
+		select {
+		case <-started:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the jobs did not start within 30 s")
+		}
 	}
-	return ins.ID
+	return first
 }
 
 // waitFor polls cond until it holds, for at most 10 s.
@@ -89,7 +97,7 @@ func TestRunningJobShowsAttemptAndProcess(t *testing.T) {
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
 	defer srv.Close()
 	release := make(chan struct{})
-	id := runHeld(t, pool, "held", release)
+	id := runHeld(t, pool, "held", 1, release)
 	ctx := context.Background()
 	// The worker runs it; the jobs view shows it running once its batch is
 	// read.
