@@ -163,9 +163,27 @@ func Bench(ctx context.Context, args []string) error {
 	// The server: the given one, or a throwaway cluster torn down on return
 	// (also on Ctrl-C: the context is cancelled and the run unwinds).
 	if *dbURL != "" {
-		cfg.URL = *dbURL
 		if cfg.Scenario == bench.ScenarioStandby && cfg.StandbyURL == "" {
 			return &Error{Msg: "the standby scenario on --database-url (or DATABASE_URL) needs --standby-url: a hot standby of that server with hot_standby_feedback=on", Code: 2}
+		}
+		// A database of the bench's own, dropped on return (also on
+		// Ctrl-C): the given database is never touched.
+		db, err := createBenchDatabase(ctx, *dbURL)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := db.drop(); err != nil {
+				fmt.Fprintln(os.Stderr, "warning:", err)
+			}
+		}()
+		fmt.Printf("working in %s, created for this run and dropped at its end\n", db.where())
+		cfg.URL = db.url
+		if cfg.StandbyURL != "" {
+			cfg.StandbyURL = pgtest.WithDatabase(cfg.StandbyURL, db.name)
+		}
+		if ctx.Err() != nil {
+			return &Error{Msg: "interrupted", Code: 130}
 		}
 	} else {
 		fmt.Println("starting a throwaway PostgreSQL cluster from the local binaries ...")
@@ -377,7 +395,8 @@ func leftovers(urls ...string) string {
 			continue
 		}
 		var n int
-		_ = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ANY($1)`,
+		_ = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE application_name = ANY($1) AND datname = current_database()`,
 			bench.AppNames).Scan(&n)
 		conn.Close(ctx)
 		cancel()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -12,6 +13,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/bench"
+	"github.com/millrace/millrace/internal/ops/opstest"
+	"github.com/millrace/millrace/internal/pgtest"
 )
 
 // The test binary doubles as the millrace binary for TestInterrupt.
@@ -28,7 +35,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m)
 }
 
 // TestFlagErrors checks that bad input is refused with exit status 2 and a
@@ -136,5 +143,145 @@ func TestInterrupt(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
 		t.Errorf("no partial report: %v", err)
+	}
+}
+
+// userData is everything of the user's database the bench must leave as
+// it was: its schemas and relations, the queue's live jobs and history
+// rows, and every sequence's position.
+func userData(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []string{
+		`SELECT n.nspname || '.' || c.relname || ' ' || c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		 WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') ORDER BY 1`,
+		`SELECT format('%s %s %s %s %s %s', id, queue, kind, state, attempt, args) FROM millrace.jobs ORDER BY id, state`,
+		`SELECT format('%s %s %s %s %s %s', id, queue, state, attempt, finished_at, error) FROM millrace.history ORDER BY id, attempt`,
+		`SELECT format('%s.%s %s', schemaname, sequencename, last_value) FROM pg_sequences ORDER BY 1`,
+	} {
+		rows, err := pool.Query(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(strings.Join(lines, "\n") + "\n--\n")
+	}
+	return b.String()
+}
+
+// benchDatabases lists the databases the bench created and left behind.
+func benchDatabases(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, _ := pool.Query(context.Background(), "SELECT datname FROM pg_database WHERE datname LIKE $1 ORDER BY 1", DatabasePrefix+"%")
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestBenchLeavesUserDataAlone runs the bench on a server given by URL
+// whose database holds an application's queue (jobs waiting, scheduled,
+// discarded, cancelled): every strategy, a pinning scenario and a guard,
+// then a run interrupted in the middle. The user's jobs, history rows and
+// id sequences stay exactly as they were, and the bench leaves no database
+// of its own behind.
+func TestBenchLeavesUserDataAlone(t *testing.T) {
+	u, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	opstest.Enqueue(t, pool, "email.send", "default", `{"to":"ada@example.com"}`, 0)
+	opstest.Enqueue(t, pool, "report", "reports", `{}`, time.Hour)
+	c := opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	if _, err := pool.Exec(ctx, "SELECT millrace.cancel($1)", c); err != nil {
+		t.Fatal(err)
+	}
+	opstest.Discard(t, pool, "default", "image cat.png: unsupported format")
+	before := userData(t, pool)
+	policy, err := filepath.Abs("../../../examples/analytics-budget.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--database-url", u, "--rate", "50", "--workers", "2", "--warmup", "0s", "--recovery", "0s"}
+
+	out := t.TempDir()
+	args := append([]string{"--strategies", strings.Join(bench.Names(), ","), "--scenario", "idle-xid",
+		"--clean", "1s", "--stress", "1s", "--guard", policy, "--out", out}, common...)
+	if err := Bench(ctx, args); err != nil {
+		t.Fatalf("bench %s: %v", strings.Join(args, " "), err)
+	}
+	if after := userData(t, pool); after != before {
+		t.Fatalf("the bench changed the user's database:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if left := benchDatabases(t, pool); len(left) > 0 {
+		t.Fatalf("the bench left its databases behind: %v", left)
+	}
+
+	// Interrupted once the millrace strategy's schema is in place and
+	// jobs flow.
+	ictx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	go func() {
+		defer interrupt()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			for _, db := range benchDatabases(t, pool) {
+				conn, err := pgx.Connect(ctx, pgtest.WithDatabase(u, db))
+				if err != nil {
+					continue
+				}
+				var n int64
+				err = conn.QueryRow(ctx, "SELECT count(*) FROM millrace.jobs").Scan(&n)
+				conn.Close(ctx)
+				if err == nil && n > 0 {
+					return
+				}
+			}
+		}
+	}()
+	out = t.TempDir()
+	args = append([]string{"--strategies", "millrace", "--scenario", "clean", "--clean", "10m", "--out", out}, common...)
+	err = Bench(ictx, args)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != 130 {
+		t.Fatalf("interrupted bench: %v, want exit 130", err)
+	}
+	if after := userData(t, pool); after != before {
+		t.Fatalf("the interrupted bench changed the user's database:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if left := benchDatabases(t, pool); len(left) > 0 {
+		t.Fatalf("the interrupted bench left its databases behind: %v", left)
+	}
+}
+
+// TestBenchNeedsCreateDB: a role that may not create databases is refused
+// in one line naming the privilege, before anything is touched.
+func TestBenchNeedsCreateDB(t *testing.T) {
+	u, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	role := fmt.Sprintf("bench_nocreatedb_%d", os.Getpid())
+	if _, err := pool.Exec(ctx, "CREATE ROLE "+role+" LOGIN NOCREATEDB"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Exec(context.Background(), "DROP ROLE "+role) })
+	before := userData(t, pool)
+	nu := strings.Replace(u, "postgres://postgres@", "postgres://"+role+"@", 1)
+	if nu == u {
+		t.Skipf("cannot put another role into %s", u)
+	}
+	err := Bench(ctx, []string{"--database-url", nu, "--strategies", "millrace", "--scenario", "clean", "--warmup", "0s", "--clean", "1s",
+		"--stress", "0s", "--recovery", "0s", "--out", t.TempDir()})
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(e.Msg, "CREATEDB") || strings.Contains(e.Msg, "\n") {
+		t.Fatalf("bench as a role without CREATEDB: %v; want one line naming CREATEDB", err)
+	}
+	if after := userData(t, pool); after != before {
+		t.Fatalf("the refused bench changed the user's database")
+	}
+	if left := benchDatabases(t, pool); len(left) > 0 {
+		t.Fatalf("databases created: %v", left)
 	}
 }
