@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -138,8 +139,9 @@ func TestInterrupt(t *testing.T) {
 			t.Errorf("process left behind: %s: %q", p, b)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
-		t.Errorf("an interrupted run wrote summary.json")
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil || !strings.Contains(string(b), `"interrupted": true`) || !strings.Contains(string(b), `"stress": {`) {
+		t.Errorf("an interrupted run's summary.json: want it marked interrupted, with the stress phase: %v\n%s", err, b)
 	}
 	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
 		t.Errorf("no partial report: %v", err)
@@ -219,8 +221,9 @@ func TestBenchLeavesUserDataAlone(t *testing.T) {
 		t.Fatalf("the bench left its databases behind: %v", left)
 	}
 
-	// Interrupted once the millrace strategy's schema is in place and
-	// jobs flow.
+	// Interrupted once the millrace strategy's schema is in place, jobs
+	// flow and the sampler has written a sample of the clean phase.
+	out = t.TempDir()
 	ictx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
 	go func() {
@@ -228,22 +231,13 @@ func TestBenchLeavesUserDataAlone(t *testing.T) {
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
 		for range tick.C {
-			for _, db := range benchDatabases(t, pool) {
-				conn, err := pgx.Connect(ctx, pgtest.WithDatabase(u, db))
-				if err != nil {
-					continue
-				}
-				var n int64
-				err = conn.QueryRow(ctx, "SELECT count(*) FROM millrace.jobs").Scan(&n)
-				conn.Close(ctx)
-				if err == nil && n > 0 {
-					return
-				}
+			b, _ := os.ReadFile(filepath.Join(out, "timeseries.jsonl"))
+			if strings.Contains(string(b), `"phase":"clean"`) {
+				return
 			}
 		}
 	}()
-	out = t.TempDir()
-	args = append([]string{"--strategies", "millrace", "--scenario", "clean", "--clean", "10m", "--out", out}, common...)
+	args = append([]string{"--strategies", "millrace,skiplocked", "--scenario", "clean", "--clean", "10m", "--out", out}, common...)
 	err = Bench(ictx, args)
 	var e *Error
 	if !errors.As(err, &e) || e.Code != 130 {
@@ -254,6 +248,15 @@ func TestBenchLeavesUserDataAlone(t *testing.T) {
 	}
 	if left := benchDatabases(t, pool); len(left) > 0 {
 		t.Fatalf("the interrupted bench left its databases behind: %v", left)
+	}
+	// The interrupted run's summary: marked so, with the phase that ran.
+	var sum bench.Summary
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil || json.Unmarshal(b, &sum) != nil {
+		t.Fatalf("the interrupted run's summary.json: %v\n%s", err, b)
+	}
+	if ss := sum.Strategies["millrace"]; !sum.Interrupted || ss == nil || ss.Phases["clean"] == nil || ss.Phases["clean"].Seconds < 1 || sum.Strategies["skiplocked"] != nil {
+		t.Errorf("the interrupted run's summary.json: want interrupted, millrace's clean phase and no skiplocked:\n%s", b)
 	}
 }
 
