@@ -118,3 +118,54 @@ func TestHelpExitsZero(t *testing.T) {
 		t.Errorf("guard check on a dead server: exit %d, output %q; want exit 3 and one UNKNOWN line", code, out)
 	}
 }
+
+// secretOutput runs the real command with env added and returns its
+// exit code and everything it printed.
+func secretOutput(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
+	a, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(append(os.Environ(), "MILLRACE_ARGS="+string(a)), env...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
+// No command shows a password: not with -h (flag defaults), not with a bad
+// flag, not in its errors (a server that refuses, a connection string that
+// does not parse, a keyword/value one), whether the password comes from
+// DATABASE_URL or from the command line; nor the dashboard's token.
+func TestNoPasswordInOutput(t *testing.T) {
+	env := []string{"DATABASE_URL=postgres://u:s3cret@127.0.0.1:1/x", "MILLRACE_UI_TOKEN=s3cret-token", "MILLRACE_UI_BASIC_AUTH=admin:s3cret-basic"}
+	cmds := [][]string{{"help"}, {"bench"}, {"migrate"}, {"migrate", "up"}, {"guard"}, {"guard", "watch"}, {"guard", "check"}, {"ui"},
+		{"queues"}, {"jobs"}, {"jobs", "list"}, {"jobs", "show", "1"}, {"jobs", "cancel", "1"}, {"jobs", "retry", "1"},
+		{"queue"}, {"queue", "pause", "q"}, {"queue", "resume", "q"}}
+	var runs [][]string
+	for _, c := range cmds {
+		runs = append(runs, append(append([]string{}, c...), "-h"), append(append([]string{}, c...), "--nope"))
+	}
+	runs = append(runs,
+		[]string{"queues"}, []string{"migrate", "status"}, []string{"guard", "check"}, []string{"jobs", "list", "--limit", "x"},
+		[]string{"bench", "--strategies", "skiplocked", "--warmup", "0s", "--clean", "1s", "--stress", "0s", "--recovery", "0s", "--out", t.TempDir()},
+		[]string{"bench", "--stress", "x"},
+		[]string{"queues", "--database-url", "postgres://u:s3cret@127.0.0.1:notaport/x"},
+		[]string{"queues", "--database-url", "postgres://u:s3cret@127.0.0.1:1/x?sslmode=nonsense"},
+		[]string{"queues", "--database-url", "host=127.0.0.1 port=1 user=u password=s3cret dbname=x"},
+		[]string{"queues", "--database-url", "host=127.0.0.1 port=notaport user=u password=s3cret dbname=x"},
+		[]string{"guard", "check", "--database-url", "postgres://u:s3cret@127.0.0.1:1/x?sslmode=nonsense"},
+		[]string{"guard", "check", "--standby-url", "postgres://u:s3cret@[::1/x", "--database-url", "postgres://u:s3cret@127.0.0.1:1/x"},
+		[]string{"ui", "--listen", "127.0.0.1:-1"},
+	)
+	for _, args := range runs {
+		code, out := secretOutput(t, env, args...)
+		if strings.Contains(out, "s3cret") {
+			t.Errorf("millrace %s (exit %d) shows a password:\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+}

@@ -37,7 +37,7 @@ type opFlags struct {
 
 func newOpFlags(fs *flag.FlagSet, destructive bool) opFlags {
 	f := opFlags{
-		url:  fs.String("database-url", os.Getenv("DATABASE_URL"), "database of the queue (default $DATABASE_URL)"),
+		url:  fs.String("database-url", "", "database of the queue (default $DATABASE_URL)"),
 		json: fs.Bool("json", false, "print JSON instead of a table"),
 	}
 	if destructive {

@@ -16,6 +16,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -295,7 +296,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if ctx.Err() != nil {
 		sum.Interrupted = true
 	} else if runErr != nil {
-		sum.Error = runErr.Error()
+		sum.Error = cmdline.Redact(runErr.Error())
 	}
 	b, err := json.MarshalIndent(sum, "", "  ")
 	if err == nil {

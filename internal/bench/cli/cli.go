@@ -26,6 +26,7 @@ import (
 	_ "github.com/millrace/millrace/internal/bench/classic" // que, skiplocked, skiplocked-batch, skiplocked-lifo, cursor
 	_ "github.com/millrace/millrace/internal/bench/native"  // millrace
 	"github.com/millrace/millrace/internal/bench/report"
+	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -57,8 +58,31 @@ func (e *Error) Error() string { return e.Msg }
 // ExitCode is the process exit status for this error.
 func (e *Error) ExitCode() int { return e.Code }
 
-// Bench runs `millrace bench` with args (the flags after "bench").
-func Bench(ctx context.Context, args []string) error {
+// redactedError is an error of Bench with its passwords redacted; it
+// keeps the error it wraps (errors.As finds an *Error and the driver's
+// errors) and its exit status.
+type redactedError struct{ err error }
+
+func (r *redactedError) Error() string { return cmdline.Redact(r.err.Error()) }
+func (r *redactedError) Unwrap() error { return r.err }
+
+// ExitCode is the wrapped *Error's exit status, else 1.
+func (r *redactedError) ExitCode() int {
+	var e *Error
+	if errors.As(r.err, &e) {
+		return e.Code
+	}
+	return 1
+}
+
+// Bench runs `millrace bench` with args (the flags after "bench"). No
+// error it returns shows a password.
+func Bench(ctx context.Context, args []string) (err error) {
+	defer func() {
+		if err != nil {
+			err = &redactedError{err}
+		}
+	}()
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	strategies := fs.String("strategies", defaultStrategies, "comma-separated strategies: "+strings.Join(append(bench.Names(), "river"), ", "))
 	scenario := fs.String("scenario", defaultScenario, "scenario: "+scenarioList())
@@ -71,7 +95,7 @@ func Bench(ctx context.Context, args []string) error {
 	clean := fs.Duration("clean", defaultClean, "clean phase")
 	stress := fs.Duration("stress", defaultStress, "stress phase: the scenario pins the horizon")
 	recovery := fs.Duration("recovery", defaultRecovery, "recovery phase: the pin is released")
-	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "server to run on (default $DATABASE_URL; empty: a throwaway cluster from the local PostgreSQL binaries)")
+	dbURL := fs.String("database-url", "", "server to run on (default $DATABASE_URL; empty: a throwaway cluster from the local PostgreSQL binaries)")
 	standbyURL := fs.String("standby-url", "", "a hot standby (hot_standby_feedback=on) of --database-url, for the standby scenario")
 	out := fs.String("out", "", "report directory (default bench-results/SCENARIO-TIME)")
 	policy := fs.String("guard", "", "run millrace guard with this policy file during the run")
@@ -90,8 +114,10 @@ func Bench(ctx context.Context, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return &Error{Msg: err.Error(), Code: 2}
+		return &Error{Msg: cmdline.Redact(err.Error()), Code: 2}
 	}
+	// The default is $DATABASE_URL, filled in only now: -h never prints it.
+	cmdline.FromEnv(fs, map[string]string{"database-url": "DATABASE_URL"})
 	if fs.NArg() > 0 {
 		return &Error{Msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), Code: 2}
 	}
@@ -174,7 +200,7 @@ func Bench(ctx context.Context, args []string) error {
 		}
 		defer func() {
 			if err := db.drop(); err != nil {
-				fmt.Fprintln(os.Stderr, "warning:", err)
+				fmt.Fprintln(os.Stderr, "warning:", cmdline.Redact(err.Error()))
 			}
 		}()
 		fmt.Printf("working in %s, created for this run and dropped at its end\n", db.where())

@@ -1,0 +1,207 @@
+// Package cmdline is what the command-line tools (millrace, its bench and
+// guard commands) need to print safely: passwords redacted from every
+// connection string, error and log line, and flag defaults that never
+// print an environment variable's value.
+package cmdline
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Mask replaces a password.
+const Mask = "***"
+
+var (
+	// urlPassword is the password of a URL's user info:
+	// scheme://user:password@host. The password runs to the last @
+	// before the host (an unescaped @ in a password is common).
+	urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@]*):[^\s/?#]*@`)
+	// kvPassword is a password given as key=value, in a keyword/value
+	// connection string (password=... or 'quoted') or a URL's query
+	// (?password=...&...); sslpassword too.
+	kvPassword = regexp.MustCompile(`(?i)\b(\w*password)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'"]+)`)
+
+	mu      sync.Mutex
+	secrets []string // longest first
+)
+
+// minSecret is the shortest secret Redact replaces wherever it occurs
+// (shorter ones would mangle unrelated text; the patterns still catch
+// them in connection strings).
+const minSecret = 4
+
+// Redact returns s with every password it recognises replaced by ***:
+// postgres://user:***@host, password=*** (keyword/value connection strings
+// and URL queries), and any secret registered with Secret wherever it
+// occurs.
+func Redact(s string) string {
+	s = urlPassword.ReplaceAllString(s, "${1}:"+Mask+"@")
+	s = kvPassword.ReplaceAllString(s, "${1}${2}"+Mask)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, sec := range secrets {
+		s = strings.ReplaceAll(s, sec, Mask)
+	}
+	return s
+}
+
+// Secret registers a secret (a password or token) that Redact removes
+// wherever it appears, also URL-escaped.
+func Secret(sec string) {
+	if len(sec) < minSecret {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, v := range []string{sec, url.QueryEscape(sec), url.PathEscape(sec)} {
+		found := false
+		for _, have := range secrets {
+			found = found || have == v
+		}
+		if !found {
+			secrets = append(secrets, v)
+		}
+	}
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+}
+
+// ConnSecrets registers the passwords in a connection string (URL or
+// keyword/value), as written and as the driver reads it (which adds
+// PGPASSWORD and the password file).
+func ConnSecrets(conn string) {
+	for _, m := range urlPassword.FindAllStringSubmatchIndex(conn, -1) {
+		pw := conn[m[3]+1 : m[1]-1] // between the user's ':' and the '@'
+		Secret(pw)
+		if u, err := url.PathUnescape(pw); err == nil {
+			Secret(u)
+		}
+	}
+	for _, m := range kvPassword.FindAllStringSubmatch(conn, -1) {
+		v := m[3]
+		if strings.HasPrefix(v, "'") && strings.HasSuffix(v, "'") && len(v) >= 2 {
+			v = strings.ReplaceAll(v[1:len(v)-1], `\'`, `'`)
+		}
+		Secret(v)
+		if u, err := url.QueryUnescape(v); err == nil {
+			Secret(u)
+		}
+	}
+	if conn == "" {
+		return
+	}
+	if cfg, err := pgconn.ParseConfig(conn); err == nil {
+		Secret(cfg.Password)
+	}
+}
+
+// SecretsFromArgs registers the secrets a command line and its
+// environment carry: connection strings' passwords (any argument that
+// holds one, DATABASE_URL, PGPASSWORD) and the values of the flags and
+// variables named in secretFlags and secretEnv.
+func SecretsFromArgs(args []string, secretFlags, secretEnv []string) {
+	ConnSecrets(os.Getenv("DATABASE_URL"))
+	Secret(os.Getenv("PGPASSWORD"))
+	for _, e := range secretEnv {
+		secretValue(os.Getenv(e))
+	}
+	for i, a := range args {
+		ConnSecrets(a)
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		for _, f := range secretFlags {
+			if name != f {
+				continue
+			}
+			if hasVal {
+				secretValue(val)
+			} else if i+1 < len(args) {
+				secretValue(args[i+1])
+			}
+		}
+	}
+}
+
+// secretValue registers a secret value, and the password part of a
+// USER:PASS pair too.
+func secretValue(v string) {
+	Secret(v)
+	if _, p, ok := strings.Cut(v, ":"); ok {
+		Secret(p)
+	}
+}
+
+// FromEnv gives the named flags of fs, when they were not on the command
+// line, the value of their environment variable (flag name to variable).
+// Call it after parsing: the flag's default stays empty, so that -h never
+// prints the variable's value (DATABASE_URL carries a password).
+func FromEnv(fs *flag.FlagSet, vars map[string]string) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, env := range vars {
+		if v, ok := os.LookupEnv(env); ok && !set[name] && v != "" {
+			_ = fs.Set(name, v)
+		}
+	}
+}
+
+// RedactingHandler wraps h so that the messages and string, error and
+// stringer attributes of every record it handles are redacted.
+func RedactingHandler(h slog.Handler) slog.Handler { return redacting{h} }
+
+type redacting struct{ h slog.Handler }
+
+func (r redacting) Enabled(ctx context.Context, l slog.Level) bool { return r.h.Enabled(ctx, l) }
+
+func (r redacting) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, Redact(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(redactAttr(a))
+		return true
+	})
+	return r.h.Handle(ctx, out)
+}
+
+func (r redacting) WithAttrs(as []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(as))
+	for i, a := range as {
+		red[i] = redactAttr(a)
+	}
+	return redacting{r.h.WithAttrs(red)}
+}
+
+func (r redacting) WithGroup(name string) slog.Handler { return redacting{r.h.WithGroup(name)} }
+
+func redactAttr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, Redact(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		red := make([]any, len(g))
+		for i, x := range g {
+			red[i] = redactAttr(x)
+		}
+		return slog.Group(a.Key, red...)
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case error:
+			return slog.String(a.Key, Redact(x.Error()))
+		case interface{ String() string }:
+			return slog.String(a.Key, Redact(x.String()))
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
