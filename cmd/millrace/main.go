@@ -95,28 +95,17 @@ func oneLine(err error) string {
 // value may hold a password); parseArgs fills it in.
 var envFlags = map[string]string{"database-url": "DATABASE_URL", "token": "MILLRACE_UI_TOKEN", "basic-auth": "MILLRACE_UI_BASIC_AUTH"}
 
-// parseArgs parses fs's flags wherever they appear among args (Go's flag
-// package stops at the first argument that is not a flag, which let
-// `migrate down 0 --database-url URL` ignore the URL) and returns the
-// other arguments in order. "--" ends the flags.
+// parseArgs parses fs's flags wherever they appear among args and returns
+// the other arguments in order (cmdline.Parse: a bad flag is a one-line
+// error, -h prints the usage); flags left out that have an environment
+// variable (envFlags) take its value.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var rest []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			cmdline.FromEnv(fs, envFlags)
-			return rest, nil
-		}
-		if args[0] == "--" {
-			cmdline.FromEnv(fs, envFlags)
-			return append(rest, args[1:]...), nil
-		}
-		rest = append(rest, args[0])
-		args = args[1:]
+	rest, err := cmdline.Parse(fs, args)
+	if err != nil {
+		return nil, err
 	}
+	cmdline.FromEnv(fs, envFlags)
+	return rest, nil
 }
 
 // exitCoder lets a command choose its exit status (guard check uses 1 and 2).

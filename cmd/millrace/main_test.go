@@ -169,3 +169,28 @@ func TestNoPasswordInOutput(t *testing.T) {
 		}
 	}
 }
+
+// A bad flag is one line: what is wrong and, but for a duration without
+// a unit (which says what to write), where the flags are listed; never
+// the whole usage.
+func TestFlagErrorOneLine(t *testing.T) {
+	for args, want := range map[string]string{
+		"bench --stress 10":           "--stress 10: use a unit, e.g. 10s",
+		"bench --work 5parsecs":       `--work "5parsecs": not a duration`,
+		"guard check --warn-age 5":    "UNKNOWN: --warn-age 5: use a unit, e.g. 5s",
+		"guard watch --nope":          "unknown flag --nope (millrace guard watch -h lists the flags)",
+		"queues --nope":               "unknown flag --nope (millrace queues -h lists the flags)",
+		"jobs list --limit x":         `--limit "x": want a whole number (millrace jobs -h lists the flags)`,
+		"jobs list --since":           "flag --since needs a value",
+		"queue pause q --yes=maybe":   `--yes="maybe": want true or false`,
+		"migrate up --nope":           "unknown flag --nope (millrace migrate -h lists the flags)",
+		"ui --nope":                   "unknown flag --nope (millrace ui -h lists the flags)",
+		"bench --rate":                "flag --rate needs a value (millrace bench -h lists the flags)",
+		"guard check --crit-xids 1.5": `--crit-xids "1.5": want a whole number`,
+	} {
+		code, out := secretOutput(t, []string{"DATABASE_URL="}, strings.Fields(args)...)
+		if code == 0 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, want) {
+			t.Errorf("millrace %s: exit %d, output:\n%s\nwant a non-zero exit and one line containing %q", args, code, out, want)
+		}
+	}
+}

@@ -1,19 +1,25 @@
 // Package cmdline is what the command-line tools (millrace, its bench and
-// guard commands) need to print safely: passwords redacted from every
-// connection string, error and log line, and flag defaults that never
-// print an environment variable's value.
+// guard commands) share to print safely and briefly: passwords redacted
+// from every connection string, error and log line, flag defaults that
+// never print an environment variable's value, and flag errors in one
+// line.
 package cmdline
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -204,4 +210,86 @@ func redactAttr(a slog.Attr) slog.Attr {
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}
+}
+
+// Parse parses fs's flags wherever they appear among args (Go's flag
+// package stops at the first argument that is not a flag, which let
+// `migrate down 0 --database-url URL` ignore the URL) and returns the
+// other arguments in order; "--" ends the flags. -h prints fs.Usage and
+// returns flag.ErrHelp. A bad flag prints nothing: the error is one line
+// that says what is wrong and names `millrace NAME -h` (NAME is fs's),
+// never the whole usage.
+func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	restore := func() {
+		fs.Usage = usage
+		fs.SetOutput(nil)
+	}
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			restore()
+			if errors.Is(err, flag.ErrHelp) {
+				if usage != nil {
+					usage()
+				} else {
+					fs.PrintDefaults()
+				}
+				return nil, err
+			}
+			return nil, FlagError(fs, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			restore()
+			return rest, nil
+		}
+		if args[0] == "--" {
+			restore()
+			return append(rest, args[1:]...), nil
+		}
+		rest = append(rest, args[0])
+		args = args[1:]
+	}
+}
+
+var (
+	invalidValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-(\S+): (.*)$`)
+	undefined    = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	needsArg     = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+)
+
+// FlagError rewrites an error of fs.Parse as one line that says what to
+// do: a duration without a unit asks for one (`--stress 10: use a unit,
+// e.g. 10s`), and every message ends by naming `millrace NAME -h`.
+func FlagError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if m := invalidValue.FindStringSubmatch(msg); m != nil {
+		value, name := m[1], m[2]
+		msg = fmt.Sprintf("--%s %q: %s", name, value, m[3])
+		if f := fs.Lookup(name); f != nil {
+			if g, ok := f.Value.(flag.Getter); ok {
+				switch g.Get().(type) {
+				case time.Duration:
+					if _, err := strconv.ParseFloat(value, 64); err == nil {
+						return fmt.Errorf("--%s %s: use a unit, e.g. %ss", name, value, value)
+					}
+					msg = fmt.Sprintf("--%s %q: not a duration; give a number and a unit, e.g. 10s, 500ms, 5m", name, value)
+				case int, int64, uint, uint64:
+					msg = fmt.Sprintf("--%s %q: want a whole number", name, value)
+				case float64:
+					msg = fmt.Sprintf("--%s %q: want a number", name, value)
+				case bool:
+					msg = fmt.Sprintf("--%s=%q: want true or false", name, value)
+				}
+			}
+		}
+	} else if m := undefined.FindStringSubmatch(msg); m != nil {
+		msg = "unknown flag --" + m[1]
+	} else if m := needsArg.FindStringSubmatch(msg); m != nil {
+		msg = "flag --" + m[1] + " needs a value"
+	}
+	return fmt.Errorf("%s (millrace %s -h lists the flags)", msg, fs.Name())
 }

@@ -110,16 +110,17 @@ func Bench(ctx context.Context, args []string) (err error) {
 		fmt.Fprintln(fs.Output(), "Usage: millrace bench [flags]\n\nRuns strategies one after another through a scenario on one Postgres and writes\ntimeseries.jsonl, summary.json, PNG charts and report.html.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := cmdline.Parse(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return &Error{Msg: cmdline.Redact(err.Error()), Code: 2}
+		return &Error{Msg: err.Error(), Code: 2}
 	}
 	// The default is $DATABASE_URL, filled in only now: -h never prints it.
 	cmdline.FromEnv(fs, map[string]string{"database-url": "DATABASE_URL"})
-	if fs.NArg() > 0 {
-		return &Error{Msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), Code: 2}
+	if len(pos) > 0 {
+		return &Error{Msg: fmt.Sprintf("unexpected argument %q", pos[0]), Code: 2}
 	}
 	an, err := analyticsFlags(fs, *scenario, *readers, *readerDuration, *readerInterval, *readerReadOnly)
 	if err != nil {
