@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
 
 	"github.com/millrace/millrace/internal/cmdline"
@@ -83,12 +82,10 @@ func main() {
 // check prints its one line on stdout); main only exits with its status.
 type quiet interface{ Quiet() }
 
-// oneLine renders err on one line, its passwords redacted: monitoring
-// systems and log shippers read one line per event, and Postgres errors
-// can span several.
-func oneLine(err error) string {
-	return cmdline.Redact(strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " "))
-}
+// oneLine renders err on one line (cmdline.Message): monitoring systems
+// and log shippers read one line per event, and Postgres errors can span
+// several; the root cause comes first, passwords are redacted.
+func oneLine(err error) string { return cmdline.Message(err) }
 
 // envFlags are the flags whose default is an environment variable. The
 // flag's default stays empty (so that -h never prints the variable, whose

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/ops/opstest"
+	"github.com/millrace/millrace/internal/pgtest"
 )
 
 // millrace runs the real command (this test binary, started again with
@@ -273,5 +275,48 @@ func TestUICommand(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("with the token: %d", resp.StatusCode)
+	}
+}
+
+// On a database without the schema every operator command says, in one
+// line, what to run; not the server's SQLSTATE.
+func TestNoSchemaNamesMigrate(t *testing.T) {
+	u := pgtest.NewDatabase(t)
+	for _, args := range [][]string{{"queues"}, {"jobs", "list"}, {"jobs", "list", "--queue", "q"}, {"jobs", "show", "1"},
+		{"jobs", "cancel", "1", "--yes"}, {"jobs", "retry", "1", "--yes"}, {"queue", "pause", "q", "--yes"}, {"queue", "resume", "q"}} {
+		code, out, errs := millrace(t, append(args, "--database-url", u)...)
+		if code != 1 || out != "" || strings.Contains(errs, "SQLSTATE") {
+			t.Errorf("millrace %s: exit %d, stdout %q, stderr %q; want exit 1 and one line naming millrace migrate up", strings.Join(args, " "), code, out, errs)
+		}
+		oneLineErr(t, errs, "run `millrace migrate up`")
+	}
+}
+
+// A wrong database name: the root cause first, once (with sslmode=prefer
+// the driver first tries TLS, which the server refuses; that is not it).
+func TestConnectRootCause(t *testing.T) {
+	base, err := pgtest.ServerURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu, err := url.Parse(base)
+	if err != nil || pu.Scheme == "" {
+		t.Skipf("needs a URL-form server URL: %v", err)
+	}
+	q := pu.Query()
+	q.Del("sslmode")
+	pu.RawQuery = q.Encode()
+	pu.Path = "/nosuchdb"
+	for _, args := range [][]string{{"queues"}, {"migrate", "status"}, {"jobs", "show", "1"}} {
+		code, _, errs := millrace(t, append(args, "--database-url", pu.String())...)
+		if code != 1 || !strings.HasPrefix(errs, "millrace "+args[0]+`: database "nosuchdb" does not exist`) ||
+			strings.Count(errs, "nosuchdb\" does not exist") != 1 || strings.Contains(errs, "tls") {
+			t.Errorf("millrace %s on a wrong database: exit %d, %q; want the root cause first, once", strings.Join(args, " "), code, errs)
+		}
+		oneLineErr(t, errs, "does not exist")
+	}
+	code, out, _ := millrace(t, "guard", "check", "--database-url", pu.String())
+	if code != 3 || !strings.HasPrefix(out, `UNKNOWN: database "nosuchdb" does not exist`) {
+		t.Errorf("guard check on a wrong database: exit %d, %q", code, out)
 	}
 }

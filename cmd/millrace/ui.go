@@ -71,6 +71,11 @@ See docs/ui.md.`)
 		return err
 	}
 	defer pool.Close()
+	var haveSchema bool
+	if err := pool.QueryRow(ctx, "SELECT to_regnamespace('millrace') IS NOT NULL").Scan(&haveSchema); err == nil && !haveSchema {
+		// The horizon page works without it; the queue's pages wait for it.
+		fmt.Fprintln(os.Stderr, "millrace ui: warning: "+cmdline.NoSchema)
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -292,4 +293,79 @@ func FlagError(fs *flag.FlagSet, err error) error {
 		msg = "flag --" + m[1] + " needs a value"
 	}
 	return fmt.Errorf("%s (millrace %s -h lists the flags)", msg, fs.Name())
+}
+
+// NoSchema is what a command says on a database without the queue's
+// schema (or with an older one than it knows).
+const NoSchema = "this database has no millrace schema (or an older one than this binary's): run `millrace migrate up` with the same --database-url"
+
+// Message renders err for a command's one line of error output: the
+// root cause first (a connection that failed says why the last attempt
+// failed, once, not each of the driver's attempts in turn), a missing
+// schema as what to run, on one line, passwords redacted.
+func Message(err error) string {
+	msg := err.Error()
+	var ce *pgconn.ConnectError
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &ce):
+		msg = connectCause(ce)
+	case errors.As(err, &pe) && missingSchema(pe):
+		msg = NoSchema
+	}
+	return Redact(strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " "))
+}
+
+// missingSchema reports whether pe says the millrace schema, or one of
+// its functions, views or tables, does not exist.
+func missingSchema(pe *pgconn.PgError) bool {
+	switch pe.Code {
+	case "3F000", "42883", "42P01": // invalid_schema_name, undefined_function, undefined_table
+		return strings.Contains(pe.Message, "millrace")
+	}
+	return false
+}
+
+// connectCause is why a connection failed, root cause first: the
+// server's own error when it sent one (database "x" does not exist,
+// password authentication failed), else the last attempt's error (with
+// sslmode=prefer the driver tries TLS first, then plain text; the TLS
+// refusal is not the cause), then where it tried to connect.
+func connectCause(ce *pgconn.ConnectError) string {
+	where := ""
+	if c := ce.Config; c != nil {
+		where = fmt.Sprintf(" (connecting to %s as %s, database %s)", net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))), c.User, c.Database)
+	}
+	var pe *pgconn.PgError
+	if errors.As(ce, &pe) {
+		if missingSchema(pe) {
+			return NoSchema
+		}
+		return pe.Message + where
+	}
+	last := leaves(ce.Unwrap())
+	if len(last) == 0 {
+		return ce.Error()
+	}
+	e := last[len(last)-1]
+	// The attempt's error names its address first; where says it once.
+	if u := errors.Unwrap(e); u != nil && strings.HasSuffix(e.Error(), u.Error()) {
+		e = u
+	}
+	return e.Error() + where
+}
+
+// leaves flattens errors.Join'ed errors into their parts, in order.
+func leaves(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, leaves(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
