@@ -198,6 +198,11 @@ func runJobs(ctx context.Context, args []string) error {
 	defer pool.Close()
 	switch action {
 	case "list":
+		if *queue != "" {
+			if err := checkQueue(ctx, pool, *queue, ""); err != nil {
+				return err
+			}
+		}
 		jobs, err := ops.ListJobs(ctx, pool, filter)
 		if err != nil {
 			return err
@@ -243,6 +248,11 @@ func runJobs(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("job %d: %w", id, err)
 		}
+		if out == "unknown" {
+			failed++
+			last = fmt.Sprintf("job %d does not exist (not waiting, not running, not in history)", id)
+			continue
+		}
 		fmt.Printf("job %d: %s\n", id, out)
 		if out != want[0] && (len(want) < 2 || out != want[1]) && !(action == "retry" && ops.RetriedAs(out) != 0) {
 			failed++
@@ -256,6 +266,39 @@ func runJobs(ctx context.Context, args []string) error {
 		return fmt.Errorf("%d of %d jobs not %s (last: %s)", failed, len(ids), want[0], last)
 	}
 	return nil
+}
+
+// fewQueues is how many queue names an error lists; with more it says how
+// many there are and where to see them.
+const fewQueues = 10
+
+// checkQueue returns nil when name is a queue the database knows (it has
+// jobs, history, or a pause or resume of its own), else an error that
+// says which queues there are.
+func checkQueue(ctx context.Context, db ops.DB, name, hint string) error {
+	qs, err := ops.Queues(ctx, db)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(qs))
+	for _, q := range qs {
+		if q.Name == name {
+			return nil
+		}
+		names = append(names, q.Name)
+	}
+	have := "no queue has a job yet"
+	switch {
+	case len(names) > fewQueues:
+		have = fmt.Sprintf("there are %d queues: millrace queues lists them", len(names))
+	case len(names) > 0:
+		have = "queues: " + strings.Join(names, ", ")
+	}
+	msg := fmt.Sprintf("no queue %s (%s)", name, have)
+	if hint != "" {
+		msg += "; " + hint
+	}
+	return errors.New(msg)
 }
 
 func plural(n int, one, many string) string {
@@ -354,15 +397,18 @@ func printJob(w io.Writer, d ops.JobDetail) {
 
 func queueUsage() {
 	fmt.Fprintln(os.Stderr, `Usage:
-  millrace queue pause NAME --yes    stop handing out the queue's jobs (those running finish)
-  millrace queue resume NAME         hand them out again
+  millrace queue pause NAME --yes [--create]   stop handing out the queue's jobs (those running finish)
+  millrace queue resume NAME                   hand them out again
 
-Both take --database-url (default $DATABASE_URL).`)
+NAME must be a queue the database knows (millrace queues lists them);
+--create pauses a queue ahead of its first job. Both take --database-url
+(default $DATABASE_URL).`)
 }
 
 func runQueue(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("queue", flag.ContinueOnError)
 	f := newOpFlags(fs, true)
+	create := fs.Bool("create", false, "queue pause: pause a queue that has no job yet, ahead of its first job")
 	fs.Usage = func() { queueUsage(); fs.PrintDefaults() }
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -397,6 +443,18 @@ func runQueue(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	// A typo must not create a queue: acting on a queue the database does
+	// not know is an error, but for pausing one ahead of its first job,
+	// asked for with --create.
+	if !(action == "pause" && *create) {
+		hint := ""
+		if action == "pause" {
+			hint = "pass --create to pause it ahead of its first job"
+		}
+		if err := checkQueue(ctx, pool, name, hint); err != nil {
+			return err
+		}
+	}
 	if action == "pause" {
 		err = ops.Pause(ctx, pool, name)
 	} else {

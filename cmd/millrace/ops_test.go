@@ -226,7 +226,7 @@ func TestJobsCancelRetryCommands(t *testing.T) {
 	if code != 1 {
 		t.Errorf("retry of an unknown job: exit %d", code)
 	}
-	oneLineErr(t, errs, "unknown")
+	oneLineErr(t, errs, "job 987654 does not exist")
 }
 
 // millrace ui serves the dashboard until it is interrupted.
@@ -319,4 +319,64 @@ func TestConnectRootCause(t *testing.T) {
 	if code != 3 || !strings.HasPrefix(out, `UNKNOWN: database "nosuchdb" does not exist`) {
 		t.Errorf("guard check on a wrong database: exit %d, %q", code, out)
 	}
+}
+
+// Acting on a queue or job that does not exist is an error that says
+// which queues there are; a typo creates no queue. Pausing a queue ahead
+// of its first job asks for --create.
+func TestUnknownQueueAndJob(t *testing.T) {
+	u, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	opstest.Enqueue(t, pool, "report", "reports", `{}`, time.Hour)
+	queues := func() string {
+		qs, err := ops.Queues(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, q := range qs {
+			names = append(names, q.Name)
+		}
+		return strings.Join(names, ",")
+	}
+	for _, args := range [][]string{{"queue", "pause", "nosuchqueue", "--yes"}, {"queue", "resume", "nosuchqueue"}, {"jobs", "list", "--queue", "nosuchqueue"}} {
+		code, out, errs := millrace(t, append(args, "--database-url", u)...)
+		if code != 1 || out != "" {
+			t.Errorf("millrace %s: exit %d, stdout %q; want exit 1", strings.Join(args, " "), code, out)
+		}
+		oneLineErr(t, errs, "no queue nosuchqueue (queues: email, reports)")
+		if args[1] == "pause" && !strings.Contains(errs, "--create") {
+			t.Errorf("pause of an unknown queue does not name --create: %q", errs)
+		}
+	}
+	if got := queues(); got != "email,reports" {
+		t.Fatalf("after commands on an unknown queue, the queues are %s", got)
+	}
+	code, out, errs := millrace(t, "queue", "pause", "early", "--yes", "--create", "--database-url", u)
+	if code != 0 || strings.TrimSpace(out) != "queue early: paused" {
+		t.Fatalf("pause --create: exit %d %q %s", code, out, errs)
+	}
+	if p, _ := ops.Paused(ctx, pool, "early"); !p || queues() != "early,email,reports" {
+		t.Fatalf("pause --create: paused %v, queues %s", p, queues())
+	}
+	code, out, _ = millrace(t, "queue", "resume", "early", "--database-url", u)
+	if code != 0 || strings.TrimSpace(out) != "queue early: active" {
+		t.Errorf("resume of a queue paused ahead of its first job: exit %d %q", code, out)
+	}
+
+	for _, action := range []string{"cancel", "retry"} {
+		code, out, errs := millrace(t, "jobs", action, "987654", "--yes", "--database-url", u)
+		if code != 1 || out != "" {
+			t.Errorf("jobs %s of an unknown job: exit %d, stdout %q", action, code, out)
+		}
+		oneLineErr(t, errs, "job 987654 does not exist")
+	}
+
+	// With many queues the error says how many and where to see them.
+	for i := range fewQueues {
+		opstest.Enqueue(t, pool, "x", fmt.Sprintf("q%02d", i), `{}`, 0)
+	}
+	_, _, errs = millrace(t, "queue", "resume", "nosuchqueue", "--database-url", u)
+	oneLineErr(t, errs, fmt.Sprintf("no queue nosuchqueue (there are %d queues: millrace queues lists them)", fewQueues+3))
 }
