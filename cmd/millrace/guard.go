@@ -166,7 +166,7 @@ func runGuardCheck(ctx context.Context, args []string) error {
 		}
 	}
 	st, line := guardCheck(ctx, args)
-	line = cmdline.Redact(line)
+	line = cmdline.Escape(cmdline.Redact(line))
 	fmt.Println(line)
 	if st == guard.OK {
 		return nil

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/millrace/millrace/internal/ops"
 )
 
@@ -46,10 +47,15 @@ func newOpFlags(fs *flag.FlagSet, destructive bool) opFlags {
 	return f
 }
 
+// printJSON writes v as indented JSON, safe for a terminal (no C1
+// control character left raw; see cmdline.EscapeJSON).
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(cmdline.EscapeJSON(b), '\n'))
+	return err
 }
 
 func dur(d time.Duration) string {
@@ -109,7 +115,7 @@ queue is paused.`)
 		if q.Paused {
 			paused = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\n", q.Name, q.Available, q.Running, q.Scheduled, q.Discarded,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\n", cmdline.Escape(q.Name), q.Available, q.Running, q.Scheduled, q.Discarded,
 			q.Completed, q.Rate, dur(q.OldestWaiting), paused)
 	}
 	return tw.Flush()
@@ -285,7 +291,7 @@ func checkQueue(ctx context.Context, db ops.DB, name, hint string) error {
 		if q.Name == name {
 			return nil
 		}
-		names = append(names, q.Name)
+		names = append(names, cmdline.Escape(q.Name))
 	}
 	have := "no queue has a job yet"
 	switch {
@@ -294,7 +300,7 @@ func checkQueue(ctx context.Context, db ops.DB, name, hint string) error {
 	case len(names) > 0:
 		have = "queues: " + strings.Join(names, ", ")
 	}
-	msg := fmt.Sprintf("no queue %s (%s)", name, have)
+	msg := fmt.Sprintf("no queue %s (%s)", cmdline.Escape(name), have)
 	if hint != "" {
 		msg += "; " + hint
 	}
@@ -332,12 +338,14 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: want a duration (90m, 2h) or a time (2006-01-02T15:04:05Z)", s)
 }
 
+// oneLineText is s on one line, control characters escaped, cut to n
+// characters.
 func oneLineText(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n-1] + "…"
+	r := []rune(cmdline.Escape(strings.Join(strings.Fields(s), " ")))
+	if len(r) > n {
+		r = append(r[:n-1], '…')
 	}
-	return s
+	return string(r)
 }
 
 func printJobs(w io.Writer, jobs []ops.Job) {
@@ -351,7 +359,7 @@ func printJobs(w io.Writer, jobs []ops.Job) {
 		case j.RunAt != nil:
 			when = j.RunAt.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.State, j.Queue, j.Kind, j.Attempt, j.MaxAttempts,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.State, cmdline.Escape(j.Queue), cmdline.Escape(j.Kind), j.Attempt, j.MaxAttempts,
 			j.CreatedAt.Local().Format(time.DateTime), when, oneLineText(j.Error, 60))
 	}
 	tw.Flush()
@@ -362,8 +370,8 @@ func printJob(w io.Writer, d ops.JobDetail) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "id\t%d\n", d.ID)
 	fmt.Fprintf(tw, "state\t%s\n", j.State)
-	fmt.Fprintf(tw, "queue\t%s\n", j.Queue)
-	fmt.Fprintf(tw, "kind\t%s\n", j.Kind)
+	fmt.Fprintf(tw, "queue\t%s\n", cmdline.Escape(j.Queue))
+	fmt.Fprintf(tw, "kind\t%s\n", cmdline.Escape(j.Kind))
 	fmt.Fprintf(tw, "priority\t%d\n", j.Priority)
 	fmt.Fprintf(tw, "attempt\t%d of %d\n", j.Attempt, j.MaxAttempts)
 	fmt.Fprintf(tw, "created\t%s\n", j.CreatedAt.Local().Format(time.RFC3339Nano))
@@ -373,7 +381,7 @@ func printJob(w io.Writer, d ops.JobDetail) {
 	if d.Live != nil && d.Live.Owner != nil {
 		fmt.Fprintf(tw, "worked by\tprocess %d\n", *d.Live.Owner)
 	}
-	fmt.Fprintf(tw, "args\t%s\n", string(j.Args))
+	fmt.Fprintf(tw, "args\t%s\n", cmdline.Escape(string(j.Args)))
 	tw.Flush()
 	if len(d.Attempts) == 0 {
 		fmt.Fprintln(w, "\nno attempt has finished yet")
@@ -474,6 +482,6 @@ func runQueue(ctx context.Context, args []string) error {
 	if *f.json {
 		return printJSON(os.Stdout, map[string]any{"queue": name, "paused": paused})
 	}
-	fmt.Printf("queue %s: %s\n", name, state)
+	fmt.Printf("queue %s: %s\n", cmdline.Escape(name), state)
 	return nil
 }

@@ -380,3 +380,40 @@ func TestUnknownQueueAndJob(t *testing.T) {
 	_, _, errs = millrace(t, "queue", "resume", "nosuchqueue", "--database-url", u)
 	oneLineErr(t, errs, fmt.Sprintf("no queue nosuchqueue (there are %d queues: millrace queues lists them)", fewQueues+3))
 }
+
+// Producer-chosen names, kinds, arguments and errors reach the terminal
+// escaped: a newline forges no row, an escape sequence (a terminal title,
+// a C1 CSI) does nothing.
+func TestControlCharsEscaped(t *testing.T) {
+	u, pool := opstest.NewDatabase(t)
+	evil := "evil\nforged  9  0  0  0  0  0.00  -  no\x1b]0;title\x07"
+	id := opstest.Enqueue(t, pool, "kind\x1b[2J\u009b31m", evil, `{"note":"\u009b2J\u202e"}`, 0)
+	raw := []string{"\x1b", "\x07", "\u009b", "\u202e", "evil\nforged"}
+	check := func(what, out string) {
+		t.Helper()
+		for _, r := range raw {
+			if strings.Contains(out, r) {
+				t.Errorf("%s prints %q raw:\n%s", what, r, out)
+			}
+		}
+	}
+	for _, args := range [][]string{{"queues"}, {"queues", "--json"}, {"jobs", "list"}, {"jobs", "list", "--json"}, {"jobs", "show", fmt.Sprint(id)},
+		{"jobs", "show", "--json", fmt.Sprint(id)}, {"jobs", "list", "--queue", evil}, {"queue", "pause", evil, "--yes"}, {"queue", "resume", evil},
+		{"queue", "pause", evil}, {"queue", "resume", evil + "x"}, {"jobs", "list", "--kind", "\x1b]0;t\x07"}} {
+		code, out, errs := millrace(t, append(args, "--database-url", u)...)
+		check(fmt.Sprintf("millrace %q (exit %d)", args, code), out+errs)
+	}
+	code, out, _ := millrace(t, "queues", "--database-url", u)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 2 || !strings.Contains(lines[1], `evil\nforged`) || !strings.Contains(lines[1], `\x1b]0;title\x07`) {
+		t.Errorf("queues: want the header and one row with the name escaped:\n%s", out)
+	}
+	code, out, _ = millrace(t, "queues", "--json", "--database-url", u)
+	var raws []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &raws) != nil || len(raws) != 1 || raws[0]["name"] != evil {
+		t.Errorf("queues --json: the name must decode to itself: %q", out)
+	}
+	code, out, _ = millrace(t, "jobs", "show", fmt.Sprint(id), "--database-url", u)
+	if code != 0 || !strings.Contains(out, `kind\x1b[2J\u009b31m`) || !strings.Contains(out, `\u009b2J\u202e`) {
+		t.Errorf("jobs show: want the kind and args escaped:\n%s", out)
+	}
+}

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -302,7 +304,8 @@ const NoSchema = "this database has no millrace schema (or an older one than thi
 // Message renders err for a command's one line of error output: the
 // root cause first (a connection that failed says why the last attempt
 // failed, once, not each of the driver's attempts in turn), a missing
-// schema as what to run, on one line, passwords redacted.
+// schema as what to run, on one line, passwords redacted and control
+// characters escaped.
 func Message(err error) string {
 	msg := err.Error()
 	var ce *pgconn.ConnectError
@@ -313,7 +316,7 @@ func Message(err error) string {
 	case errors.As(err, &pe) && missingSchema(pe):
 		msg = NoSchema
 	}
-	return Redact(strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " "))
+	return Escape(Redact(strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", "; ")), " ")))
 }
 
 // missingSchema reports whether pe says the millrace schema, or one of
@@ -368,4 +371,75 @@ func leaves(err error) []error {
 		return out
 	}
 	return []error{err}
+}
+
+// Escape returns s with what a terminal would act on written out: C0
+// and C1 control characters and DEL (\n, \r, \t, \x1b, \u009b ...), the
+// Unicode line and paragraph separators, bidirectional overrides, and
+// bytes that are not UTF-8. Names, kinds, arguments and errors come from
+// producers; printed raw, a newline in a queue name forges a row and an
+// escape sequence retitles or clears the operator's terminal.
+func Escape(s string) string {
+	clean := true
+	for _, r := range s {
+		if needsEscape(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case needsEscape(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func needsEscape(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == utf8.RuneError || r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Bidi_Control, r)
+}
+
+// EscapeJSON makes encoding/json's output safe for a terminal: it leaves
+// C1 control characters, DEL and bidirectional overrides raw; they become
+// \u escapes, which decode to the same string.
+func EscapeJSON(b []byte) []byte {
+	s := string(b)
+	clean := true
+	for _, r := range s {
+		if r >= 0x7f && needsEscape(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return b
+	}
+	var out strings.Builder
+	for _, r := range s {
+		if r >= 0x7f && r != utf8.RuneError && needsEscape(r) {
+			fmt.Fprintf(&out, `\u%04x`, r)
+		} else {
+			out.WriteRune(r)
+		}
+	}
+	return []byte(out.String())
 }

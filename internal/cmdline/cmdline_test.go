@@ -78,3 +78,33 @@ func TestRedactingHandler(t *testing.T) {
 		t.Errorf("a log line shows the password: %s", b.String())
 	}
 }
+
+func TestEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain queue · ünïcode":      "plain queue · ünïcode",
+		"a\nb\tc\rd":                 `a\nb\tc\rd`,
+		"\x1b]0;title\x07":           `\x1b]0;title\x07`,
+		"csi\u009b2J del\x7f":        `csi\u009b2J del\x7f`,
+		"rtl\u202eevil sep\u2028x":   `rtl\u202eevil sep\u2028x`,
+		"bad \xff byte":              `bad \xff byte`,
+		"\x00nul":                    `\x00nul`,
+		`already \n literal`:         `already \n literal`,
+		"emoji 🐘 stays":              "emoji 🐘 stays",
+		"zero\u200bwidth stays text": "zero\u200bwidth stays text",
+	} {
+		if got := Escape(in); got != want {
+			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		}
+	}
+	in := []byte(`{"q":"a` + "\u009b" + `b` + "\u202e" + `"}`)
+	if got := string(EscapeJSON(in)); got != `{"q":"a\u009bb\u202e"}` {
+		t.Errorf("EscapeJSON: %s", got)
+	}
+}
+
+func TestMessageOneLineEscaped(t *testing.T) {
+	got := Message(errors.New("queue \"evil\nrow\x1b]0;t\x07\": postgres://u:s3cret@h/x"))
+	if got != `queue "evil; row\x1b]0;t\x07": postgres://u:***@h/x` {
+		t.Errorf("Message: %q", got)
+	}
+}
