@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/millrace/millrace/internal/ops"
 )
 
@@ -37,7 +38,7 @@ type opFlags struct {
 
 func newOpFlags(fs *flag.FlagSet, destructive bool) opFlags {
 	f := opFlags{
-		url:  fs.String("database-url", os.Getenv("DATABASE_URL"), "database of the queue (default $DATABASE_URL)"),
+		url:  fs.String("database-url", "", "database of the queue (default $DATABASE_URL)"),
 		json: fs.Bool("json", false, "print JSON instead of a table"),
 	}
 	if destructive {
@@ -46,10 +47,15 @@ func newOpFlags(fs *flag.FlagSet, destructive bool) opFlags {
 	return f
 }
 
+// printJSON writes v as indented JSON, safe for a terminal (no C1
+// control character left raw; see cmdline.EscapeJSON).
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(cmdline.EscapeJSON(b), '\n'))
+	return err
 }
 
 func dur(d time.Duration) string {
@@ -109,7 +115,7 @@ queue is paused.`)
 		if q.Paused {
 			paused = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\n", q.Name, q.Available, q.Running, q.Scheduled, q.Discarded,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\n", cmdline.Escape(q.Name), q.Available, q.Running, q.Scheduled, q.Discarded,
 			q.Completed, q.Rate, dur(q.OldestWaiting), paused)
 	}
 	return tw.Flush()
@@ -198,6 +204,11 @@ func runJobs(ctx context.Context, args []string) error {
 	defer pool.Close()
 	switch action {
 	case "list":
+		if *queue != "" {
+			if err := checkQueue(ctx, pool, *queue, ""); err != nil {
+				return err
+			}
+		}
 		jobs, err := ops.ListJobs(ctx, pool, filter)
 		if err != nil {
 			return err
@@ -243,6 +254,11 @@ func runJobs(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("job %d: %w", id, err)
 		}
+		if out == "unknown" {
+			failed++
+			last = fmt.Sprintf("job %d does not exist (not waiting, not running, not in history)", id)
+			continue
+		}
 		fmt.Printf("job %d: %s\n", id, out)
 		if out != want[0] && (len(want) < 2 || out != want[1]) && !(action == "retry" && ops.RetriedAs(out) != 0) {
 			failed++
@@ -256,6 +272,39 @@ func runJobs(ctx context.Context, args []string) error {
 		return fmt.Errorf("%d of %d jobs not %s (last: %s)", failed, len(ids), want[0], last)
 	}
 	return nil
+}
+
+// fewQueues is how many queue names an error lists; with more it says how
+// many there are and where to see them.
+const fewQueues = 10
+
+// checkQueue returns nil when name is a queue the database knows (it has
+// jobs, history, or a pause or resume of its own), else an error that
+// says which queues there are.
+func checkQueue(ctx context.Context, db ops.DB, name, hint string) error {
+	qs, err := ops.Queues(ctx, db)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(qs))
+	for _, q := range qs {
+		if q.Name == name {
+			return nil
+		}
+		names = append(names, cmdline.Escape(q.Name))
+	}
+	have := "no queue has a job yet"
+	switch {
+	case len(names) > fewQueues:
+		have = fmt.Sprintf("there are %d queues: millrace queues lists them", len(names))
+	case len(names) > 0:
+		have = "queues: " + strings.Join(names, ", ")
+	}
+	msg := fmt.Sprintf("no queue %s (%s)", cmdline.Escape(name), have)
+	if hint != "" {
+		msg += "; " + hint
+	}
+	return errors.New(msg)
 }
 
 func plural(n int, one, many string) string {
@@ -289,12 +338,14 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: want a duration (90m, 2h) or a time (2006-01-02T15:04:05Z)", s)
 }
 
+// oneLineText is s on one line, control characters escaped, cut to n
+// characters.
 func oneLineText(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n-1] + "…"
+	r := []rune(cmdline.Escape(strings.Join(strings.Fields(s), " ")))
+	if len(r) > n {
+		r = append(r[:n-1], '…')
 	}
-	return s
+	return string(r)
 }
 
 func printJobs(w io.Writer, jobs []ops.Job) {
@@ -308,7 +359,7 @@ func printJobs(w io.Writer, jobs []ops.Job) {
 		case j.RunAt != nil:
 			when = j.RunAt.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.State, j.Queue, j.Kind, j.Attempt, j.MaxAttempts,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.State, cmdline.Escape(j.Queue), cmdline.Escape(j.Kind), j.Attempt, j.MaxAttempts,
 			j.CreatedAt.Local().Format(time.DateTime), when, oneLineText(j.Error, 60))
 	}
 	tw.Flush()
@@ -319,8 +370,8 @@ func printJob(w io.Writer, d ops.JobDetail) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "id\t%d\n", d.ID)
 	fmt.Fprintf(tw, "state\t%s\n", j.State)
-	fmt.Fprintf(tw, "queue\t%s\n", j.Queue)
-	fmt.Fprintf(tw, "kind\t%s\n", j.Kind)
+	fmt.Fprintf(tw, "queue\t%s\n", cmdline.Escape(j.Queue))
+	fmt.Fprintf(tw, "kind\t%s\n", cmdline.Escape(j.Kind))
 	fmt.Fprintf(tw, "priority\t%d\n", j.Priority)
 	fmt.Fprintf(tw, "attempt\t%d of %d\n", j.Attempt, j.MaxAttempts)
 	fmt.Fprintf(tw, "created\t%s\n", j.CreatedAt.Local().Format(time.RFC3339Nano))
@@ -330,7 +381,7 @@ func printJob(w io.Writer, d ops.JobDetail) {
 	if d.Live != nil && d.Live.Owner != nil {
 		fmt.Fprintf(tw, "worked by\tprocess %d\n", *d.Live.Owner)
 	}
-	fmt.Fprintf(tw, "args\t%s\n", string(j.Args))
+	fmt.Fprintf(tw, "args\t%s\n", cmdline.Escape(string(j.Args)))
 	tw.Flush()
 	if len(d.Attempts) == 0 {
 		fmt.Fprintln(w, "\nno attempt has finished yet")
@@ -354,15 +405,18 @@ func printJob(w io.Writer, d ops.JobDetail) {
 
 func queueUsage() {
 	fmt.Fprintln(os.Stderr, `Usage:
-  millrace queue pause NAME --yes    stop handing out the queue's jobs (those running finish)
-  millrace queue resume NAME         hand them out again
+  millrace queue pause NAME --yes [--create]   stop handing out the queue's jobs (those running finish)
+  millrace queue resume NAME                   hand them out again
 
-Both take --database-url (default $DATABASE_URL).`)
+NAME must be a queue the database knows (millrace queues lists them);
+--create pauses a queue ahead of its first job. Both take --database-url
+(default $DATABASE_URL).`)
 }
 
 func runQueue(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("queue", flag.ContinueOnError)
 	f := newOpFlags(fs, true)
+	create := fs.Bool("create", false, "queue pause: pause a queue that has no job yet, ahead of its first job")
 	fs.Usage = func() { queueUsage(); fs.PrintDefaults() }
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -397,6 +451,18 @@ func runQueue(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	// A typo must not create a queue: acting on a queue the database does
+	// not know is an error, but for pausing one ahead of its first job,
+	// asked for with --create.
+	if !(action == "pause" && *create) {
+		hint := ""
+		if action == "pause" {
+			hint = "pass --create to pause it ahead of its first job"
+		}
+		if err := checkQueue(ctx, pool, name, hint); err != nil {
+			return err
+		}
+	}
 	if action == "pause" {
 		err = ops.Pause(ctx, pool, name)
 	} else {
@@ -416,6 +482,6 @@ func runQueue(ctx context.Context, args []string) error {
 	if *f.json {
 		return printJSON(os.Stdout, map[string]any{"queue": name, "paused": paused})
 	}
-	fmt.Printf("queue %s: %s\n", name, state)
+	fmt.Printf("queue %s: %s\n", cmdline.Escape(name), state)
 	return nil
 }
