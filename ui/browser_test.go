@@ -28,6 +28,7 @@ import (
 	"github.com/millrace/millrace/guard"
 	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/ops/opstest"
+	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/ui"
 )
 
@@ -48,9 +49,17 @@ func chromiumPath() (string, error) {
 // errors, uncaught exceptions and browser log errors (failed loads, CSP
 // violations) of its pages, and accepts every confirm() dialog.
 type browserTab struct {
-	ctx  context.Context
-	mu   sync.Mutex
-	errs []string
+	ctx     context.Context
+	mu      sync.Mutex
+	errs    []string
+	allowed []string // errors expected of the test, by a substring
+}
+
+// allow makes errors that contain s expected: not counted as the pages'.
+func (b *browserTab) allow(s string) {
+	b.mu.Lock()
+	b.allowed = append(b.allowed, s)
+	b.mu.Unlock()
 }
 
 // needChromium returns the browser's path; without one it fails the test
@@ -90,8 +99,13 @@ func newBrowser(t *testing.T) *browserTab {
 	}
 	record := func(s string) {
 		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, a := range b.allowed {
+			if strings.Contains(s, a) {
+				return
+			}
+		}
 		b.errs = append(b.errs, s)
-		b.mu.Unlock()
 	}
 	go func() {
 		for ev, err := range chromedp.Events(ctx, runtime.ConsoleAPICalled) {
@@ -169,6 +183,24 @@ func (b *browserTab) waitJS(t *testing.T, what, expr string, timeout time.Durati
 	if _, err := chromedp.Run(ctx, chromedp.Poll[any](expr, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
 		t.Fatalf("%s (waited for %s): %v", what, expr, err)
 	}
+}
+
+// waitJSAcrossLoads waits until the expression is truthy while the page
+// may reload: an evaluation cut short by a navigation is tried again.
+func (b *browserTab) waitJSAcrossLoads(t *testing.T, what, expr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.ctx, time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(900*time.Millisecond), chromedp.WithPollingInterval(50*time.Millisecond)))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+	}
+	t.Fatalf("%s (waited for %s): %v", what, expr, last)
 }
 
 func (b *browserTab) eval(t *testing.T, expr string) string {
@@ -370,4 +402,34 @@ func TestBrowserHorizonShowsHeldTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.waitJS(t, "the holder goes when its transaction ends", fmt.Sprintf(`document.querySelector(%q) === null`, row), 5*time.Second)
+}
+
+// On a database without the schema the queues page says in one line what
+// to run (not "loading…" forever, not a read-only role), and shows the
+// queues once the schema is there.
+func TestBrowserNoSchemaSaysMigrate(t *testing.T) {
+	needChromium(t)
+	pool := poolFor(t, pgtest.NewDatabase(t))
+	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
+	t.Cleanup(srv.Close)
+	b := newBrowser(t)       // after the server: its cleanup runs first
+	b.allow("status of 503") // the endpoint's answer until the schema is there
+	b.do(t, "queues page", chromedp.Navigate(srv.URL+"/"))
+	b.waitJS(t, "the table leaves loading…", `!document.querySelector('#queues tbody').textContent.includes('loading')`, 5*time.Second)
+	// Two polls: the line stays single.
+	b.waitJS(t, "a second poll", `document.querySelector('#queues tbody').textContent === 'No queue to show.'`, 5*time.Second)
+	if n := b.eval(t, `String(document.body.innerText.split('millrace migrate up').length - 1)`); n != "1" {
+		t.Errorf("the page names millrace migrate up %s times, want once:\n%s", n, b.eval(t, `document.body.innerText`))
+	}
+	if got := b.eval(t, `document.querySelector('header .role').textContent`); got == "read-only role" {
+		t.Errorf("the header says %q", got)
+	}
+	if err := opstest.Prepare(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJSAcrossLoads(t, "the page shows the queues once the schema is there",
+		`document.getElementById('setup') === null && document.querySelector('#queues tbody').textContent.includes('No queue has a job yet.')`, 10*time.Second)
+	if got := b.eval(t, `document.querySelector('header .role').textContent`); got != "actions allowed" {
+		t.Errorf("after the migration the header says %q", got)
+	}
 }

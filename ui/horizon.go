@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/guard"
 )
@@ -67,10 +69,13 @@ type holderView struct {
 	Class       string            `json:"class"`
 }
 
+// tableView is a table's dead and live tuples; a partitioned table's are
+// the sums over its partitions (Partitions of them).
 type tableView struct {
-	Name string `json:"name"`
-	Dead int64  `json:"dead_tuples"`
-	Live int64  `json:"live_tuples"`
+	Name       string `json:"name"`
+	Dead       int64  `json:"dead_tuples"`
+	Live       int64  `json:"live_tuples"`
+	Partitions int    `json:"partitions,omitempty"`
 }
 
 type actionView struct {
@@ -104,25 +109,30 @@ func (h *horizon) get(ctx context.Context) (horizonView, error) {
 	if time.Since(h.last) < 900*time.Millisecond {
 		return h.view, nil
 	}
-	opts := guard.DiscoverOptions{Tracker: h.tracker, TopTables: 10}
-	if h.policy != nil {
-		opts.WatchTables = h.policy.WatchTables
+	// The tables come from tables(), which sums partitions.
+	snap, err := guard.Discover(ctx, h.pool, guard.DiscoverOptions{Tracker: h.tracker, TopTables: 1})
+	if err != nil {
+		return horizonView{}, err
 	}
-	snap, err := guard.Discover(ctx, h.pool, opts)
+	var watch []string
+	if h.policy != nil {
+		watch = h.policy.WatchTables
+	}
+	tables, err := tables(ctx, h.pool, watch, 10)
 	if err != nil {
 		return horizonView{}, err
 	}
 	v := horizonView{Taken: snap.Taken, Holders: []holderView{}, Tables: []tableView{}, Policy: h.policy != nil}
 	for i := range snap.Holders {
 		x := &snap.Holders[i]
-		q := x.Query
+		q := redact(x.Query)
 		if len(q) > 300 {
-			q = q[:300] + "…"
+			q = strings.ToValidUTF8(q[:300], "") + "…"
 		}
 		v.Holders = append(v.Holders, holderView{
-			Source: string(x.Source), Node: x.Node, PID: x.PID, Describe: x.Describe(),
+			Source: string(x.Source), Node: x.Node, PID: x.PID, Describe: redact(x.Describe()),
 			AgeS: x.Age.Seconds(), XminAge: x.AgeXIDs, Xmin: x.Xmin, State: x.State, IdleS: x.IdleFor.Seconds(),
-			Application: x.ApplicationName, User: x.User, Database: x.Database, Query: q, Tags: x.Tags,
+			Application: redact(x.ApplicationName), User: x.User, Database: x.Database, Query: q, Tags: x.Tags,
 			Class: h.classOf(x),
 		})
 	}
@@ -131,9 +141,7 @@ func (h *horizon) get(ctx context.Context) (horizonView, error) {
 			v.Waiting++
 		}
 	}
-	for _, t := range snap.Tables {
-		v.Tables = append(v.Tables, tableView{Name: t.Name, Dead: t.DeadTuple, Live: t.LiveTuple})
-	}
+	v.Tables = append(v.Tables, tables...)
 	if h.dry != nil {
 		acts, err := h.dry.Step(ctx)
 		if err != nil {
@@ -176,4 +184,61 @@ func (h *horizon) record(acts []guard.Action, at time.Time) {
 	if len(h.actions) > keepActions {
 		h.actions = h.actions[:keepActions]
 	}
+}
+
+// tablesSQL lists the tables with the most dead tuples, a partitioned
+// table as one row summing its partitions (pg_stat_user_tables shows the
+// parent with none: its rows are in its partitions).
+const tablesSQL = `
+WITH s AS (
+    SELECT coalesce(pg_partition_root(st.relid), st.relid) AS root, st.relid, c.relkind, st.n_dead_tup, st.n_live_tup
+    FROM pg_stat_user_tables st JOIN pg_class c ON c.oid = st.relid)
+SELECT n.nspname || '.' || rc.relname, sum(s.n_dead_tup)::bigint, sum(s.n_live_tup)::bigint,
+       count(*) FILTER (WHERE s.relid <> s.root AND s.relkind <> 'p')::int
+FROM s JOIN pg_class rc ON rc.oid = s.root JOIN pg_namespace n ON n.oid = rc.relnamespace
+GROUP BY 1 ORDER BY 2 DESC, 3 DESC, 1 LIMIT $1`
+
+// watchedSQL reads the watched tables (schema.table), a partitioned one
+// summing its partitions at every level.
+const watchedSQL = `
+SELECT w.name, coalesce(sum(st.n_dead_tup), 0)::bigint, coalesce(sum(st.n_live_tup), 0)::bigint,
+       count(*) FILTER (WHERE t.relid <> r.oid AND c.relkind <> 'p')::int
+FROM unnest($1::text[]) AS w(name)
+CROSS JOIN LATERAL (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                    WHERE n.nspname || '.' || c.relname = w.name) r
+CROSS JOIN LATERAL (SELECT relid FROM pg_partition_tree(r.oid) UNION SELECT r.oid) t
+JOIN pg_class c ON c.oid = t.relid
+LEFT JOIN pg_stat_user_tables st ON st.relid = t.relid
+GROUP BY w.name ORDER BY 2 DESC, 3 DESC, 1`
+
+// tables reads the dead and live tuples of the watched tables (names as
+// in a guard policy: schema.table, public without a schema), else of the
+// top tables with the most.
+func tables(ctx context.Context, pool *pgxpool.Pool, watch []string, top int) ([]tableView, error) {
+	var rows pgx.Rows
+	var err error
+	if len(watch) > 0 {
+		names := make([]string, len(watch))
+		for i, n := range watch {
+			if !strings.Contains(n, ".") {
+				n = "public." + n
+			}
+			names[i] = n
+		}
+		rows, err = pool.Query(ctx, watchedSQL, names)
+	} else {
+		rows, err = pool.Query(ctx, tablesSQL, top)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pg_stat_user_tables: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (tableView, error) {
+		var t tableView
+		err := r.Scan(&t.Name, &t.Dead, &t.Live, &t.Partitions)
+		return t, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pg_stat_user_tables: %w", err)
+	}
+	return out, nil
 }

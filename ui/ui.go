@@ -20,10 +20,13 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -32,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/guard"
 	"github.com/millrace/millrace/internal/ops"
+	"github.com/millrace/millrace/internal/schema"
 )
 
 //go:embed assets
@@ -49,6 +53,15 @@ type Options struct {
 	// authentication of every request. Token and basic auth may be used
 	// together: either is then enough.
 	BasicAuthUser, BasicAuthPassword string
+	// AllowedHosts are the host names, besides localhost, *.localhost and
+	// IP addresses, that the dashboard may be reached as (the Host a
+	// browser sends, without its port): "queue.example.com" that name,
+	// ".example.com" that domain and every name under it, "*" any name. A
+	// request for another name is refused, so that a page of another site
+	// whose name was made to resolve to the dashboard's address (DNS
+	// rebinding) can neither read it nor act on it. Behind a reverse proxy,
+	// list the name the browser uses.
+	AllowedHosts []string
 	// ReadOnly hides and refuses every action, whatever the role may do.
 	ReadOnly bool
 	// Policy, when set, names the workload class of each session on the
@@ -85,10 +98,8 @@ func New(pool *pgxpool.Pool, opts Options) http.Handler {
 	h.live = newSampler(pool)
 	h.horizon = newHorizon(pool, opts.Policy)
 	funcs := template.FuncMap{
-		"ago": ago,
-		"ms": func(d time.Duration) string {
-			return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms"
-		},
+		"ago":      ago,
+		"took":     took,
 		"ts":       func(t time.Time) string { return t.Format("2006-01-02 15:04:05.000") },
 		"pretty":   prettyJSON,
 		"idle":     func(t *time.Time) bool { return t == nil },
@@ -123,14 +134,83 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Referrer-Policy", "same-origin")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
+	if host, ok := h.servedAs(r); !ok {
+		http.Error(w, "this dashboard is not served as "+strconv.Quote(host)+": an operator may add that name to its allowed hosts (millrace ui --allowed-hosts, ui.Options.AllowedHosts)", http.StatusForbidden)
+		return
+	}
 	if !h.authorized(w, r) {
 		return
 	}
-	if r.Method == http.MethodPost && !sameOrigin(r) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !h.sameOrigin(r) {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 		return
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// servedAs checks that the request names the dashboard by a host it is
+// served as: its Host and, from a reverse proxy, the host the browser
+// asked for (X-Forwarded-Host, Forwarded). It returns the first name that
+// is not allowed.
+func (h *handler) servedAs(r *http.Request) (string, bool) {
+	// A browser always sends Host; a request without one is a program's.
+	if r.Host != "" && !h.hostAllowed(r.Host) {
+		return r.Host, false
+	}
+	for _, v := range r.Header.Values("X-Forwarded-Host") {
+		for _, x := range strings.Split(v, ",") {
+			if x = strings.TrimSpace(x); !h.hostAllowed(x) {
+				return x, false
+			}
+		}
+	}
+	for _, v := range r.Header.Values("Forwarded") {
+		for _, part := range strings.FieldsFunc(v, func(c rune) bool { return c == ',' || c == ';' }) {
+			k, x, ok := strings.Cut(strings.TrimSpace(part), "=")
+			if !ok || !strings.EqualFold(k, "host") {
+				continue
+			}
+			if x = strings.Trim(x, `"`); !h.hostAllowed(x) {
+				return x, false
+			}
+		}
+	}
+	return "", true
+}
+
+// hostAllowed reports whether host (with or without a port) is one the
+// dashboard is served as: an IP address (a browser that sends one connected
+// to it: no name was resolved, so none could be rebound), localhost and
+// its subdomains (browsers resolve them to the loopback address
+// themselves), or a name in Options.AllowedHosts.
+func (h *handler) hostAllowed(host string) bool {
+	name := host
+	if n, _, err := net.SplitHostPort(host); err == nil {
+		name = n
+	}
+	name = strings.TrimSuffix(strings.ToLower(strings.Trim(name, "[]")), ".")
+	if name == "" {
+		return false
+	}
+	if _, err := netip.ParseAddr(name); err == nil {
+		return true
+	}
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return true
+	}
+	for _, a := range h.opts.AllowedHosts {
+		a = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(a)), ".")
+		switch {
+		case a == "*":
+			return true
+		case strings.HasPrefix(a, "*."):
+			a = a[1:]
+		}
+		if a == name || (strings.HasPrefix(a, ".") && (name == a[1:] || strings.HasSuffix(name, a))) {
+			return true
+		}
+	}
+	return false
 }
 
 const tokenCookie = "millrace_ui_token"
@@ -175,8 +255,10 @@ func (h *handler) authorized(w http.ResponseWriter, r *http.Request) bool {
 // sameOrigin refuses what a browser marks as coming from another site.
 // Browsers send Origin (and Sec-Fetch-Site) with every POST; a request
 // with neither comes from a program, not a page, and carries its own
-// credentials.
-func sameOrigin(r *http.Request) bool {
+// credentials. An Origin must name a host the dashboard is served as (a
+// page of a rebound name is same-origin with itself) and the host the
+// request was sent to.
+func (h *handler) sameOrigin(r *http.Request) bool {
 	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
 		return false
 	}
@@ -185,14 +267,13 @@ func sameOrigin(r *http.Request) bool {
 		return true
 	}
 	u, err := url.Parse(o)
-	if err != nil {
+	if err != nil || u.Host == "" || !h.hostAllowed(u.Host) {
 		return false
 	}
 	// Behind a reverse proxy that rewrites Host, the proxy's
-	// X-Forwarded-Host names the site the browser saw (a page cannot set
-	// that header on a request to another site without a CORS preflight,
-	// which the dashboard never grants).
-	return u.Host == r.Host || (r.Header.Get("X-Forwarded-Host") != "" && u.Host == r.Header.Get("X-Forwarded-Host"))
+	// X-Forwarded-Host names the site the browser saw (servedAs checked
+	// that it is allowed).
+	return strings.EqualFold(u.Host, r.Host) || (r.Header.Get("X-Forwarded-Host") != "" && strings.EqualFold(u.Host, r.Header.Get("X-Forwarded-Host")))
 }
 
 // mountPath is the path under which the handler is mounted: the request's
@@ -237,8 +318,8 @@ func seeOther(w http.ResponseWriter, loc string) {
 	w.WriteHeader(http.StatusSeeOther)
 }
 
-// page is what every template gets (render fills Base, Nav, Msg, Can and
-// ReadOnly).
+// page is what every template gets (render fills Base, Nav, Msg, Can,
+// ReadOnly and Setup).
 type page struct {
 	Base     string
 	Title    string
@@ -246,32 +327,81 @@ type page struct {
 	Msg      string
 	Can      ops.Privileges
 	ReadOnly bool
-	Data     any
+	// Setup is what the database lacks, in one line ("": nothing).
+	Setup string
+	Data  any
+}
+
+// setup says in one line what the database lacks for the dashboard: its
+// schema, or the migrations this dashboard needs. It is "" when the schema
+// is migrated, or when that cannot be read (the error that follows says
+// why).
+func (h *handler) setup(ctx context.Context) string {
+	st, err := schema.List(ctx, h.pool)
+	if err != nil {
+		return ""
+	}
+	have, want, missing := 0, 0, false
+	for _, m := range st {
+		want = max(want, m.Version)
+		if m.Applied {
+			have = max(have, m.Version)
+		} else {
+			missing = true
+		}
+	}
+	switch {
+	case !missing:
+		return ""
+	case have == 0:
+		return "This database has no millrace schema: run millrace migrate up (or call millrace.Migrate) to create it."
+	}
+	return fmt.Sprintf("The millrace schema of this database is at version %d and this dashboard needs version %d: run millrace migrate up.", have, want)
+}
+
+// explain is err in one line or, when the database lacks the schema, what
+// to run; setup tells which.
+func (h *handler) explain(ctx context.Context, err error) (msg string, setup bool) {
+	if s := h.setup(ctx); s != "" {
+		return s, true
+	}
+	return oneLine(err), false
 }
 
 func (h *handler) render(w http.ResponseWriter, r *http.Request, name string, status int, p page) {
 	p.Base = base(r)
 	p.Nav = name
-	p.Msg = r.URL.Query().Get("msg")
+	p.Msg = redact(r.URL.Query().Get("msg"))
 	p.ReadOnly = h.opts.ReadOnly
-	if can, err := h.can(r.Context()); err == nil {
-		p.Can = can
+	if p.Setup == "" {
+		p.Setup = h.setup(r.Context())
+	}
+	if p.Setup == "" {
+		if can, err := h.can(r.Context()); err == nil {
+			p.Can = can
+		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	if err := h.tmpl[name].Execute(w, p); err != nil {
-		h.log.Error("ui: render", "page", name, "error", err)
+		h.log.Error("ui: render", "page", name, "error", oneLine(err))
 	}
 }
 
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	h.log.Error("ui: request failed", "path", r.URL.Path, "error", err)
-	h.render(w, r, "denied", http.StatusInternalServerError, page{Title: "Error", Data: oneLine(err)})
+	msg, setup := h.explain(r.Context(), err)
+	if setup {
+		h.render(w, r, "denied", http.StatusServiceUnavailable, page{Title: "No millrace schema", Setup: msg})
+		return
+	}
+	h.log.Error("ui: request failed", "path", r.URL.Path, "error", msg)
+	h.render(w, r, "denied", http.StatusInternalServerError, page{Title: "Error", Data: msg})
 }
 
+// oneLine is an error in one line, its passwords redacted.
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	return redact(strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " "))
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -281,12 +411,18 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func (h *handler) jsonError(w http.ResponseWriter, r *http.Request, status int, err error) {
+	msg := oneLine(err)
 	if status >= 500 {
-		h.log.Error("ui: request failed", "path", r.URL.Path, "error", err)
+		var setup bool
+		if msg, setup = h.explain(r.Context(), err); setup {
+			status = http.StatusServiceUnavailable
+		} else {
+			h.log.Error("ui: request failed", "path", r.URL.Path, "error", msg)
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": oneLine(err)})
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
 // can is what the role may do, less everything when read-only.
@@ -306,7 +442,9 @@ type overview struct {
 	Queues  []ops.Queue    `json:"queues"`
 	Samples []ops.Sample   `json:"samples"`
 	Can     ops.Privileges `json:"can"`
-	Error   string         `json:"error,omitempty"`
+	// Setup is what the database lacks, when the page asks (?setup=1: it
+	// shows that, and reloads once it changes).
+	Setup string `json:"setup,omitempty"`
 }
 
 func (h *handler) apiOverview(w http.ResponseWriter, r *http.Request) {
@@ -324,7 +462,11 @@ func (h *handler) apiOverview(w http.ResponseWriter, r *http.Request) {
 	if qs == nil {
 		qs = []ops.Queue{}
 	}
-	writeJSON(w, overview{Queues: qs, Samples: samples, Can: can})
+	ov := overview{Queues: qs, Samples: samples, Can: can}
+	if r.URL.Query().Get("setup") != "" {
+		ov.Setup = h.setup(ctx)
+	}
+	writeJSON(w, ov)
 }
 
 func filterOf(q url.Values) (ops.Filter, error) {
@@ -351,7 +493,7 @@ func filterOf(q url.Values) (ops.Filter, error) {
 
 type jobsData struct {
 	Filter ops.Filter
-	Jobs   []ops.Job
+	Jobs   []jobView
 	States []string
 	Error  string
 }
@@ -363,17 +505,26 @@ func (h *handler) jobsPage(w http.ResponseWriter, r *http.Request) {
 	d.Filter = f
 	status := http.StatusOK
 	if err == nil {
-		d.Jobs, err = ops.ListJobs(ctx, h.pool, f)
+		var jobs []ops.Job
+		jobs, err = ops.ListJobs(ctx, h.pool, f)
+		d.Jobs = h.views(ctx, jobs)
 	} else {
 		status = http.StatusBadRequest
 	}
-	if err != nil {
-		d.Error = oneLine(err)
-		if status == http.StatusOK {
-			h.log.Error("ui: jobs", "error", err)
+	var p page
+	if err != nil && status == http.StatusOK {
+		var setup bool
+		if d.Error, setup = h.explain(ctx, err); setup {
+			p.Setup, d.Error, status = d.Error, "", http.StatusServiceUnavailable
+		} else {
+			h.log.Error("ui: jobs", "error", d.Error)
+			status = http.StatusInternalServerError
 		}
+	} else if err != nil {
+		d.Error = oneLine(err)
 	}
-	h.render(w, r, "jobs", status, page{Title: "Jobs", Data: d})
+	p.Title, p.Data = "Jobs", d
+	h.render(w, r, "jobs", status, p)
 }
 
 func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
@@ -387,10 +538,7 @@ func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 		h.jsonError(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	if jobs == nil {
-		jobs = []ops.Job{}
-	}
-	writeJSON(w, jobs)
+	writeJSON(w, h.views(r.Context(), jobs))
 }
 
 func jobID(r *http.Request) (int64, error) {
@@ -402,8 +550,8 @@ func jobID(r *http.Request) (int64, error) {
 }
 
 type jobData struct {
-	Job    ops.JobDetail
-	Latest *ops.Job
+	Job    jobDetailView
+	Latest *jobView
 }
 
 func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
@@ -413,7 +561,7 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, "denied", http.StatusBadRequest, page{Title: "Bad request", Data: err.Error()})
 		return
 	}
-	d, err := ops.GetJob(ctx, h.pool, id)
+	d, err := h.getJob(ctx, id)
 	if errors.Is(err, ops.ErrNotFound) {
 		h.render(w, r, "denied", http.StatusNotFound, page{Title: "Not found", Data: "job " + strconv.FormatInt(id, 10) + ": " + err.Error()})
 		return
@@ -431,7 +579,7 @@ func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {
 		h.jsonError(w, r, http.StatusBadRequest, err)
 		return
 	}
-	d, err := ops.GetJob(r.Context(), h.pool, id)
+	d, err := h.getJob(r.Context(), id)
 	if errors.Is(err, ops.ErrNotFound) {
 		h.jsonError(w, r, http.StatusNotFound, err)
 		return
@@ -455,7 +603,7 @@ func (h *handler) jobAction(w http.ResponseWriter, r *http.Request) {
 	action := lastSegment(r.URL.Path)
 	can, err := h.can(ctx)
 	if err != nil {
-		http.Error(w, oneLine(err), http.StatusInternalServerError)
+		h.actionError(w, r, action, err)
 		return
 	}
 	if (action == "cancel" && !can.Cancel) || (action == "retry" && !can.Retry) {
@@ -469,8 +617,7 @@ func (h *handler) jobAction(w http.ResponseWriter, r *http.Request) {
 		out, err = ops.Retry(ctx, h.pool, id)
 	}
 	if err != nil {
-		h.log.Error("ui: "+action, "job", id, "error", err)
-		http.Error(w, oneLine(err), http.StatusInternalServerError)
+		h.actionError(w, r, action+" job "+strconv.FormatInt(id, 10), err)
 		return
 	}
 	h.log.Info("ui: "+action, "job", id, "result", out)
@@ -478,6 +625,17 @@ func (h *handler) jobAction(w http.ResponseWriter, r *http.Request) {
 		id = n // show the new job
 	}
 	seeOther(w, "../"+strconv.FormatInt(id, 10)+"?msg="+url.QueryEscape(action+": "+out))
+}
+
+// actionError answers an action that failed.
+func (h *handler) actionError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	msg, setup := h.explain(r.Context(), err)
+	if setup {
+		http.Error(w, msg, http.StatusServiceUnavailable)
+		return
+	}
+	h.log.Error("ui: "+what, "error", msg)
+	http.Error(w, msg, http.StatusInternalServerError)
 }
 
 // queueAction is POST queue/pause or queue/resume with the form field
@@ -492,7 +650,7 @@ func (h *handler) queueAction(w http.ResponseWriter, r *http.Request) {
 	}
 	can, err := h.can(ctx)
 	if err != nil {
-		http.Error(w, oneLine(err), http.StatusInternalServerError)
+		h.actionError(w, r, action, err)
 		return
 	}
 	if (action == "pause" && !can.Pause) || (action == "resume" && !can.Resume) {
@@ -505,14 +663,13 @@ func (h *handler) queueAction(w http.ResponseWriter, r *http.Request) {
 		err = ops.Resume(ctx, h.pool, q)
 	}
 	if err != nil {
-		h.log.Error("ui: "+action, "queue", q, "error", err)
-		http.Error(w, oneLine(err), http.StatusInternalServerError)
+		h.actionError(w, r, action+" queue "+redact(q), err)
 		return
 	}
-	h.log.Info("ui: "+action, "queue", q)
+	h.log.Info("ui: "+action, "queue", redact(q))
 	h.live.invalidate()
 	past := map[string]string{"pause": "paused", "resume": "resumed"}[action]
-	seeOther(w, "../?msg="+url.QueryEscape("queue "+q+" "+past))
+	seeOther(w, "../?msg="+url.QueryEscape("queue "+redact(q)+" "+past))
 }
 
 func (h *handler) horizonPage(w http.ResponseWriter, r *http.Request) {

@@ -33,15 +33,18 @@ func runUI(ctx context.Context, args []string) error {
 	basic := fs.String("basic-auth", "", "require HTTP basic auth USER:PASS (default $MILLRACE_UI_BASIC_AUTH)")
 	policy := fs.String("policy", "", "guard policy file: name workload classes and show what the guard would do (dry run)")
 	readOnly := fs.Bool("read-only", false, "offer no action, whatever the database role may do")
+	hosts := fs.String("allowed-hosts", os.Getenv("MILLRACE_UI_ALLOWED_HOSTS"), "names the dashboard is reached as, comma-separated (\"queue.example.com\", \".example.com\" and its subdomains); localhost, IP addresses and the --listen host are always allowed (default $MILLRACE_UI_ALLOWED_HOSTS)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, `Usage: millrace ui [--database-url URL] [--listen 127.0.0.1:8080] [--token T | --basic-auth USER:PASS]
-                   [--policy FILE] [--read-only]
+                   [--allowed-hosts NAME,...] [--policy FILE] [--read-only]
 
 Serves the dashboard: queues with live charts, jobs with search and every
 attempt, retry/cancel/pause/resume when the role may execute them, and the
 horizon page. Without --token or --basic-auth anyone who reaches the
-address may use it: keep it on 127.0.0.1 or behind your own proxy.
-See docs/ui.md.`)
+address may use it: keep it on 127.0.0.1 or behind your own proxy. It
+answers only requests for localhost, an IP address, the --listen host and
+the --allowed-hosts names (a defence against DNS rebinding): reached by
+another name, list it. See docs/ui.md.`)
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args)
@@ -58,6 +61,14 @@ See docs/ui.md.`)
 			return errors.New("--basic-auth wants USER:PASS")
 		}
 		opts.BasicAuthUser, opts.BasicAuthPassword = u, p
+	}
+	for _, h := range strings.Split(*hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			opts.AllowedHosts = append(opts.AllowedHosts, h)
+		}
+	}
+	if h, _, err := net.SplitHostPort(*listen); err == nil && h != "" {
+		opts.AllowedHosts = append(opts.AllowedHosts, h) // served as the name it listens on
 	}
 	if *policy != "" {
 		p, err := guard.LoadPolicy(*policy)

@@ -154,16 +154,43 @@ function fillQueues(tbody, queues, can) {
   }
 }
 
+// setupShown is the line the page shows about what the database lacks
+// ("": none).
+function setupShown() {
+  const s = document.getElementById("setup");
+  return s ? s.textContent : "";
+}
+
+// placeholder replaces the "loading…" row of a table that has no data row
+// yet.
+function placeholder(tbody, msg) {
+  const td = tbody.querySelector("tr:not([data-queue]) td.empty");
+  if (td && !tbody.querySelector("tr[data-queue]") && td.textContent !== msg) td.textContent = msg;
+}
+
 async function refreshQueues() {
+  const tbody = document.querySelector("#queues tbody");
+  const setup = setupShown();
   let d;
   try {
-    d = await getJSON("api/overview");
+    d = await getJSON("api/overview" + (setup ? "?setup=1" : ""));
   } catch (e) {
-    showError("Cannot read the queues: " + e.message);
+    if (e.message === setup) {
+      // The page says it already, once.
+      showError("");
+      placeholder(tbody, "No queue to show.");
+    } else {
+      showError("Cannot read the queues: " + e.message);
+      placeholder(tbody, "Cannot read the queues.");
+    }
+    return;
+  }
+  if (setup && (d.setup || "") !== setup) {
+    location.reload(); // the schema was migrated meanwhile
     return;
   }
   showError("");
-  fillQueues(document.querySelector("#queues tbody"), d.queues, d.can);
+  fillQueues(tbody, d.queues, d.can);
   const times = d.samples.map((s) => Date.parse(s.at));
   const rate = (s, n) => { const dt = (Date.parse(s.at) - Date.parse(s.since)) / 1000; return dt > 0 ? n / dt : 0; };
   chart(document.getElementById("chart-throughput"), times, [
@@ -218,7 +245,7 @@ async function refreshHorizon() {
   tb.textContent = "";
   for (const t of d.tables) {
     const tr = el("tr");
-    tr.appendChild(el("td", {}, t.name));
+    tr.appendChild(el("td", { "data-table": t.name }, t.name + (t.partitions ? " (" + t.partitions + " partitions)" : "")));
     tr.appendChild(el("td", { class: "num" }, fmt(t.dead_tuples)));
     tr.appendChild(el("td", { class: "num" }, fmt(t.live_tuples)));
     tb.appendChild(tr);
