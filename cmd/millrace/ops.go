@@ -58,6 +58,24 @@ func printJSON(w io.Writer, v any) error {
 	return err
 }
 
+// took is how long an attempt ran, to a precision that keeps two or three
+// significant digits: 412µs, 12ms, 1.3s, 42s, 3m12s.
+func took(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-"
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < 10*time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < 10*time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
 func dur(d time.Duration) string {
 	switch {
 	case d <= 0:
@@ -185,8 +203,8 @@ func runJobs(ctx context.Context, args []string) error {
 			ids = append(ids, id)
 		}
 		if (action == "cancel" || action == "retry") && !*f.yes {
-			what := map[string]string{"cancel": "cancels", "retry": "runs again"}[action]
-			return fmt.Errorf("jobs %s %s %s: pass --yes to confirm", action, joinIDs(ids), what+" "+plural(len(ids), "this job", "these jobs"))
+			what := map[string]string{"cancel": "will be cancelled", "retry": "will run again, as " + plural(len(ids), "a new job", "new jobs")}[action]
+			return fmt.Errorf("%s %s %s: pass --yes to confirm", plural(len(ids), "job", "jobs"), joinIDs(ids), what)
 		}
 	}
 	filter := ops.Filter{Queue: *queue, Kind: *kind, State: *state, Limit: *limit}
@@ -236,7 +254,12 @@ func runJobs(ctx context.Context, args []string) error {
 		if *f.json {
 			return printJSON(os.Stdout, d)
 		}
-		printJob(os.Stdout, d)
+		var procs map[int]ops.Process
+		if d.Live != nil && d.Live.Owner != nil {
+			// host:pid when the role may read millrace.process; else the id.
+			procs, _ = ops.Processes(ctx, pool, []int{*d.Live.Owner})
+		}
+		printJob(os.Stdout, d, procs)
 		return nil
 	}
 	// cancel, retry
@@ -359,13 +382,15 @@ func printJobs(w io.Writer, jobs []ops.Job) {
 		case j.RunAt != nil:
 			when = j.RunAt.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.State, cmdline.Escape(j.Queue), cmdline.Escape(j.Kind), j.Attempt, j.MaxAttempts,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.State, cmdline.Escape(j.Queue), cmdline.Escape(j.Kind), j.RunningAttempt(), j.MaxAttempts,
 			j.CreatedAt.Local().Format(time.DateTime), when, oneLineText(j.Error, 60))
 	}
 	tw.Flush()
 }
 
-func printJob(w io.Writer, d ops.JobDetail) {
+// printJob prints a job and its attempts; procs names the processes
+// (host:pid) that the role may read.
+func printJob(w io.Writer, d ops.JobDetail, procs map[int]ops.Process) {
 	j := d.Latest()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "id\t%d\n", d.ID)
@@ -373,13 +398,17 @@ func printJob(w io.Writer, d ops.JobDetail) {
 	fmt.Fprintf(tw, "queue\t%s\n", cmdline.Escape(j.Queue))
 	fmt.Fprintf(tw, "kind\t%s\n", cmdline.Escape(j.Kind))
 	fmt.Fprintf(tw, "priority\t%d\n", j.Priority)
-	fmt.Fprintf(tw, "attempt\t%d of %d\n", j.Attempt, j.MaxAttempts)
+	fmt.Fprintf(tw, "attempt\t%d of %d\n", j.RunningAttempt(), j.MaxAttempts)
 	fmt.Fprintf(tw, "created\t%s\n", j.CreatedAt.Local().Format(time.RFC3339Nano))
 	if d.Live != nil && d.Live.RunAt != nil {
 		fmt.Fprintf(tw, "run at\t%s\n", d.Live.RunAt.Local().Format(time.RFC3339Nano))
 	}
 	if d.Live != nil && d.Live.Owner != nil {
-		fmt.Fprintf(tw, "worked by\tprocess %d\n", *d.Live.Owner)
+		if p, ok := procs[*d.Live.Owner]; ok {
+			fmt.Fprintf(tw, "worked by\t%s\n", cmdline.Escape(p.String()))
+		} else {
+			fmt.Fprintf(tw, "worked by\tprocess %d\n", *d.Live.Owner)
+		}
 	}
 	fmt.Fprintf(tw, "args\t%s\n", cmdline.Escape(string(j.Args)))
 	tw.Flush()
@@ -398,7 +427,11 @@ func printJob(w io.Writer, d ops.JobDetail) {
 		if a.FinishedAt != nil {
 			finished = a.FinishedAt.Local().Format("2006-01-02 15:04:05.000")
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt, a.State, started, finished, dur(a.Duration()), oneLineText(a.Error, 200))
+		ran := "-"
+		if a.StartedAt != nil && a.FinishedAt != nil {
+			ran = took(a.Duration())
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt, a.State, started, finished, ran, oneLineText(a.Error, 200))
 	}
 	tw.Flush()
 }

@@ -7,14 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	mr "github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/ops/opstest"
 	"github.com/millrace/millrace/internal/pgtest"
@@ -415,5 +418,112 @@ func TestControlCharsEscaped(t *testing.T) {
 	code, out, _ = millrace(t, "jobs", "show", fmt.Sprint(id), "--database-url", u)
 	if code != 0 || !strings.Contains(out, `kind\x1b[2J\u009b31m`) || !strings.Contains(out, `\u009b2J\u202e`) {
 		t.Errorf("jobs show: want the kind and args escaped:\n%s", out)
+	}
+}
+
+// blockArgs is a job that runs until its test lets it go.
+type blockArgs struct{}
+
+func (blockArgs) Kind() string { return "block" }
+
+// napArgs is a job that runs for Millis milliseconds.
+type napArgs struct {
+	Millis int `json:"millis"`
+}
+
+func (napArgs) Kind() string { return "nap" }
+
+// jobs show and jobs list as the operator reads them: a running job shows
+// the attempt it runs (1 of 25, not 0) and the process working it as
+// host:pid; a finished attempt's run time keeps its sub-second digits; the
+// confirmation of retry and cancel says what will happen.
+func TestJobsShowDetails(t *testing.T) {
+	u, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	started, release := make(chan int64, 1), make(chan struct{})
+	workers := mr.NewWorkers()
+	mr.AddWorker(workers, mr.WorkFunc(func(ctx context.Context, j *mr.Job[blockArgs]) error {
+		started <- j.ID
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}))
+	mr.AddWorker(workers, mr.WorkFunc(func(ctx context.Context, j *mr.Job[napArgs]) error {
+		time.Sleep(time.Duration(j.Args.Millis) * time.Millisecond) // the work the test measures
+		return nil
+	}))
+	client, err := mr.NewClient(pool, mr.Config{Workers: workers,
+		Queues: map[string]mr.QueueConfig{"slow": {MaxWorkers: 1}, "nap": {MaxWorkers: 1}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		client.StopAndCancel(sctx)
+	}()
+	defer close(release)
+	nap, err := client.Insert(ctx, napArgs{Millis: 1250}, &mr.InsertOpts{Queue: "nap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Insert(ctx, blockArgs{}, &mr.InsertOpts{Queue: "slow", MaxAttempts: 25}); err != nil {
+		t.Fatal(err)
+	}
+	id := <-started
+	host, _ := os.Hostname()
+	// The job shows as running once the claim is visible.
+	var out string
+	for {
+		var code int
+		code, out, _ = millrace(t, "jobs", "show", fmt.Sprint(id), "--database-url", u)
+		if code != 0 || strings.Contains(out, "running") {
+			break
+		}
+	}
+	if !regexp.MustCompile(`(?m)^attempt +1 of 25$`).MatchString(out) || !regexp.MustCompile(fmt.Sprintf(`(?m)^worked by +%s:%d$`, regexp.QuoteMeta(host), os.Getpid())).MatchString(out) {
+		t.Errorf("jobs show of a running job: want attempt 1 of 25, worked by %s:%d:\n%s", host, os.Getpid(), out)
+	}
+	_, out, _ = millrace(t, "jobs", "list", "--queue", "slow", "--database-url", u)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || strings.Fields(lines[1])[4] != "1/25" {
+		t.Errorf("jobs list of a running job: want ATTEMPT 1/25:\n%s", out)
+	}
+
+	// The nap's attempt: 1.25 s of work shows as 1.3s, not 1s.
+	for {
+		d, err := ops.GetJob(ctx, pool, nap.ID)
+		if err != nil && !errors.Is(err, ops.ErrNotFound) { // between its live row and its history row
+			t.Fatal(err)
+		}
+		if len(d.Attempts) > 0 {
+			break
+		}
+	}
+	_, out, _ = millrace(t, "jobs", "show", fmt.Sprint(nap.ID), "--database-url", u)
+	if !regexp.MustCompile(`(?m)^1 +completed .* 1\.[2-4]s\s*$`).MatchString(out) {
+		t.Errorf("jobs show of a 1.25 s attempt: want TOOK 1.3s (or so):\n%s", out)
+	}
+
+	for action, want := range map[string]string{"retry": "job 9 will run again, as a new job: pass --yes to confirm",
+		"cancel": "job 9 will be cancelled: pass --yes to confirm"} {
+		_, _, errs := millrace(t, "jobs", action, "9", "--database-url", u)
+		oneLineErr(t, errs, want)
+	}
+	_, _, errs := millrace(t, "jobs", "retry", "9", "10", "--database-url", u)
+	oneLineErr(t, errs, "jobs 9 10 will run again, as new jobs: pass --yes to confirm")
+}
+
+func TestTook(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0s", 412 * time.Microsecond: "412µs", 1234 * time.Microsecond: "1.23ms",
+		12400 * time.Microsecond: "12ms", 1260 * time.Millisecond: "1.3s", 42 * time.Second: "42s", 192 * time.Second: "3m12s"} {
+		if got := took(d); got != want {
+			t.Errorf("took(%v) = %q, want %q", d, got, want)
+		}
 	}
 }

@@ -389,3 +389,55 @@ func RetriedAs(out string) int64 {
 	}
 	return n
 }
+
+// Process is a client process the schema knows (millrace.process): its
+// id (the owner of the jobs it works), name, host and operating system
+// pid.
+type Process struct {
+	ID   int    `json:"id"`
+	Name string `json:"name"`
+	Host string `json:"host"`
+	PID  int    `json:"pid"`
+}
+
+// String is host:pid, and the process's name when it has another.
+func (p Process) String() string {
+	s := fmt.Sprintf("%s:%d", p.Host, p.PID)
+	if p.Name != "" && p.Name != s {
+		s += " (" + p.Name + ")"
+	}
+	return s
+}
+
+// Processes reads the processes of ids from millrace.process. A process
+// that has exited and been cleaned up is not in the map. Reading the
+// table takes SELECT on it (millrace_admin has it); without, the error
+// says so and callers show the bare id.
+func Processes(ctx context.Context, db DB, ids []int) (map[int]Process, error) {
+	rows, err := db.Query(ctx, "SELECT p.id, p.name, p.host, p.pid FROM millrace.process p WHERE p.id = ANY($1)", ids)
+	if err != nil {
+		return nil, err
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Process, error) {
+		var p Process
+		return p, r.Scan(&p.ID, &p.Name, &p.Host, &p.PID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]Process, len(all))
+	for _, p := range all {
+		out[p.ID] = p
+	}
+	return out, nil
+}
+
+// RunningAttempt is the attempt a job shows: for a job running now the
+// attempt it runs (its row counts the attempts already made), else the
+// job's attempt as stored.
+func (j *Job) RunningAttempt() int {
+	if j.Live && j.State == "running" {
+		return j.Attempt + 1
+	}
+	return j.Attempt
+}

@@ -211,7 +211,7 @@ func TestBenchLeavesUserDataAlone(t *testing.T) {
 
 	out := t.TempDir()
 	args := append([]string{"--strategies", strings.Join(bench.Names(), ","), "--scenario", "idle-xid",
-		"--clean", "1s", "--stress", "1s", "--guard", policy, "--out", out}, common...)
+		"--clean", "0s", "--stress", "1s", "--guard", policy, "--out", out}, common...)
 	if err := Bench(ctx, args); err != nil {
 		t.Fatalf("bench %s: %v", strings.Join(args, " "), err)
 	}
