@@ -219,22 +219,29 @@ func (d *JobDetail) Latest() *Job {
 	return nil
 }
 
-// GetJob returns a job's live row (if any) and its history.
+// GetJob returns a job's live row (if any) and its history. The live row is
+// read first and history in a later statement: a job that finishes in
+// between is then seen live or in history, never in neither (one statement
+// would read history with its own snapshot, older than the one
+// millrace.jobs takes inside its VOLATILE function).
 func GetJob(ctx context.Context, db DB, id int64) (JobDetail, error) {
-	rows, err := db.Query(ctx, `
+	var all []Job
+	for _, q := range []string{`
 SELECT j.id, j.queue, j.kind, j.state, j.args, j.priority::int, j.attempt, j.max_attempts, j.created_at,
        j.run_at, NULL::timestamptz, NULL::timestamptz, NULL::text, j.owner, true
-FROM millrace.jobs j WHERE j.id = $1
-UNION ALL
+FROM millrace.jobs j WHERE j.id = $1`, `
 SELECT h.id, h.queue, h.kind, h.state, h.args, h.priority::int, h.attempt, h.max_attempts, h.created_at,
        NULL, h.started_at, h.finished_at, h.error, h.owner, false
-FROM millrace.history h WHERE h.id = $1`, id)
-	if err != nil {
-		return JobDetail{}, err
-	}
-	all, err := pgx.CollectRows(rows, scanJob)
-	if err != nil {
-		return JobDetail{}, err
+FROM millrace.history h WHERE h.id = $1`} {
+		rows, err := db.Query(ctx, q, id)
+		if err != nil {
+			return JobDetail{}, err
+		}
+		some, err := pgx.CollectRows(rows, scanJob)
+		if err != nil {
+			return JobDetail{}, err
+		}
+		all = append(all, some...)
 	}
 	d := JobDetail{ID: id, Attempts: []Job{}}
 	for i := range all {
