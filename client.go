@@ -352,11 +352,15 @@ func (c *Client) Leader() bool {
 	return s != nil && s.Leading()
 }
 
-// Stop stops claiming and starting jobs at once, waits for running jobs
-// until ctx ends, then cancels their contexts and returns by ctx's deadline,
-// whatever the jobs do. A job cut short by shutdown is not counted as an
-// attempt. Outcomes known by then are written; jobs claimed but not
-// finished are released to any process that works their queue.
+// Stop stops claiming and starting jobs at once and waits for running
+// jobs. A little before ctx's deadline (a fifth of the time Stop was
+// given, at most two seconds) it cancels their contexts, so that jobs that
+// honour their context return in time; Stop returns by the deadline
+// whatever the jobs do, and nil if every job returned by then. Without a
+// deadline, it cancels the jobs' contexts when ctx ends. A job cut short
+// by shutdown is not counted as an attempt. Outcomes known by then are
+// written; jobs claimed but not finished are released to any process that
+// works their queue.
 func (c *Client) Stop(ctx context.Context) error {
 	return c.stop(ctx, false)
 }

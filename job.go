@@ -167,20 +167,6 @@ func (ws *Workers) policy(kind string) pool.KindPolicy {
 	return pool.KindPolicy{Backoff: e.opts.Backoff, Timeout: e.opts.Timeout}
 }
 
-// JobSnooze, returned by a worker, runs the job again after d without
-// counting this attempt (for "not yet": a resource is busy, a rate limit).
-func JobSnooze(d time.Duration) error { return &pool.Snooze{Delay: d} }
-
-// JobCancel, returned by a worker, finishes the job as cancelled: it never
-// runs again, whatever attempts it has left. err says why (may be nil) and
-// is kept in history.
-func JobCancel(err error) error { return &pool.Cancel{Err: err} }
-
-// JobDiscard, returned by a worker, finishes the job as discarded at once,
-// whatever attempts it has left (an error retrying cannot fix). err is
-// kept in history.
-func JobDiscard(err error) error { return &pool.Discard{Err: err} }
-
 // ErrCancelled is the cause (context.Cause) of a running job's context
 // when the job was cancelled from outside (Client.Cancel, `millrace jobs
 // cancel`, SELECT millrace.cancel(id)). Whatever the worker then returns,

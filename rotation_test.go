@@ -71,25 +71,53 @@ func TestRotationUnderLoadAndLock(t *testing.T) {
 	time.Sleep(time.Second)
 	before := completed.Load() - c0
 
-	_, cur := rotationCount(t, pool)
-	next := (cur + 1) % 3
-	locker, _ := pgx.Connect(ctx, url)
-	defer locker.Close(ctx)
-	ltx, _ := locker.Begin(ctx)
-	if _, err := ltx.Exec(ctx, fmt.Sprintf("LOCK TABLE millrace.job_%d IN ACCESS SHARE MODE", next)); err != nil {
+	// Lock the slot the ring rotates into next (the ring's size is
+	// millrace.slots()). A rotation between reading the current slot and
+	// taking the lock would make the locked slot current: then start over.
+	var slots int
+	if err := pool.QueryRow(ctx, "SELECT millrace.slots()").Scan(&slots); err != nil {
 		t.Fatal(err)
 	}
-	idLocked, _ := rotationCount(t, pool)
+	locker, _ := pgx.Connect(ctx, url)
+	defer locker.Close(ctx)
+	var (
+		next     int
+		idLocked int64
+		ltx      pgx.Tx
+	)
+	for {
+		_, cur := rotationCount(t, pool)
+		next = (cur + 1) % slots
+		ltx, _ = locker.Begin(ctx)
+		if _, err := ltx.Exec(ctx, fmt.Sprintf("LOCK TABLE millrace.job_%d IN ACCESS SHARE MODE", next)); err != nil {
+			t.Fatal(err)
+		}
+		var seg int
+		idLocked, seg = rotationCount(t, pool)
+		if seg == cur {
+			break
+		}
+		ltx.Rollback(ctx)
+	}
 	c1, i1 := completed.Load(), inserted.Load()
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // the window over which rates are measured, ten rotation periods
 	during := completed.Load() - c1
 	insertedDuring := inserted.Load() - i1
-	idAfter, segAfter := rotationCount(t, pool)
-	if segAfter == next || idAfter > idLocked {
-		// A rotation that happened must not have emptied the locked segment.
-		if segAfter == next {
-			t.Fatalf("segment %d became current while another session held ACCESS SHARE on it", next)
-		}
+	// Rotations are due every 200ms. A lock on a clean slot does not stop
+	// the ring from writing into it (producers and claims take ROW
+	// EXCLUSIVE, which ACCESS SHARE allows): the first rotation goes into
+	// the locked slot, and the ring then goes on past it, while the slot
+	// itself cannot be reclaimed until the lock goes.
+	rows, _ := pool.Query(ctx, "SELECT segment FROM millrace.rotation WHERE id > $1 ORDER BY id", idLocked)
+	segs, err := pgx.CollectRows(rows, pgx.RowTo[int16])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) < 2 {
+		t.Fatalf("%d rotations in 2s while slot %d was locked; the ring stalled", len(segs), next)
+	}
+	if int(segs[0]) != next {
+		t.Fatalf("the first rotation after slot %d was locked went into slot %d: the test locked the wrong slot", next, segs[0])
 	}
 	t.Logf("completed/s before lock %d, during 2s lock %.0f/s; inserted during lock %d", before, float64(during)/2, insertedDuring)
 	if float64(during)/2 < 0.5*float64(before) {

@@ -82,6 +82,53 @@ func TestStopKeepsItsWord(t *testing.T) {
 	}
 }
 
+// TestStopInTimeIsNil: Stop with a deadline, whose running jobs return as
+// soon as their context is cancelled, returns nil: it cancels them before
+// the deadline, so they return in time. A job cut short this way is not
+// an attempt, and runs again in the next process.
+func TestStopInTimeIsNil(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	running := make(chan struct{}, 2)
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		running <- struct{}{}
+		<-ctx.Done() // honours its context, and only returns then
+		return ctx.Err()
+	}))
+	c, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 2}}})
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.Insert(ctx, countArgs{N: 1}, nil)
+	b, _ := c.Insert(ctx, countArgs{N: 2}, nil)
+	<-running
+	<-running
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := c.Stop(sctx); err != nil {
+		t.Fatalf("Stop = %v; want nil: every job returned as soon as its context was cancelled", err)
+	}
+	s := &seen{runs: map[int]int{}}
+	next, _ := millrace.NewClient(pool, millrace.Config{Workers: countingWorkers(s, 0), Logger: quietLogger(),
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 2}}})
+	if err := next.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer next.Stop(ctx)
+	waitFor(t, "both jobs to run in the next process", 20*time.Second, func() bool { return s.n.Load() >= 2 })
+	for _, id := range []int64{a.ID, b.ID} {
+		j, err := millrace.JobByID(ctx, pool, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Attempt > 1 {
+			t.Errorf("job %d: a run cut short by Stop counted as an attempt (attempt %d)", id, j.Attempt)
+		}
+	}
+}
+
 // TestStopAndCancel cancels running jobs at once; a job cut short is not
 // an attempt.
 func TestStopAndCancel(t *testing.T) {

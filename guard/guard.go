@@ -32,6 +32,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -161,11 +162,13 @@ func New(pool *pgxpool.Pool, p *Policy, opts Options) *Guard {
 	return g
 }
 
-// standbyName is host:port of a connection string, or the string itself.
+// standbyName is host:port of a connection string, or the string itself
+// with its password redacted (it names the standby in logs and metric
+// labels).
 func standbyName(u string) string {
 	cfg, err := pgx.ParseConfig(u)
 	if err != nil {
-		return u
+		return cmdline.Redact(u)
 	}
 	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
 }

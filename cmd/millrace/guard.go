@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/guard"
+	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -85,7 +86,7 @@ func guardPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 
 func runGuardWatch(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("guard watch", flag.ContinueOnError)
-	url := fs.String("database-url", os.Getenv("DATABASE_URL"), "primary to guard (default $DATABASE_URL)")
+	url := fs.String("database-url", "", "primary to guard (default $DATABASE_URL)")
 	policyPath := fs.String("policy", "", "policy file (YAML; see docs/guard.md)")
 	var standbys stringList
 	fs.Var(&standbys, "standby-url", "connection string of a standby to watch directly (repeatable)")
@@ -109,7 +110,7 @@ func runGuardWatch(ctx context.Context, args []string) error {
 	if *logJSON {
 		handler = slog.NewJSONHandler(os.Stderr, nil)
 	}
-	logger := slog.New(handler)
+	logger := slog.New(cmdline.RedactingHandler(handler))
 	pool, err := guardPool(ctx, *url)
 	if err != nil {
 		return err
@@ -165,6 +166,7 @@ func runGuardCheck(ctx context.Context, args []string) error {
 		}
 	}
 	st, line := guardCheck(ctx, args)
+	line = cmdline.Escape(cmdline.Redact(line))
 	fmt.Println(line)
 	if st == guard.OK {
 		return nil
@@ -177,7 +179,7 @@ func runGuardCheck(ctx context.Context, args []string) error {
 // guardCheck runs the check and returns its status and one-line summary.
 func guardCheck(ctx context.Context, args []string) (guard.Status, string) {
 	fs := flag.NewFlagSet("guard check", flag.ContinueOnError)
-	url := fs.String("database-url", os.Getenv("DATABASE_URL"), "primary to check (default $DATABASE_URL)")
+	url := fs.String("database-url", "", "primary to check (default $DATABASE_URL)")
 	policyPath := fs.String("policy", "", "policy file (optional: its watch_tables are reported)")
 	var standbys stringList
 	fs.Var(&standbys, "standby-url", "connection string of a standby to inspect directly (repeatable)")

@@ -11,8 +11,9 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
+
+	"github.com/millrace/millrace/internal/cmdline"
 )
 
 // command is one subcommand of the binary.
@@ -58,6 +59,9 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
+	// Whatever the command prints, no password or token of its command
+	// line or environment appears in it.
+	cmdline.SecretsFromArgs(os.Args[2:], []string{"database-url", "standby-url", "token", "basic-auth"}, []string{"MILLRACE_UI_TOKEN", "MILLRACE_UI_BASIC_AUTH"})
 	// Ctrl-C and SIGTERM cancel the context; commands tear down what they
 	// started (clusters, holder sessions) before returning.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -78,32 +82,27 @@ func main() {
 // check prints its one line on stdout); main only exits with its status.
 type quiet interface{ Quiet() }
 
-// oneLine renders err on one line: monitoring systems and log shippers
-// read one line per event, and Postgres errors can span several.
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
-}
+// oneLine renders err on one line (cmdline.Message): monitoring systems
+// and log shippers read one line per event, and Postgres errors can span
+// several; the root cause comes first, passwords are redacted.
+func oneLine(err error) string { return cmdline.Message(err) }
 
-// parseArgs parses fs's flags wherever they appear among args (Go's flag
-// package stops at the first argument that is not a flag, which let
-// `migrate down 0 --database-url URL` ignore the URL) and returns the
-// other arguments in order. "--" ends the flags.
+// envFlags are the flags whose default is an environment variable. The
+// flag's default stays empty (so that -h never prints the variable, whose
+// value may hold a password); parseArgs fills it in.
+var envFlags = map[string]string{"database-url": "DATABASE_URL", "token": "MILLRACE_UI_TOKEN", "basic-auth": "MILLRACE_UI_BASIC_AUTH"}
+
+// parseArgs parses fs's flags wherever they appear among args and returns
+// the other arguments in order (cmdline.Parse: a bad flag is a one-line
+// error, -h prints the usage); flags left out that have an environment
+// variable (envFlags) take its value.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var rest []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return rest, nil
-		}
-		if args[0] == "--" {
-			return append(rest, args[1:]...), nil
-		}
-		rest = append(rest, args[0])
-		args = args[1:]
+	rest, err := cmdline.Parse(fs, args)
+	if err != nil {
+		return nil, err
 	}
+	cmdline.FromEnv(fs, envFlags)
+	return rest, nil
 }
 
 // exitCoder lets a command choose its exit status (guard check uses 1 and 2).

@@ -18,7 +18,7 @@ func init() {
 
 func runMigrate(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	url := fs.String("database-url", os.Getenv("DATABASE_URL"), "database to migrate (default $DATABASE_URL)")
+	url := fs.String("database-url", "", "database to migrate (default $DATABASE_URL)")
 	yes := fs.Bool("yes", false, "confirm a destructive action (down)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, `Usage: millrace migrate up [VERSION] | down VERSION --yes | status   [--database-url URL]

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/millrace/millrace/internal/ops"
 )
 
@@ -37,7 +38,7 @@ type opFlags struct {
 
 func newOpFlags(fs *flag.FlagSet, destructive bool) opFlags {
 	f := opFlags{
-		url:  fs.String("database-url", os.Getenv("DATABASE_URL"), "database of the queue (default $DATABASE_URL)"),
+		url:  fs.String("database-url", "", "database of the queue (default $DATABASE_URL)"),
 		json: fs.Bool("json", false, "print JSON instead of a table"),
 	}
 	if destructive {
@@ -46,10 +47,33 @@ func newOpFlags(fs *flag.FlagSet, destructive bool) opFlags {
 	return f
 }
 
+// printJSON writes v as indented JSON, safe for a terminal (no C1
+// control character left raw; see cmdline.EscapeJSON).
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(cmdline.EscapeJSON(b), '\n'))
+	return err
+}
+
+// took is how long an attempt ran, to a precision that keeps two or three
+// significant digits: 412µs, 12ms, 1.3s, 42s, 3m12s.
+func took(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-"
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < 10*time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < 10*time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 func dur(d time.Duration) string {
@@ -109,7 +133,7 @@ queue is paused.`)
 		if q.Paused {
 			paused = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\n", q.Name, q.Available, q.Running, q.Scheduled, q.Discarded,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\n", cmdline.Escape(q.Name), q.Available, q.Running, q.Scheduled, q.Discarded,
 			q.Completed, q.Rate, dur(q.OldestWaiting), paused)
 	}
 	return tw.Flush()
@@ -179,8 +203,8 @@ func runJobs(ctx context.Context, args []string) error {
 			ids = append(ids, id)
 		}
 		if (action == "cancel" || action == "retry") && !*f.yes {
-			what := map[string]string{"cancel": "cancels", "retry": "runs again"}[action]
-			return fmt.Errorf("jobs %s %s %s: pass --yes to confirm", action, joinIDs(ids), what+" "+plural(len(ids), "this job", "these jobs"))
+			what := map[string]string{"cancel": "will be cancelled", "retry": "will run again, as " + plural(len(ids), "a new job", "new jobs")}[action]
+			return fmt.Errorf("%s %s %s: pass --yes to confirm", plural(len(ids), "job", "jobs"), joinIDs(ids), what)
 		}
 	}
 	filter := ops.Filter{Queue: *queue, Kind: *kind, State: *state, Limit: *limit}
@@ -198,6 +222,11 @@ func runJobs(ctx context.Context, args []string) error {
 	defer pool.Close()
 	switch action {
 	case "list":
+		if *queue != "" {
+			if err := checkQueue(ctx, pool, *queue, ""); err != nil {
+				return err
+			}
+		}
 		jobs, err := ops.ListJobs(ctx, pool, filter)
 		if err != nil {
 			return err
@@ -225,7 +254,12 @@ func runJobs(ctx context.Context, args []string) error {
 		if *f.json {
 			return printJSON(os.Stdout, d)
 		}
-		printJob(os.Stdout, d)
+		var procs map[int]ops.Process
+		if d.Live != nil && d.Live.Owner != nil {
+			// host:pid when the role may read millrace.process; else the id.
+			procs, _ = ops.Processes(ctx, pool, []int{*d.Live.Owner})
+		}
+		printJob(os.Stdout, d, procs)
 		return nil
 	}
 	// cancel, retry
@@ -243,6 +277,11 @@ func runJobs(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("job %d: %w", id, err)
 		}
+		if out == "unknown" {
+			failed++
+			last = fmt.Sprintf("job %d does not exist (not waiting, not running, not in history)", id)
+			continue
+		}
 		fmt.Printf("job %d: %s\n", id, out)
 		if out != want[0] && (len(want) < 2 || out != want[1]) && !(action == "retry" && ops.RetriedAs(out) != 0) {
 			failed++
@@ -256,6 +295,39 @@ func runJobs(ctx context.Context, args []string) error {
 		return fmt.Errorf("%d of %d jobs not %s (last: %s)", failed, len(ids), want[0], last)
 	}
 	return nil
+}
+
+// fewQueues is how many queue names an error lists; with more it says how
+// many there are and where to see them.
+const fewQueues = 10
+
+// checkQueue returns nil when name is a queue the database knows (it has
+// jobs, history, or a pause or resume of its own), else an error that
+// says which queues there are.
+func checkQueue(ctx context.Context, db ops.DB, name, hint string) error {
+	qs, err := ops.Queues(ctx, db)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(qs))
+	for _, q := range qs {
+		if q.Name == name {
+			return nil
+		}
+		names = append(names, cmdline.Escape(q.Name))
+	}
+	have := "no queue has a job yet"
+	switch {
+	case len(names) > fewQueues:
+		have = fmt.Sprintf("there are %d queues: millrace queues lists them", len(names))
+	case len(names) > 0:
+		have = "queues: " + strings.Join(names, ", ")
+	}
+	msg := fmt.Sprintf("no queue %s (%s)", cmdline.Escape(name), have)
+	if hint != "" {
+		msg += "; " + hint
+	}
+	return errors.New(msg)
 }
 
 func plural(n int, one, many string) string {
@@ -289,12 +361,14 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: want a duration (90m, 2h) or a time (2006-01-02T15:04:05Z)", s)
 }
 
+// oneLineText is s on one line, control characters escaped, cut to n
+// characters.
 func oneLineText(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n-1] + "…"
+	r := []rune(cmdline.Escape(strings.Join(strings.Fields(s), " ")))
+	if len(r) > n {
+		r = append(r[:n-1], '…')
 	}
-	return s
+	return string(r)
 }
 
 func printJobs(w io.Writer, jobs []ops.Job) {
@@ -308,29 +382,35 @@ func printJobs(w io.Writer, jobs []ops.Job) {
 		case j.RunAt != nil:
 			when = j.RunAt.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.State, j.Queue, j.Kind, j.Attempt, j.MaxAttempts,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.State, cmdline.Escape(j.Queue), cmdline.Escape(j.Kind), j.RunningAttempt(), j.MaxAttempts,
 			j.CreatedAt.Local().Format(time.DateTime), when, oneLineText(j.Error, 60))
 	}
 	tw.Flush()
 }
 
-func printJob(w io.Writer, d ops.JobDetail) {
+// printJob prints a job and its attempts; procs names the processes
+// (host:pid) that the role may read.
+func printJob(w io.Writer, d ops.JobDetail, procs map[int]ops.Process) {
 	j := d.Latest()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "id\t%d\n", d.ID)
 	fmt.Fprintf(tw, "state\t%s\n", j.State)
-	fmt.Fprintf(tw, "queue\t%s\n", j.Queue)
-	fmt.Fprintf(tw, "kind\t%s\n", j.Kind)
+	fmt.Fprintf(tw, "queue\t%s\n", cmdline.Escape(j.Queue))
+	fmt.Fprintf(tw, "kind\t%s\n", cmdline.Escape(j.Kind))
 	fmt.Fprintf(tw, "priority\t%d\n", j.Priority)
-	fmt.Fprintf(tw, "attempt\t%d of %d\n", j.Attempt, j.MaxAttempts)
+	fmt.Fprintf(tw, "attempt\t%d of %d\n", j.RunningAttempt(), j.MaxAttempts)
 	fmt.Fprintf(tw, "created\t%s\n", j.CreatedAt.Local().Format(time.RFC3339Nano))
 	if d.Live != nil && d.Live.RunAt != nil {
 		fmt.Fprintf(tw, "run at\t%s\n", d.Live.RunAt.Local().Format(time.RFC3339Nano))
 	}
 	if d.Live != nil && d.Live.Owner != nil {
-		fmt.Fprintf(tw, "worked by\tprocess %d\n", *d.Live.Owner)
+		if p, ok := procs[*d.Live.Owner]; ok {
+			fmt.Fprintf(tw, "worked by\t%s\n", cmdline.Escape(p.String()))
+		} else {
+			fmt.Fprintf(tw, "worked by\tprocess %d\n", *d.Live.Owner)
+		}
 	}
-	fmt.Fprintf(tw, "args\t%s\n", string(j.Args))
+	fmt.Fprintf(tw, "args\t%s\n", cmdline.Escape(string(j.Args)))
 	tw.Flush()
 	if len(d.Attempts) == 0 {
 		fmt.Fprintln(w, "\nno attempt has finished yet")
@@ -347,22 +427,29 @@ func printJob(w io.Writer, d ops.JobDetail) {
 		if a.FinishedAt != nil {
 			finished = a.FinishedAt.Local().Format("2006-01-02 15:04:05.000")
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt, a.State, started, finished, dur(a.Duration()), oneLineText(a.Error, 200))
+		ran := "-"
+		if a.StartedAt != nil && a.FinishedAt != nil {
+			ran = took(a.Duration())
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt, a.State, started, finished, ran, oneLineText(a.Error, 200))
 	}
 	tw.Flush()
 }
 
 func queueUsage() {
 	fmt.Fprintln(os.Stderr, `Usage:
-  millrace queue pause NAME --yes    stop handing out the queue's jobs (those running finish)
-  millrace queue resume NAME         hand them out again
+  millrace queue pause NAME --yes [--create]   stop handing out the queue's jobs (those running finish)
+  millrace queue resume NAME                   hand them out again
 
-Both take --database-url (default $DATABASE_URL).`)
+NAME must be a queue the database knows (millrace queues lists them);
+--create pauses a queue ahead of its first job. Both take --database-url
+(default $DATABASE_URL).`)
 }
 
 func runQueue(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("queue", flag.ContinueOnError)
 	f := newOpFlags(fs, true)
+	create := fs.Bool("create", false, "queue pause: pause a queue that has no job yet, ahead of its first job")
 	fs.Usage = func() { queueUsage(); fs.PrintDefaults() }
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -397,6 +484,18 @@ func runQueue(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	// A typo must not create a queue: acting on a queue the database does
+	// not know is an error, but for pausing one ahead of its first job,
+	// asked for with --create.
+	if !(action == "pause" && *create) {
+		hint := ""
+		if action == "pause" {
+			hint = "pass --create to pause it ahead of its first job"
+		}
+		if err := checkQueue(ctx, pool, name, hint); err != nil {
+			return err
+		}
+	}
 	if action == "pause" {
 		err = ops.Pause(ctx, pool, name)
 	} else {
@@ -416,6 +515,6 @@ func runQueue(ctx context.Context, args []string) error {
 	if *f.json {
 		return printJSON(os.Stdout, map[string]any{"queue": name, "paused": paused})
 	}
-	fmt.Printf("queue %s: %s\n", name, state)
+	fmt.Printf("queue %s: %s\n", cmdline.Escape(name), state)
 	return nil
 }

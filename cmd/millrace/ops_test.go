@@ -7,15 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	mr "github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/ops/opstest"
+	"github.com/millrace/millrace/internal/pgtest"
 )
 
 // millrace runs the real command (this test binary, started again with
@@ -224,7 +229,7 @@ func TestJobsCancelRetryCommands(t *testing.T) {
 	if code != 1 {
 		t.Errorf("retry of an unknown job: exit %d", code)
 	}
-	oneLineErr(t, errs, "unknown")
+	oneLineErr(t, errs, "job 987654 does not exist")
 }
 
 // millrace ui serves the dashboard until it is interrupted.
@@ -273,5 +278,252 @@ func TestUICommand(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("with the token: %d", resp.StatusCode)
+	}
+}
+
+// On a database without the schema every operator command says, in one
+// line, what to run; not the server's SQLSTATE.
+func TestNoSchemaNamesMigrate(t *testing.T) {
+	u := pgtest.NewDatabase(t)
+	for _, args := range [][]string{{"queues"}, {"jobs", "list"}, {"jobs", "list", "--queue", "q"}, {"jobs", "show", "1"},
+		{"jobs", "cancel", "1", "--yes"}, {"jobs", "retry", "1", "--yes"}, {"queue", "pause", "q", "--yes"}, {"queue", "resume", "q"}} {
+		code, out, errs := millrace(t, append(args, "--database-url", u)...)
+		if code != 1 || out != "" || strings.Contains(errs, "SQLSTATE") {
+			t.Errorf("millrace %s: exit %d, stdout %q, stderr %q; want exit 1 and one line naming millrace migrate up", strings.Join(args, " "), code, out, errs)
+		}
+		oneLineErr(t, errs, "run `millrace migrate up`")
+	}
+}
+
+// A wrong database name: the root cause first, once (with sslmode=prefer
+// the driver first tries TLS, which the server refuses; that is not it).
+func TestConnectRootCause(t *testing.T) {
+	base, err := pgtest.ServerURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu, err := url.Parse(base)
+	if err != nil || pu.Scheme == "" {
+		t.Skipf("needs a URL-form server URL: %v", err)
+	}
+	q := pu.Query()
+	q.Del("sslmode")
+	pu.RawQuery = q.Encode()
+	pu.Path = "/nosuchdb"
+	for _, args := range [][]string{{"queues"}, {"migrate", "status"}, {"jobs", "show", "1"}} {
+		code, _, errs := millrace(t, append(args, "--database-url", pu.String())...)
+		if code != 1 || !strings.HasPrefix(errs, "millrace "+args[0]+`: database "nosuchdb" does not exist`) ||
+			strings.Count(errs, "nosuchdb\" does not exist") != 1 || strings.Contains(errs, "tls") {
+			t.Errorf("millrace %s on a wrong database: exit %d, %q; want the root cause first, once", strings.Join(args, " "), code, errs)
+		}
+		oneLineErr(t, errs, "does not exist")
+	}
+	code, out, _ := millrace(t, "guard", "check", "--database-url", pu.String())
+	if code != 3 || !strings.HasPrefix(out, `UNKNOWN: database "nosuchdb" does not exist`) {
+		t.Errorf("guard check on a wrong database: exit %d, %q", code, out)
+	}
+}
+
+// Acting on a queue or job that does not exist is an error that says
+// which queues there are; a typo creates no queue. Pausing a queue ahead
+// of its first job asks for --create.
+func TestUnknownQueueAndJob(t *testing.T) {
+	u, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	opstest.Enqueue(t, pool, "report", "reports", `{}`, time.Hour)
+	queues := func() string {
+		qs, err := ops.Queues(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, q := range qs {
+			names = append(names, q.Name)
+		}
+		return strings.Join(names, ",")
+	}
+	for _, args := range [][]string{{"queue", "pause", "nosuchqueue", "--yes"}, {"queue", "resume", "nosuchqueue"}, {"jobs", "list", "--queue", "nosuchqueue"}} {
+		code, out, errs := millrace(t, append(args, "--database-url", u)...)
+		if code != 1 || out != "" {
+			t.Errorf("millrace %s: exit %d, stdout %q; want exit 1", strings.Join(args, " "), code, out)
+		}
+		oneLineErr(t, errs, "no queue nosuchqueue (queues: email, reports)")
+		if args[1] == "pause" && !strings.Contains(errs, "--create") {
+			t.Errorf("pause of an unknown queue does not name --create: %q", errs)
+		}
+	}
+	if got := queues(); got != "email,reports" {
+		t.Fatalf("after commands on an unknown queue, the queues are %s", got)
+	}
+	code, out, errs := millrace(t, "queue", "pause", "early", "--yes", "--create", "--database-url", u)
+	if code != 0 || strings.TrimSpace(out) != "queue early: paused" {
+		t.Fatalf("pause --create: exit %d %q %s", code, out, errs)
+	}
+	if p, _ := ops.Paused(ctx, pool, "early"); !p || queues() != "early,email,reports" {
+		t.Fatalf("pause --create: paused %v, queues %s", p, queues())
+	}
+	code, out, _ = millrace(t, "queue", "resume", "early", "--database-url", u)
+	if code != 0 || strings.TrimSpace(out) != "queue early: active" {
+		t.Errorf("resume of a queue paused ahead of its first job: exit %d %q", code, out)
+	}
+
+	for _, action := range []string{"cancel", "retry"} {
+		code, out, errs := millrace(t, "jobs", action, "987654", "--yes", "--database-url", u)
+		if code != 1 || out != "" {
+			t.Errorf("jobs %s of an unknown job: exit %d, stdout %q", action, code, out)
+		}
+		oneLineErr(t, errs, "job 987654 does not exist")
+	}
+
+	// With many queues the error says how many and where to see them.
+	for i := range fewQueues {
+		opstest.Enqueue(t, pool, "x", fmt.Sprintf("q%02d", i), `{}`, 0)
+	}
+	_, _, errs = millrace(t, "queue", "resume", "nosuchqueue", "--database-url", u)
+	oneLineErr(t, errs, fmt.Sprintf("no queue nosuchqueue (there are %d queues: millrace queues lists them)", fewQueues+3))
+}
+
+// Producer-chosen names, kinds, arguments and errors reach the terminal
+// escaped: a newline forges no row, an escape sequence (a terminal title,
+// a C1 CSI) does nothing.
+func TestControlCharsEscaped(t *testing.T) {
+	u, pool := opstest.NewDatabase(t)
+	evil := "evil\nforged  9  0  0  0  0  0.00  -  no\x1b]0;title\x07"
+	id := opstest.Enqueue(t, pool, "kind\x1b[2J\u009b31m", evil, `{"note":"\u009b2J\u202e"}`, 0)
+	raw := []string{"\x1b", "\x07", "\u009b", "\u202e", "evil\nforged"}
+	check := func(what, out string) {
+		t.Helper()
+		for _, r := range raw {
+			if strings.Contains(out, r) {
+				t.Errorf("%s prints %q raw:\n%s", what, r, out)
+			}
+		}
+	}
+	for _, args := range [][]string{{"queues"}, {"queues", "--json"}, {"jobs", "list"}, {"jobs", "list", "--json"}, {"jobs", "show", fmt.Sprint(id)},
+		{"jobs", "show", "--json", fmt.Sprint(id)}, {"jobs", "list", "--queue", evil}, {"queue", "pause", evil, "--yes"}, {"queue", "resume", evil},
+		{"queue", "pause", evil}, {"queue", "resume", evil + "x"}, {"jobs", "list", "--kind", "\x1b]0;t\x07"}} {
+		code, out, errs := millrace(t, append(args, "--database-url", u)...)
+		check(fmt.Sprintf("millrace %q (exit %d)", args, code), out+errs)
+	}
+	code, out, _ := millrace(t, "queues", "--database-url", u)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 2 || !strings.Contains(lines[1], `evil\nforged`) || !strings.Contains(lines[1], `\x1b]0;title\x07`) {
+		t.Errorf("queues: want the header and one row with the name escaped:\n%s", out)
+	}
+	code, out, _ = millrace(t, "queues", "--json", "--database-url", u)
+	var raws []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &raws) != nil || len(raws) != 1 || raws[0]["name"] != evil {
+		t.Errorf("queues --json: the name must decode to itself: %q", out)
+	}
+	code, out, _ = millrace(t, "jobs", "show", fmt.Sprint(id), "--database-url", u)
+	if code != 0 || !strings.Contains(out, `kind\x1b[2J\u009b31m`) || !strings.Contains(out, `\u009b2J\u202e`) {
+		t.Errorf("jobs show: want the kind and args escaped:\n%s", out)
+	}
+}
+
+// blockArgs is a job that runs until its test lets it go.
+type blockArgs struct{}
+
+func (blockArgs) Kind() string { return "block" }
+
+// napArgs is a job that runs for Millis milliseconds.
+type napArgs struct {
+	Millis int `json:"millis"`
+}
+
+func (napArgs) Kind() string { return "nap" }
+
+// jobs show and jobs list as the operator reads them: a running job shows
+// the attempt it runs (1 of 25, not 0) and the process working it as
+// host:pid; a finished attempt's run time keeps its sub-second digits; the
+// confirmation of retry and cancel says what will happen.
+func TestJobsShowDetails(t *testing.T) {
+	u, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	started, release := make(chan int64, 1), make(chan struct{})
+	workers := mr.NewWorkers()
+	mr.AddWorker(workers, mr.WorkFunc(func(ctx context.Context, j *mr.Job[blockArgs]) error {
+		started <- j.ID
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}))
+	mr.AddWorker(workers, mr.WorkFunc(func(ctx context.Context, j *mr.Job[napArgs]) error {
+		time.Sleep(time.Duration(j.Args.Millis) * time.Millisecond) // the work the test measures
+		return nil
+	}))
+	client, err := mr.NewClient(pool, mr.Config{Workers: workers,
+		Queues: map[string]mr.QueueConfig{"slow": {MaxWorkers: 1}, "nap": {MaxWorkers: 1}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		client.StopAndCancel(sctx)
+	}()
+	defer close(release)
+	nap, err := client.Insert(ctx, napArgs{Millis: 1250}, &mr.InsertOpts{Queue: "nap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Insert(ctx, blockArgs{}, &mr.InsertOpts{Queue: "slow", MaxAttempts: 25}); err != nil {
+		t.Fatal(err)
+	}
+	id := <-started
+	host, _ := os.Hostname()
+	// The job shows as running once the claim is visible.
+	var out string
+	for {
+		var code int
+		code, out, _ = millrace(t, "jobs", "show", fmt.Sprint(id), "--database-url", u)
+		if code != 0 || strings.Contains(out, "running") {
+			break
+		}
+	}
+	if !regexp.MustCompile(`(?m)^attempt +1 of 25$`).MatchString(out) || !regexp.MustCompile(fmt.Sprintf(`(?m)^worked by +%s:%d$`, regexp.QuoteMeta(host), os.Getpid())).MatchString(out) {
+		t.Errorf("jobs show of a running job: want attempt 1 of 25, worked by %s:%d:\n%s", host, os.Getpid(), out)
+	}
+	_, out, _ = millrace(t, "jobs", "list", "--queue", "slow", "--database-url", u)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || strings.Fields(lines[1])[4] != "1/25" {
+		t.Errorf("jobs list of a running job: want ATTEMPT 1/25:\n%s", out)
+	}
+
+	// The nap's attempt: 1.25 s of work shows as 1.3s, not 1s.
+	for {
+		d, err := ops.GetJob(ctx, pool, nap.ID)
+		if err != nil { // a job is live or in history, never in neither
+			t.Fatal(err)
+		}
+		if len(d.Attempts) > 0 {
+			break
+		}
+	}
+	_, out, _ = millrace(t, "jobs", "show", fmt.Sprint(nap.ID), "--database-url", u)
+	if !regexp.MustCompile(`(?m)^1 +completed .* 1\.[2-4]s\s*$`).MatchString(out) {
+		t.Errorf("jobs show of a 1.25 s attempt: want TOOK 1.3s (or so):\n%s", out)
+	}
+
+	for action, want := range map[string]string{"retry": "job 9 will run again, as a new job: pass --yes to confirm",
+		"cancel": "job 9 will be cancelled: pass --yes to confirm"} {
+		_, _, errs := millrace(t, "jobs", action, "9", "--database-url", u)
+		oneLineErr(t, errs, want)
+	}
+	_, _, errs := millrace(t, "jobs", "retry", "9", "10", "--database-url", u)
+	oneLineErr(t, errs, "jobs 9 10 will run again, as new jobs: pass --yes to confirm")
+}
+
+func TestTook(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0s", 412 * time.Microsecond: "412µs", 1234 * time.Microsecond: "1.23ms",
+		12400 * time.Microsecond: "12ms", 1260 * time.Millisecond: "1.3s", 42 * time.Second: "42s", 192 * time.Second: "3m12s"} {
+		if got := took(d); got != want {
+			t.Errorf("took(%v) = %q, want %q", d, got, want)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/guard"
+	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/millrace/millrace/ui"
 )
 
@@ -26,10 +27,10 @@ const uiApplicationName = "millrace-ui"
 
 func runUI(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("ui", flag.ContinueOnError)
-	url := fs.String("database-url", os.Getenv("DATABASE_URL"), "database of the queue (default $DATABASE_URL)")
+	url := fs.String("database-url", "", "database of the queue (default $DATABASE_URL)")
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on")
-	token := fs.String("token", os.Getenv("MILLRACE_UI_TOKEN"), "require this token of every request (default $MILLRACE_UI_TOKEN)")
-	basic := fs.String("basic-auth", os.Getenv("MILLRACE_UI_BASIC_AUTH"), "require HTTP basic auth USER:PASS (default $MILLRACE_UI_BASIC_AUTH)")
+	token := fs.String("token", "", "require this token of every request (default $MILLRACE_UI_TOKEN)")
+	basic := fs.String("basic-auth", "", "require HTTP basic auth USER:PASS (default $MILLRACE_UI_BASIC_AUTH)")
 	policy := fs.String("policy", "", "guard policy file: name workload classes and show what the guard would do (dry run)")
 	readOnly := fs.Bool("read-only", false, "offer no action, whatever the database role may do")
 	hosts := fs.String("allowed-hosts", os.Getenv("MILLRACE_UI_ALLOWED_HOSTS"), "names the dashboard is reached as, comma-separated (\"queue.example.com\", \".example.com\" and its subdomains); localhost, IP addresses and the --listen host are always allowed (default $MILLRACE_UI_ALLOWED_HOSTS)")
@@ -53,7 +54,7 @@ another name, list it. See docs/ui.md.`)
 	if len(pos) > 0 {
 		return fmt.Errorf("unexpected argument %q", pos[0])
 	}
-	opts := ui.Options{Token: *token, ReadOnly: *readOnly, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	opts := ui.Options{Token: *token, ReadOnly: *readOnly, Logger: slog.New(cmdline.RedactingHandler(slog.NewTextHandler(os.Stderr, nil)))}
 	if *basic != "" {
 		u, p, ok := strings.Cut(*basic, ":")
 		if !ok || u == "" || p == "" {
@@ -81,6 +82,11 @@ another name, list it. See docs/ui.md.`)
 		return err
 	}
 	defer pool.Close()
+	var haveSchema bool
+	if err := pool.QueryRow(ctx, "SELECT to_regnamespace('millrace') IS NOT NULL").Scan(&haveSchema); err == nil && !haveSchema {
+		// The horizon page works without it; the queue's pages wait for it.
+		fmt.Fprintln(os.Stderr, "millrace ui: warning: "+cmdline.NoSchema)
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err

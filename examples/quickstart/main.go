@@ -5,6 +5,11 @@
 //
 //	go run ./examples/quickstart                  # on a throwaway cluster
 //	DATABASE_URL=postgres://... go run ./examples/quickstart
+//
+// It imports only public packages, so it can be copied into a module of
+// your own as it is. Without DATABASE_URL it starts a throwaway cluster
+// with package pgcluster, which needs the PostgreSQL server binaries
+// (apt-get install postgresql); with DATABASE_URL it uses that database.
 package main
 
 import (
@@ -17,7 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/millracetest/pgcluster"
 )
 
 // ResizeArgs are the arguments of an image-resize job.
@@ -33,7 +38,7 @@ func main() {
 	ctx := context.Background()
 	url := os.Getenv("DATABASE_URL")
 	if url == "" {
-		cluster, err := pgtest.Start(ctx, pgtest.Options{})
+		cluster, err := pgcluster.Start(ctx, pgcluster.Options{})
 		if err != nil {
 			log.Fatal(err)
 		}

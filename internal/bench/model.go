@@ -90,6 +90,13 @@ type Summary struct {
 	// Mix is --mix (left out without one).
 	Mix        *Mix                        `json:"mix,omitempty"`
 	Strategies map[string]*StrategySummary `json:"strategies"`
+	// Interrupted is set when the run was interrupted (Ctrl-C): Strategies
+	// then holds the strategies that ran, each with the phases it got to
+	// (a phase cut short counts the seconds it ran; one that had not
+	// run a full second is left out).
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Error is why a run that failed stopped (left out when it did not).
+	Error string `json:"error,omitempty"`
 }
 
 // StrategySummary is one strategy's results in a Summary.

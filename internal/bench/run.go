@@ -16,6 +16,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -273,25 +274,35 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	res := &Result{Summary: sum}
 	enc := json.NewEncoder(ts)
-	for _, name := range cfg.Strategies {
-		ss, samples, err := runOne(ctx, &cfg, name, func(s Sample) error { return enc.Encode(s) })
-		res.Samples = append(res.Samples, samples...)
-		if ss != nil {
-			sum.Strategies[name] = ss
+	runErr := func() error {
+		for _, name := range cfg.Strategies {
+			ss, samples, err := runOne(ctx, &cfg, name, func(s Sample) error { return enc.Encode(s) })
+			res.Samples = append(res.Samples, samples...)
+			if ss != nil {
+				sum.Strategies[name] = ss
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			fmt.Fprintln(cfg.Progress, strategyLine(name, ss, cfg.TTY))
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", name, err)
-		}
-		fmt.Fprintln(cfg.Progress, strategyLine(name, ss, cfg.TTY))
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
+		return nil
+	}()
+	// Every run writes its summary: an interrupted one (Ctrl-C) says so
+	// and holds the strategies and phases that ran, a failed one its error.
+	if ctx.Err() != nil {
+		sum.Interrupted = true
+	} else if runErr != nil {
+		sum.Error = cmdline.Redact(runErr.Error())
 	}
 	b, err := json.MarshalIndent(sum, "", "  ")
-	if err != nil {
-		return res, err
+	if err == nil {
+		err = os.WriteFile(filepath.Join(cfg.Out, "summary.json"), append(b, '\n'), 0o644)
 	}
-	return res, os.WriteFile(filepath.Join(cfg.Out, "summary.json"), append(b, '\n'), 0o644)
+	return res, cmp.Or(runErr, err)
 }
 
 // phaseHists are the latency histograms of one phase (pickup: as the

@@ -219,22 +219,29 @@ func (d *JobDetail) Latest() *Job {
 	return nil
 }
 
-// GetJob returns a job's live row (if any) and its history.
+// GetJob returns a job's live row (if any) and its history. The live row is
+// read first and history in a later statement: a job that finishes in
+// between is then seen live or in history, never in neither (one statement
+// would read history with its own snapshot, older than the one
+// millrace.jobs takes inside its VOLATILE function).
 func GetJob(ctx context.Context, db DB, id int64) (JobDetail, error) {
-	rows, err := db.Query(ctx, `
+	var all []Job
+	for _, q := range []string{`
 SELECT j.id, j.queue, j.kind, j.state, j.args, j.priority::int, j.attempt, j.max_attempts, j.created_at,
        j.run_at, NULL::timestamptz, NULL::timestamptz, NULL::text, j.owner, true
-FROM millrace.jobs j WHERE j.id = $1
-UNION ALL
+FROM millrace.jobs j WHERE j.id = $1`, `
 SELECT h.id, h.queue, h.kind, h.state, h.args, h.priority::int, h.attempt, h.max_attempts, h.created_at,
        NULL, h.started_at, h.finished_at, h.error, h.owner, false
-FROM millrace.history h WHERE h.id = $1`, id)
-	if err != nil {
-		return JobDetail{}, err
-	}
-	all, err := pgx.CollectRows(rows, scanJob)
-	if err != nil {
-		return JobDetail{}, err
+FROM millrace.history h WHERE h.id = $1`} {
+		rows, err := db.Query(ctx, q, id)
+		if err != nil {
+			return JobDetail{}, err
+		}
+		some, err := pgx.CollectRows(rows, scanJob)
+		if err != nil {
+			return JobDetail{}, err
+		}
+		all = append(all, some...)
 	}
 	d := JobDetail{ID: id, Attempts: []Job{}}
 	for i := range all {
@@ -388,4 +395,56 @@ func RetriedAs(out string) int64 {
 		return 0
 	}
 	return n
+}
+
+// Process is a client process the schema knows (millrace.process): its
+// id (the owner of the jobs it works), name, host and operating system
+// pid.
+type Process struct {
+	ID   int    `json:"id"`
+	Name string `json:"name"`
+	Host string `json:"host"`
+	PID  int    `json:"pid"`
+}
+
+// String is host:pid, and the process's name when it has another.
+func (p Process) String() string {
+	s := fmt.Sprintf("%s:%d", p.Host, p.PID)
+	if p.Name != "" && p.Name != s {
+		s += " (" + p.Name + ")"
+	}
+	return s
+}
+
+// Processes reads the processes of ids from millrace.process. A process
+// that has exited and been cleaned up is not in the map. Reading the
+// table takes SELECT on it (millrace_admin has it); without, the error
+// says so and callers show the bare id.
+func Processes(ctx context.Context, db DB, ids []int) (map[int]Process, error) {
+	rows, err := db.Query(ctx, "SELECT p.id, p.name, p.host, p.pid FROM millrace.process p WHERE p.id = ANY($1)", ids)
+	if err != nil {
+		return nil, err
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Process, error) {
+		var p Process
+		return p, r.Scan(&p.ID, &p.Name, &p.Host, &p.PID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]Process, len(all))
+	for _, p := range all {
+		out[p.ID] = p
+	}
+	return out, nil
+}
+
+// RunningAttempt is the attempt a job shows: for a job running now the
+// attempt it runs (its row counts the attempts already made), else the
+// job's attempt as stored.
+func (j *Job) RunningAttempt() int {
+	if j.Live && j.State == "running" {
+		return j.Attempt + 1
+	}
+	return j.Attempt
 }

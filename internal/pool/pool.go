@@ -801,20 +801,36 @@ func unfenced(acks []storage.Ack, fenced []int64) []storage.Ack {
 	return out
 }
 
-// Stop stops claiming and starting jobs at once, lets running jobs finish
-// until ctx ends, then cancels their contexts and returns by ctx's
-// deadline whatever they do. The outcomes known by then are written, and
-// the batches this process still holds (jobs claimed but not started, or
-// cut short) are released to any claimer of their queue.
+// Stop stops claiming and starting jobs at once and lets running jobs
+// finish. When ctx has a deadline, the jobs' contexts are cancelled a
+// little before it (see stopGrace), so that jobs that honour their context
+// return in time; without one, when ctx ends. Stop returns by ctx's
+// deadline whatever the jobs do, and nil if every job returned by then.
+// The outcomes known by then are written, and the batches this process
+// still holds (jobs claimed but not started, or cut short) are released to
+// any claimer of their queue.
 func (p *Pool) Stop(ctx context.Context) error {
 	p.stopping.Store(true)
 	p.stopClaims()
 	p.claimersWG.Wait()
 	finished := make(chan struct{})
 	go func() { p.workersWG.Wait(); close(finished) }()
+	var cancelAt <-chan time.Time
+	if deadline, ok := ctx.Deadline(); ok {
+		t := time.NewTimer(time.Until(deadline) - p.stopGrace(time.Until(deadline)))
+		defer t.Stop()
+		cancelAt = t.C
+	}
 	var err error
 	select {
 	case <-finished:
+	case <-cancelAt:
+		p.cancelJobs()
+		select {
+		case <-finished:
+		case <-ctx.Done():
+			err = fmt.Errorf("millrace: stop deadline passed with jobs still running after their context was cancelled; %w", ctx.Err())
+		}
 	case <-ctx.Done():
 		err = fmt.Errorf("millrace: stop deadline passed with jobs still running; %w", ctx.Err())
 	}
@@ -834,6 +850,13 @@ func (p *Pool) Stop(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// stopGrace is the part of the time left to Stop that running jobs get
+// after their context is cancelled, to return and have what they did
+// written: a fifth of it, at most TimeoutGrace (2s by default).
+func (p *Pool) stopGrace(left time.Duration) time.Duration {
+	return max(min(left/5, p.cfg.TimeoutGrace), 0)
 }
 
 // StopAndCancel cancels the context of every running job at once, then

@@ -1,11 +1,15 @@
-// Package schema installs and removes the millrace storage protocol: the SQL
-// migrations embedded in the binary, one pair of files per version, applied
-// under an advisory lock so that several processes may migrate at once.
+// Package schema installs and removes the millrace storage protocol: the
+// versioned migrations (tables, indexes, data moves; one pair of files per
+// version) and the current definition of every function (functions/*.sql,
+// one file per area), embedded in the binary and applied under an advisory
+// lock so that several processes may migrate at once.
 package schema
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,8 +22,34 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql functions/*.sql
 var files embed.FS
+
+// functionFiles are the files of functions/, in the order Migrate applies
+// them (grants last: a function created since the last run gets EXECUTE
+// for PUBLIC from Postgres until grants.sql revokes it).
+var functionFiles = []string{"ring", "history", "insert", "claim", "ack", "leader", "admin", "grants"}
+
+// functionsSince is the first version whose functions live in functions/:
+// Migrate applies them once the database is at Latest and at least this.
+const functionsSince = 7
+
+// Functions returns the text Migrate applies after the versioned
+// migrations (every functions/*.sql file in order) and its SHA-256.
+func Functions() (text, hash string, err error) {
+	var b strings.Builder
+	for _, name := range functionFiles {
+		body, err := files.ReadFile("functions/" + name + ".sql")
+		if err != nil {
+			return "", "", err
+		}
+		fmt.Fprintf(&b, "-- functions/%s.sql\n", name)
+		b.Write(body)
+		b.WriteString("\n")
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return b.String(), hex.EncodeToString(sum[:]), nil
+}
 
 // Migration is one version of the schema.
 type Migration struct {
@@ -150,8 +180,10 @@ func applied(ctx context.Context, conn *pgxpool.Conn) (map[int]time.Time, error)
 	return out, rows.Err()
 }
 
-// Up applies every migration not yet applied, up to target (0 = latest), each
-// in its own transaction. It returns the versions it applied.
+// Up applies every migration not yet applied, up to target (0 = latest),
+// and then, when the database is at the latest version, the functions of
+// functions/ unless the newest set applied has the same hash: all in one
+// transaction. It returns the versions it applied.
 func Up(ctx context.Context, pool *pgxpool.Pool, target int) ([]int, error) {
 	all, err := All()
 	if err != nil {
@@ -162,6 +194,10 @@ func Up(ctx context.Context, pool *pgxpool.Pool, target int) ([]int, error) {
 	}
 	if target < 0 || target > len(all) {
 		return nil, fmt.Errorf("schema: no migration version %d (this binary has 1..%d)", target, len(all))
+	}
+	fnText, fnHash, err := Functions()
+	if err != nil {
+		return nil, err
 	}
 	var done []int
 	err = withLock(ctx, pool, func(conn *pgxpool.Conn) error {
@@ -174,28 +210,60 @@ func Up(ctx context.Context, pool *pgxpool.Pool, target int) ([]int, error) {
 				return fmt.Errorf("schema: database is at version %d, newer than this binary's %d", v, len(all))
 			}
 		}
+		var todo []Migration
 		for _, m := range all[:target] {
-			if _, ok := have[m.Version]; ok {
-				continue
+			if _, ok := have[m.Version]; !ok {
+				todo = append(todo, m)
 			}
-			err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		}
+		withFunctions := target == len(all) && target >= functionsSince
+		if withFunctions && len(todo) == 0 {
+			cur, err := functionHash(ctx, conn)
+			if err != nil {
+				return err
+			}
+			withFunctions = cur != fnHash
+		}
+		if len(todo) == 0 && !withFunctions {
+			return nil
+		}
+		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+			// The role's or database's defaults must not cut a migration
+			// short: it takes what locks it needs and runs to the end.
+			if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
+				return err
+			}
+			for _, m := range todo {
 				if _, err := tx.Exec(ctx, bootstrap); err != nil {
 					return err
 				}
 				if _, err := tx.Exec(ctx, m.Up); err != nil {
 					return fmt.Errorf("schema: migration %d (%s): %w", m.Version, m.Name, err)
 				}
-				_, err := tx.Exec(ctx, "INSERT INTO millrace.migration (version, name) VALUES ($1, $2)", m.Version, m.Name)
-				return err
-			})
-			if err != nil {
-				return err
+				if _, err := tx.Exec(ctx, "INSERT INTO millrace.migration (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+					return err
+				}
+				done = append(done, m.Version)
 			}
-			done = append(done, m.Version)
-		}
-		return nil
+			if !withFunctions {
+				return nil
+			}
+			if _, err := tx.Exec(ctx, fnText); err != nil {
+				return fmt.Errorf("schema: applying functions/: %w", err)
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO millrace.function_set (version, hash) VALUES ($1, $2)", len(all), fnHash)
+			return err
+		})
 	})
 	return done, err
+}
+
+// functionHash is the hash of the newest function set applied ("" when
+// none has been).
+func functionHash(ctx context.Context, conn *pgxpool.Conn) (string, error) {
+	var h string
+	err := conn.QueryRow(ctx, `SELECT coalesce((SELECT hash FROM millrace.function_set ORDER BY id DESC LIMIT 1), '')`).Scan(&h)
+	return h, err
 }
 
 // Down reverts applied migrations newer than target, newest first. Down to 0
@@ -289,6 +357,22 @@ func Check(ctx context.Context, pool *pgxpool.Pool) error {
 		if !s.Applied {
 			return fmt.Errorf("%w (version %d missing)", ErrNotMigrated, s.Version)
 		}
+	}
+	_, want, err := Functions()
+	if err != nil {
+		return err
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	got, err := functionHash(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%w (the functions of this binary are not applied)", ErrNotMigrated)
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 	_ "github.com/millrace/millrace/internal/bench/classic" // que, skiplocked, skiplocked-batch, skiplocked-lifo, cursor
 	_ "github.com/millrace/millrace/internal/bench/native"  // millrace
 	"github.com/millrace/millrace/internal/bench/report"
+	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -57,8 +58,31 @@ func (e *Error) Error() string { return e.Msg }
 // ExitCode is the process exit status for this error.
 func (e *Error) ExitCode() int { return e.Code }
 
-// Bench runs `millrace bench` with args (the flags after "bench").
-func Bench(ctx context.Context, args []string) error {
+// redactedError is an error of Bench with its passwords redacted; it
+// keeps the error it wraps (errors.As finds an *Error and the driver's
+// errors) and its exit status.
+type redactedError struct{ err error }
+
+func (r *redactedError) Error() string { return cmdline.Redact(r.err.Error()) }
+func (r *redactedError) Unwrap() error { return r.err }
+
+// ExitCode is the wrapped *Error's exit status, else 1.
+func (r *redactedError) ExitCode() int {
+	var e *Error
+	if errors.As(r.err, &e) {
+		return e.Code
+	}
+	return 1
+}
+
+// Bench runs `millrace bench` with args (the flags after "bench"). No
+// error it returns shows a password.
+func Bench(ctx context.Context, args []string) (err error) {
+	defer func() {
+		if err != nil {
+			err = &redactedError{err}
+		}
+	}()
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	strategies := fs.String("strategies", defaultStrategies, "comma-separated strategies: "+strings.Join(append(bench.Names(), "river"), ", "))
 	scenario := fs.String("scenario", defaultScenario, "scenario: "+scenarioList())
@@ -71,7 +95,7 @@ func Bench(ctx context.Context, args []string) error {
 	clean := fs.Duration("clean", defaultClean, "clean phase")
 	stress := fs.Duration("stress", defaultStress, "stress phase: the scenario pins the horizon")
 	recovery := fs.Duration("recovery", defaultRecovery, "recovery phase: the pin is released")
-	dbURL := fs.String("database-url", os.Getenv("DATABASE_URL"), "server to run on (default $DATABASE_URL; empty: a throwaway cluster from the local PostgreSQL binaries)")
+	dbURL := fs.String("database-url", "", "server to run on (default $DATABASE_URL; empty: a throwaway cluster from the local PostgreSQL binaries)")
 	standbyURL := fs.String("standby-url", "", "a hot standby (hot_standby_feedback=on) of --database-url, for the standby scenario")
 	out := fs.String("out", "", "report directory (default bench-results/SCENARIO-TIME)")
 	policy := fs.String("guard", "", "run millrace guard with this policy file during the run")
@@ -86,14 +110,17 @@ func Bench(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "Usage: millrace bench [flags]\n\nRuns strategies one after another through a scenario on one Postgres and writes\ntimeseries.jsonl, summary.json, PNG charts and report.html.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := cmdline.Parse(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return &Error{Msg: err.Error(), Code: 2}
 	}
-	if fs.NArg() > 0 {
-		return &Error{Msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0)), Code: 2}
+	// The default is $DATABASE_URL, filled in only now: -h never prints it.
+	cmdline.FromEnv(fs, map[string]string{"database-url": "DATABASE_URL"})
+	if len(pos) > 0 {
+		return &Error{Msg: fmt.Sprintf("unexpected argument %q", pos[0]), Code: 2}
 	}
 	an, err := analyticsFlags(fs, *scenario, *readers, *readerDuration, *readerInterval, *readerReadOnly)
 	if err != nil {
@@ -163,9 +190,27 @@ func Bench(ctx context.Context, args []string) error {
 	// The server: the given one, or a throwaway cluster torn down on return
 	// (also on Ctrl-C: the context is cancelled and the run unwinds).
 	if *dbURL != "" {
-		cfg.URL = *dbURL
 		if cfg.Scenario == bench.ScenarioStandby && cfg.StandbyURL == "" {
 			return &Error{Msg: "the standby scenario on --database-url (or DATABASE_URL) needs --standby-url: a hot standby of that server with hot_standby_feedback=on", Code: 2}
+		}
+		// A database of the bench's own, dropped on return (also on
+		// Ctrl-C): the given database is never touched.
+		db, err := createBenchDatabase(ctx, *dbURL)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := db.drop(); err != nil {
+				fmt.Fprintln(os.Stderr, "warning:", cmdline.Redact(err.Error()))
+			}
+		}()
+		fmt.Printf("working in %s, created for this run and dropped at its end\n", db.where())
+		cfg.URL = db.url
+		if cfg.StandbyURL != "" {
+			cfg.StandbyURL = pgtest.WithDatabase(cfg.StandbyURL, db.name)
+		}
+		if ctx.Err() != nil {
+			return &Error{Msg: "interrupted", Code: 130}
 		}
 	} else {
 		fmt.Println("starting a throwaway PostgreSQL cluster from the local binaries ...")
@@ -377,7 +422,8 @@ func leftovers(urls ...string) string {
 			continue
 		}
 		var n int
-		_ = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = ANY($1)`,
+		_ = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE application_name = ANY($1) AND datname = current_database()`,
 			bench.AppNames).Scan(&n)
 		conn.Close(ctx)
 		cancel()

@@ -3,7 +3,9 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -12,6 +14,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/bench"
+	"github.com/millrace/millrace/internal/ops/opstest"
+	"github.com/millrace/millrace/internal/pgtest"
 )
 
 // The test binary doubles as the millrace binary for TestInterrupt.
@@ -28,7 +36,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m)
 }
 
 // TestFlagErrors checks that bad input is refused with exit status 2 and a
@@ -42,7 +50,7 @@ func TestFlagErrors(t *testing.T) {
 		"--scenario burndown":                           "needs --jobs",
 		"--workers 4 extra":                             `unexpected argument "extra"`,
 		"--guard /nonexistent/policy.yaml":              "policy.yaml",
-		"--work 5parsecs":                               "invalid value",
+		"--work 5parsecs":                               `--work "5parsecs": not a duration`,
 		"--processes 0":                                 "--processes 0",
 		"--processes 8 --workers 4":                     "more than --workers 4",
 		"--scenario stall --strategies que":             `"que" cannot run the stall scenario`,
@@ -56,9 +64,10 @@ func TestFlagErrors(t *testing.T) {
 		"--readers -2 --scenario analytics":                          "--readers -2: want at least 1",
 		"--scenario analytics --reader-duration 0s":                  "--reader-duration 0s: want a positive duration",
 		"--scenario analytics --reader-interval -5s":                 "--reader-interval -5s: want a positive duration",
-		"--scenario analytics --reader-duration soon":                "invalid value",
-		"--scenario analytics --stress 5m --reader-duration 6m":      "--reader-duration 6m0s is longer than --stress 5m0s",
-		"--reader-duration 30s --stress 20s --scenario analytics":    "is longer than --stress",
+		"--scenario analytics --reader-duration soon":                `--reader-duration "soon": not a duration`,
+		"--stress 10": "--stress 10: use a unit, e.g. 10s",
+		"--scenario analytics --stress 5m --reader-duration 6m":   "--reader-duration 6m0s is longer than --stress 5m0s",
+		"--reader-duration 30s --stress 20s --scenario analytics": "is longer than --stress",
 		"--readers 3": "--readers applies to the analytics scenario only",
 		"--scenario idle-xid --reader-interval 10s": "--reader-interval applies to the analytics scenario only",
 		"--reader-readonly --scenario clean":        "--reader-readonly applies to the analytics scenario only",
@@ -131,10 +140,152 @@ func TestInterrupt(t *testing.T) {
 			t.Errorf("process left behind: %s: %q", p, b)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
-		t.Errorf("an interrupted run wrote summary.json")
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil || !strings.Contains(string(b), `"interrupted": true`) || !strings.Contains(string(b), `"stress": {`) {
+		t.Errorf("an interrupted run's summary.json: want it marked interrupted, with the stress phase: %v\n%s", err, b)
 	}
 	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
 		t.Errorf("no partial report: %v", err)
+	}
+}
+
+// userData is everything of the user's database the bench must leave as
+// it was: its schemas and relations, the queue's live jobs and history
+// rows, and every sequence's position.
+func userData(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []string{
+		`SELECT n.nspname || '.' || c.relname || ' ' || c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		 WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') ORDER BY 1`,
+		`SELECT format('%s %s %s %s %s %s', id, queue, kind, state, attempt, args) FROM millrace.jobs ORDER BY id, state`,
+		`SELECT format('%s %s %s %s %s %s', id, queue, state, attempt, finished_at, error) FROM millrace.history ORDER BY id, attempt`,
+		`SELECT format('%s.%s %s', schemaname, sequencename, last_value) FROM pg_sequences ORDER BY 1`,
+	} {
+		rows, err := pool.Query(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(strings.Join(lines, "\n") + "\n--\n")
+	}
+	return b.String()
+}
+
+// benchDatabases lists the databases the bench created and left behind.
+func benchDatabases(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, _ := pool.Query(context.Background(), "SELECT datname FROM pg_database WHERE datname LIKE $1 ORDER BY 1", DatabasePrefix+"%")
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestBenchLeavesUserDataAlone runs the bench on a server given by URL
+// whose database holds an application's queue (jobs waiting, scheduled,
+// discarded, cancelled): every strategy, a pinning scenario and a guard,
+// then a run interrupted in the middle. The user's jobs, history rows and
+// id sequences stay exactly as they were, and the bench leaves no database
+// of its own behind.
+func TestBenchLeavesUserDataAlone(t *testing.T) {
+	u, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	opstest.Enqueue(t, pool, "email.send", "default", `{"to":"ada@example.com"}`, 0)
+	opstest.Enqueue(t, pool, "report", "reports", `{}`, time.Hour)
+	c := opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	if _, err := pool.Exec(ctx, "SELECT millrace.cancel($1)", c); err != nil {
+		t.Fatal(err)
+	}
+	opstest.Discard(t, pool, "default", "image cat.png: unsupported format")
+	before := userData(t, pool)
+	policy, err := filepath.Abs("../../../examples/analytics-budget.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--database-url", u, "--rate", "50", "--workers", "2", "--warmup", "0s", "--recovery", "0s"}
+
+	out := t.TempDir()
+	args := append([]string{"--strategies", strings.Join(bench.Names(), ","), "--scenario", "idle-xid",
+		"--clean", "0s", "--stress", "1s", "--guard", policy, "--out", out}, common...)
+	if err := Bench(ctx, args); err != nil {
+		t.Fatalf("bench %s: %v", strings.Join(args, " "), err)
+	}
+	if after := userData(t, pool); after != before {
+		t.Fatalf("the bench changed the user's database:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if left := benchDatabases(t, pool); len(left) > 0 {
+		t.Fatalf("the bench left its databases behind: %v", left)
+	}
+
+	// Interrupted once the millrace strategy's schema is in place, jobs
+	// flow and the sampler has written a sample of the clean phase.
+	out = t.TempDir()
+	ictx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	go func() {
+		defer interrupt()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			b, _ := os.ReadFile(filepath.Join(out, "timeseries.jsonl"))
+			if strings.Contains(string(b), `"phase":"clean"`) {
+				return
+			}
+		}
+	}()
+	args = append([]string{"--strategies", "millrace,skiplocked", "--scenario", "clean", "--clean", "10m", "--out", out}, common...)
+	err = Bench(ictx, args)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != 130 {
+		t.Fatalf("interrupted bench: %v, want exit 130", err)
+	}
+	if after := userData(t, pool); after != before {
+		t.Fatalf("the interrupted bench changed the user's database:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if left := benchDatabases(t, pool); len(left) > 0 {
+		t.Fatalf("the interrupted bench left its databases behind: %v", left)
+	}
+	// The interrupted run's summary: marked so, with the phase that ran.
+	var sum bench.Summary
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil || json.Unmarshal(b, &sum) != nil {
+		t.Fatalf("the interrupted run's summary.json: %v\n%s", err, b)
+	}
+	if ss := sum.Strategies["millrace"]; !sum.Interrupted || ss == nil || ss.Phases["clean"] == nil || ss.Phases["clean"].Seconds < 1 || sum.Strategies["skiplocked"] != nil {
+		t.Errorf("the interrupted run's summary.json: want interrupted, millrace's clean phase and no skiplocked:\n%s", b)
+	}
+}
+
+// TestBenchNeedsCreateDB: a role that may not create databases is refused
+// in one line naming the privilege, before anything is touched.
+func TestBenchNeedsCreateDB(t *testing.T) {
+	u, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	role := fmt.Sprintf("bench_nocreatedb_%d", os.Getpid())
+	if _, err := pool.Exec(ctx, "CREATE ROLE "+role+" LOGIN NOCREATEDB"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Exec(context.Background(), "DROP ROLE "+role) })
+	before := userData(t, pool)
+	nu := strings.Replace(u, "postgres://postgres@", "postgres://"+role+"@", 1)
+	if nu == u {
+		t.Skipf("cannot put another role into %s", u)
+	}
+	err := Bench(ctx, []string{"--database-url", nu, "--strategies", "millrace", "--scenario", "clean", "--warmup", "0s", "--clean", "1s",
+		"--stress", "0s", "--recovery", "0s", "--out", t.TempDir()})
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(e.Msg, "CREATEDB") || strings.Contains(e.Msg, "\n") {
+		t.Fatalf("bench as a role without CREATEDB: %v; want one line naming CREATEDB", err)
+	}
+	if after := userData(t, pool); after != before {
+		t.Fatalf("the refused bench changed the user's database")
+	}
+	if left := benchDatabases(t, pool); len(left) > 0 {
+		t.Fatalf("databases created: %v", left)
 	}
 }

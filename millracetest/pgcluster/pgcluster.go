@@ -1,8 +1,19 @@
-// Package pgtest starts throwaway PostgreSQL clusters from the local binaries
-// for tests and the bench: a temp dir, a free port, the settings the caller
-// passes, torn down on Stop. When run as root, initdb and postgres run as the
-// "postgres" OS user, since PostgreSQL refuses to run as root.
-package pgtest
+// Package pgcluster starts throwaway PostgreSQL clusters from the local
+// server binaries, for tests, examples and benchmarks: a temp dir, a free
+// port, trust authentication on 127.0.0.1, the settings the caller passes,
+// torn down on Stop. It needs no running server and does not import
+// testing, so a program (examples/quickstart) can use it as well as a
+// test. When run as root, initdb and postgres run as the "postgres" OS
+// user, since PostgreSQL refuses to run as root.
+//
+//	cluster, err := pgcluster.Start(ctx, pgcluster.Options{})
+//	if err != nil { ... }
+//	defer cluster.Stop()
+//	pool, err := pgxpool.New(ctx, cluster.URL("postgres"))
+//
+// The server binaries are found with pg_config --bindir, or in the newest
+// /usr/lib/postgresql/*/bin (Debian/Ubuntu: apt-get install postgresql).
+package pgcluster
 
 import (
 	"context"
@@ -78,7 +89,7 @@ func BinDir() (string, error) {
 	if len(matches) > 0 {
 		return filepath.Dir(matches[0]), nil
 	}
-	return "", errors.New("pgtest: no PostgreSQL server binaries found (pg_config --bindir or /usr/lib/postgresql/*/bin); install postgresql or set DATABASE_URL")
+	return "", errors.New("pgcluster: no PostgreSQL server binaries found (pg_config --bindir or /usr/lib/postgresql/*/bin); install postgresql or set DATABASE_URL")
 }
 
 func versionOf(path string) int {
@@ -120,7 +131,7 @@ func (c *Cluster) setOwner() error {
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		return fmt.Errorf("pgtest: running as root needs a 'postgres' OS user: %w", err)
+		return fmt.Errorf("pgcluster: running as root needs a 'postgres' OS user: %w", err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
@@ -142,7 +153,7 @@ func (c *Cluster) command(ctx context.Context, name string, args ...string) *exe
 func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 	out, err := c.command(ctx, name, args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("pgtest: %s: %w\n%s", name, err, out)
+		return fmt.Errorf("pgcluster: %s: %w\n%s", name, err, out)
 	}
 	return nil
 }
@@ -173,7 +184,7 @@ func writeSettings(path string, base map[string]string, over ...map[string]strin
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	b.WriteString("\n# written by millrace pgtest\n")
+	b.WriteString("\n# written by millrace pgcluster\n")
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s = %s\n", k, all[k])
 	}
@@ -207,7 +218,7 @@ func (c *Cluster) startServer(ctx context.Context, data string, opts Options, ex
 			cmd.Stdout = opts.Log
 		}
 		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("pgtest: start postgres: %w", err)
+			return fmt.Errorf("pgcluster: start postgres: %w", err)
 		}
 		exited := make(chan struct{})
 		go func() { cmd.Wait(); close(exited) }()
@@ -225,7 +236,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 	for {
 		select {
 		case <-c.exited:
-			return fmt.Errorf("pgtest: postgres exited during startup (port %d)", c.Port)
+			return fmt.Errorf("pgcluster: postgres exited during startup (port %d)", c.Port)
 		default:
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -236,7 +247,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("pgtest: postgres not ready: %w", err)
+			return fmt.Errorf("pgcluster: postgres not ready: %w", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -367,7 +378,7 @@ func (c *Cluster) AddStandby(ctx context.Context, opts Options) (*Standby, error
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return nil, errors.New("pgtest: standby did not start streaming within 30s")
+			return nil, errors.New("pgcluster: standby did not start streaming within 30s")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -1,0 +1,116 @@
+-- millrace functions, ack: outcomes of attempts flushed in bulk, idempotent per (owner, seq) and fenced by lease token; transactional completion.
+--
+-- The current definition of every function lives once, in internal/schema/functions/;
+-- Migrate applies these files with CREATE OR REPLACE after the versioned migrations,
+-- in file-name order, in the same transaction. A signature change needs a migration
+-- that drops the old function (docs/contributing.md).
+
+CREATE OR REPLACE FUNCTION millrace.pending(p_id bigint)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    v_since timestamptz := millrace.live_since(p_id);
+BEGIN
+    RETURN v_since IS NOT NULL AND millrace.final_state(p_id, v_since) IS NULL;
+END $function$;
+COMMENT ON FUNCTION millrace.pending(p_id bigint) IS
+    'pending says job p_id exists and has not finished. An unfinished job always has a job row or a schedule row (reclaims carry them forward).';
+
+CREATE OR REPLACE FUNCTION millrace.flush(p_owner integer, p_seq bigint, p_job bigint[], p_tick bigint[], p_token bigint[], p_state smallint[], p_attempt integer[], p_error text[], p_retry_at timestamp with time zone[], p_queue text[], p_kind text[], p_args jsonb[], p_priority smallint[], p_max_attempts integer[], p_created_at timestamp with time zone[], p_timeout_ms integer[], p_started timestamp with time zone[], p_finished timestamp with time zone[], p_done_tick bigint[], p_done_token bigint[], p_done_queue text[], p_replay boolean DEFAULT true)
+ RETURNS SETOF bigint
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    v_fenced bigint[];
+    v_new    boolean[];
+    v_slot   smallint;
+    v_n      bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(millrace.flush_space(), p_owner);
+    IF EXISTS (SELECT 1 FROM millrace.flush f WHERE f.owner = p_owner AND f.seq = p_seq) THEN
+        RETURN;  -- already applied: this is a replay
+    END IF;
+    v_slot := millrace.current_segment();
+    INSERT INTO millrace.flush (slot, owner, seq) VALUES (v_slot, p_owner, p_seq);
+    -- Fencing: hold each batch's fence lock shared while checking that no
+    -- newer lease exists; a release or adoption takes it exclusively.
+    PERFORM pg_advisory_xact_lock_shared(millrace.fence_space(), (t % 2147483647)::int)
+    FROM (SELECT DISTINCT t FROM unnest(p_tick || p_done_tick) t ORDER BY t) x;
+    -- A batch is fenced when the token given is not its newest lease, or
+    -- when it is closed or gone.
+    SELECT coalesce(array_agg(x.t), '{}') INTO v_fenced FROM (
+        SELECT DISTINCT u.t, u.k FROM unnest(p_tick || p_done_tick, p_token || p_done_token) AS u(t, k)) x
+    WHERE (SELECT h.token FROM millrace.holder(x.t) h) IS DISTINCT FROM x.k
+       OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = x.t);
+    -- v_new[i]: ack i is written (not fenced, not already written).
+    SELECT coalesce(array_agg(u.t <> ALL (v_fenced)
+               AND (NOT p_replay OR NOT EXISTS (SELECT 1 FROM millrace.ack a WHERE a.tick_id = u.t AND a.job_id = u.j))
+               ORDER BY u.i), '{}')
+    INTO v_new
+    FROM unnest(p_job, p_tick) WITH ORDINALITY AS u(j, t, i);
+
+    INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt, error)
+    SELECT v_slot, u.j, u.t, u.k, u.s, u.a, u.e
+    FROM unnest(p_job, p_tick, p_token, p_state, p_attempt, p_error) WITH ORDINALITY AS u(j, t, k, s, a, e, i)
+    WHERE v_new[u.i];
+
+    INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, last_error, timeout_ms)
+    SELECT millrace.current_gen(), u.j, u.q, u.kd, u.ar, u.p, CASE WHEN u.s = 5 THEN u.a - 1 ELSE u.a END, u.m,
+           least(u.c, now()),  -- a job is never created later than now: lookups bound its history by it
+           u.r, u.e,
+           coalesce(u.tm, 0)
+    FROM unnest(p_job, p_state, p_attempt, p_error, p_retry_at, p_queue, p_kind, p_args, p_priority,
+                p_max_attempts, p_created_at, p_timeout_ms) WITH ORDINALITY AS u(j, s, a, e, r, q, kd, ar, p, m, c, tm, i)
+    WHERE u.s IN (2, 5) AND v_new[u.i];
+
+    INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
+                                  started_at, finished_at, error, owner)
+    SELECT millrace.history_bucket(u.s, clock_timestamp()), u.j, u.a, u.s, u.q, u.kd, u.ar, u.p, u.m, u.c,
+           u.st, coalesce(u.f, now()), u.e, p_owner
+    FROM unnest(p_job, p_state, p_attempt, p_error, p_queue, p_kind, p_args, p_priority,
+                p_max_attempts, p_created_at, p_started, p_finished) WITH ORDINALITY AS u(j, s, a, e, q, kd, ar, p, m, c, st, f, i)
+    WHERE v_new[u.i]
+      -- a job cancelled while waiting is in history already
+      AND NOT (u.s = 4 AND u.st IS NULL AND millrace.final_state(u.j, u.c) = 4);
+
+    INSERT INTO millrace.done (slot, queue, tick_id)
+    SELECT DISTINCT v_slot, u.q, u.t FROM unnest(p_done_tick, p_done_queue) AS u(t, q)
+    WHERE u.t <> ALL (v_fenced);
+
+    RETURN QUERY SELECT unnest(v_fenced);
+END $function$;
+COMMENT ON FUNCTION millrace.flush(p_owner integer, p_seq bigint, p_job bigint[], p_tick bigint[], p_token bigint[], p_state smallint[], p_attempt integer[], p_error text[], p_retry_at timestamp with time zone[], p_queue text[], p_kind text[], p_args jsonb[], p_priority smallint[], p_max_attempts integer[], p_created_at timestamp with time zone[], p_timeout_ms integer[], p_started timestamp with time zone[], p_finished timestamp with time zone[], p_done_tick bigint[], p_done_token bigint[], p_done_queue text[], p_replay boolean) IS
+    'flush writes the outcomes of finished attempts and the batches they complete, in one transaction, once per (owner, seq): a replay of a flush whose reply was lost changes nothing. Acks of a batch whose newest lease token is not the one given are dropped (fencing) and their ticks returned. Every written ack becomes a row of history; failed (2) and snoozed (5) jobs go to the schedule (a snooze does not count an attempt). Arrays are parallel. p_replay says the caller may have sent this flush before: acks already written are then skipped one by one.';
+
+CREATE OR REPLACE FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(millrace.fence_space(), (p_tick % 2147483647)::int);
+    IF (SELECT h.token FROM millrace.holder(p_tick) h) IS DISTINCT FROM p_token
+       OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = p_tick) THEN
+        RAISE EXCEPTION 'millrace: job % was released to another process; it cannot be completed here', p_job
+            USING ERRCODE = '40001';
+    END IF;
+    IF EXISTS (SELECT 1 FROM millrace.ack a WHERE a.tick_id = p_tick AND a.job_id = p_job) THEN
+        RAISE EXCEPTION 'millrace: job % already has an outcome', p_job USING ERRCODE = '55000';
+    END IF;
+    INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt)
+    VALUES (millrace.current_segment(), p_job, p_tick, p_token, 1, p_attempt);
+    INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
+                                  started_at, finished_at, owner)
+    VALUES (millrace.history_bucket(1::smallint, clock_timestamp()), p_job, p_attempt, 1, p_queue, p_kind, p_args, p_priority,
+            p_max_attempts, p_created_at, p_started, clock_timestamp(), p_owner);
+END $function$;
+COMMENT ON FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer) IS
+    'complete finalizes an attempt inside the caller''s transaction (exactly-once for the handler''s database effects): the ack, the batch''s done row when it is the last, and the history row, bucketed by the time it is called, not by its transaction''s start, which may be older than the job.';

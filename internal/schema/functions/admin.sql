@@ -1,0 +1,108 @@
+-- millrace functions, operator actions: cancel, pause, resume, retry.
+--
+-- The current definition of every function lives once, in internal/schema/functions/;
+-- Migrate applies these files with CREATE OR REPLACE after the versioned migrations,
+-- in file-name order, in the same transaction. A signature change needs a migration
+-- that drops the old function (docs/contributing.md).
+
+CREATE OR REPLACE FUNCTION millrace.cancel(p_id bigint)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    v_state text;
+    v_j record;
+    v_q text := coalesce((SELECT j.queue FROM millrace.job j WHERE j.id = p_id LIMIT 1),
+                         (SELECT s.queue FROM millrace.sched s WHERE s.id = p_id LIMIT 1));
+BEGIN
+    IF v_q IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(millrace.claim_space(), hashtext(v_q));
+    END IF;
+    v_state := millrace.job_state(p_id);
+    IF v_state IS NULL THEN
+        RETURN 'unknown';
+    END IF;
+    IF v_state IN ('completed', 'discarded', 'cancelled') THEN
+        RETURN 'finished';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = p_id) THEN
+        INSERT INTO millrace.cancel (slot, job_id) VALUES (millrace.current_segment(), p_id);
+    END IF;
+    IF v_state = 'running' THEN
+        -- Only a running job needs its process told now (it also polls).
+        PERFORM pg_notify('millrace_cancel', p_id::text);
+        RETURN 'cancelling';
+    END IF;
+    IF v_state = 'scheduled' THEN
+        SELECT s.attempt, s.queue, s.kind, s.args, s.priority, s.max_attempts, s.created_at INTO v_j
+        FROM millrace.sched s WHERE s.id = p_id ORDER BY s.due_at DESC LIMIT 1;
+    ELSE
+        SELECT j.attempt, j.queue, j.kind, j.args, j.priority, j.max_attempts, j.created_at INTO v_j
+        FROM millrace.job j WHERE j.id = p_id ORDER BY j.ready_at DESC LIMIT 1;
+    END IF;
+    INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
+                                  started_at, finished_at, error, owner)
+    VALUES (millrace.history_bucket(4::smallint, clock_timestamp()), p_id, v_j.attempt, 4, v_j.queue, v_j.kind, v_j.args,
+            v_j.priority, v_j.max_attempts, v_j.created_at, NULL, clock_timestamp(), 'cancelled before it ran', 0);
+    RETURN 'cancelled';
+END $function$;
+COMMENT ON FUNCTION millrace.cancel(p_id bigint) IS
+    'cancel asks that job p_id not run, or stop if it runs: a job waiting in a slot or the schedule is finished as cancelled; a running one gets a cancellation request its process polls. It takes its queue''s claim lock before it looks, so that a claim not yet committed cannot hand the job to a worker after cancel finished it.';
+
+CREATE OR REPLACE FUNCTION millrace.pause(p_queue text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+BEGIN
+    PERFORM millrace.check_job('pause', '{}', p_queue, 0, 1);
+    INSERT INTO millrace.queue_state (queue, paused) VALUES (p_queue, true);
+END $function$;
+COMMENT ON FUNCTION millrace.pause(p_queue text) IS
+    'pause stops every process claiming from p_queue (at their next claim); its jobs stay where they are, and rotation goes on.';
+
+CREATE OR REPLACE FUNCTION millrace.resume(p_queue text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+BEGIN
+    PERFORM millrace.check_job('resume', '{}', p_queue, 0, 1);
+    INSERT INTO millrace.queue_state (queue, paused) VALUES (p_queue, false);
+    PERFORM pg_notify('millrace', p_queue);
+END $function$;
+COMMENT ON FUNCTION millrace.resume(p_queue text) IS
+    'resume lets p_queue be claimed again and wakes its claimers.';
+
+CREATE OR REPLACE FUNCTION millrace.retry(p_id bigint)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    v_h millrace.finished;
+    v_s smallint := millrace.final_state(p_id);
+    v_id bigint;
+BEGIN
+    IF v_s IS NULL THEN
+        RETURN CASE WHEN millrace.pending(p_id) THEN 'not finished' ELSE 'unknown' END;
+    END IF;
+    IF v_s = 1 THEN
+        RETURN 'completed';
+    END IF;
+    SELECT * INTO v_h FROM millrace.finished h WHERE h.id = p_id AND h.state IN (3, 4) LIMIT 1;
+    SELECT i.id INTO v_id FROM millrace.insert_many(ARRAY[v_h.kind], ARRAY[v_h.args], ARRAY[v_h.queue], ARRAY[v_h.priority::int],
+                                                    ARRAY[NULL::timestamptz], ARRAY[v_h.max_attempts]) i;
+    RETURN 'retried as job ' || v_id;
+END $function$;
+COMMENT ON FUNCTION millrace.retry(p_id bigint) IS
+    'retry queues a discarded or cancelled job to run again now, as a new job (a new id: the finished one stays finished in history) with the same kind, queue, args, priority and max attempts: ''retried as job N'', ''not finished'' (it is still live), ''completed'' (it succeeded: nothing is done) or ''unknown''.';

@@ -1,0 +1,309 @@
+-- millrace functions, claim: a capped batch of one queue's jobs by snapshot tick, lane by lane (priorities), and the lookups a claim makes.
+--
+-- The current definition of every function lives once, in internal/schema/functions/;
+-- Migrate applies these files with CREATE OR REPLACE after the versioned migrations,
+-- in file-name order, in the same transaction. A signature change needs a migration
+-- that drops the old function (docs/contributing.md).
+
+CREATE OR REPLACE FUNCTION millrace.holder(p_tick bigint, OUT token bigint, OUT owner integer)
+ RETURNS record
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT token, owner FROM (
+        (SELECT l.token, l.owner FROM millrace.lease l WHERE l.tick_id = p_tick ORDER BY l.token DESC LIMIT 1)
+        UNION ALL
+        (SELECT t.tick_id, t.owner FROM millrace.tick t WHERE t.tick_id = p_tick AND NOT t.carried LIMIT 1)) h
+    ORDER BY token DESC LIMIT 1
+$function$;
+COMMENT ON FUNCTION millrace.holder(p_tick bigint, OUT token bigint, OUT owner integer) IS
+    'holder is the newest lease token of batch p_tick (its tick id if it was never re-leased) and its holder (0: released).';
+
+CREATE OR REPLACE FUNCTION millrace.queue_paused(p_queue text)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT coalesce((SELECT s.paused FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1), false)
+$function$;
+COMMENT ON FUNCTION millrace.queue_paused(p_queue text) IS
+    'queue_paused says queue p_queue is paused.';
+
+CREATE OR REPLACE FUNCTION millrace.open_batches()
+ RETURNS TABLE(queue text, tick_id bigint, token bigint, owner integer, leased_at timestamp with time zone)
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT t.queue, t.tick_id, h.token, h.owner, h.at
+    FROM millrace.tick t
+    CROSS JOIN LATERAL (
+        SELECT token, owner, at FROM (
+            (SELECT l.token, l.owner, l.at FROM millrace.lease l WHERE l.tick_id = t.tick_id ORDER BY l.token DESC LIMIT 1)
+            UNION ALL SELECT t.tick_id, t.owner, t.at) x
+        ORDER BY token DESC LIMIT 1) h
+    WHERE NOT t.carried
+      AND t.tick_id NOT IN (SELECT d.tick_id FROM millrace.done d)  -- one hashed pass over done
+$function$;
+COMMENT ON FUNCTION millrace.open_batches() IS
+    'open_batches lists the batches not yet finished, with their holder.';
+
+CREATE OR REPLACE FUNCTION millrace.batch_jobs(p_tick bigint)
+ RETURNS SETOF millrace.job
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT r.* FROM (SELECT * FROM millrace.tick t WHERE t.tick_id = p_tick AND NOT t.carried LIMIT 1) t
+    CROSS JOIN LATERAL millrace.range_jobs(t.queue, t.priority, t.prev_snap, t.snap, t.after_txid, t.after_id,
+                                           t.upto_txid, t.upto_id, 2147483647, 9223372036854775807) r
+    WHERE NOT EXISTS (SELECT 1 FROM millrace.ack a WHERE a.tick_id = p_tick AND a.job_id = r.id)
+$function$;
+COMMENT ON FUNCTION millrace.batch_jobs(p_tick bigint) IS
+    'batch_jobs returns the jobs of batch p_tick that have no ack yet.';
+
+CREATE OR REPLACE FUNCTION millrace.cancelled(p_ids bigint[])
+ RETURNS SETOF bigint
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT DISTINCT c.job_id FROM millrace.cancel c WHERE c.job_id = ANY (p_ids)
+$function$;
+COMMENT ON FUNCTION millrace.cancelled(p_ids bigint[]) IS
+    'cancelled returns those of p_ids that have a cancellation request (a process polls it for the jobs it runs, in case a NOTIFY was missed).';
+
+CREATE OR REPLACE FUNCTION millrace.range_jobs(p_queue text, p_priority smallint, p_prev pg_snapshot, p_snap pg_snapshot, p_after_txid xid8, p_after_id bigint, p_upto_txid xid8, p_upto_id bigint, p_max_jobs integer, p_max_bytes bigint)
+ RETURNS SETOF millrace.job
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+ SET plan_cache_mode TO 'force_custom_plan'
+AS $function$
+-- Plans are made for each call's bounds: a cached generic plan would turn
+-- the optional bounds below into filters, and a continued range would be
+-- rescanned from its start at every claim.
+DECLARE
+    v_x     xid8;
+    v_r     millrace.job;
+    v_n     int := 0;
+    v_bytes bigint := 0;
+    v_lo    xid8 := pg_snapshot_xmax(p_prev);
+BEGIN
+    FOR v_x IN SELECT x FROM pg_snapshot_xip(p_prev) x
+               WHERE (p_after_txid IS NULL OR x >= p_after_txid) AND (p_upto_txid IS NULL OR x <= p_upto_txid)
+               ORDER BY x LOOP
+        CONTINUE WHEN NOT pg_visible_in_snapshot(v_x, p_snap);
+        FOR v_r IN SELECT * FROM millrace.job j
+                   WHERE j.queue = p_queue AND j.priority = p_priority AND j.txid = v_x
+                     AND (p_after_txid IS NULL OR v_x > p_after_txid OR j.id > p_after_id)
+                     AND (p_upto_txid IS NULL OR v_x < p_upto_txid OR j.id <= p_upto_id)
+                   ORDER BY j.txid, j.id LOOP
+            RETURN NEXT v_r;
+            v_n := v_n + 1;
+            v_bytes := v_bytes + pg_column_size(v_r.args);
+            IF v_n >= p_max_jobs OR v_bytes >= p_max_bytes THEN
+                RETURN;
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF p_after_txid IS NOT NULL AND p_after_txid > v_lo THEN
+        v_lo := p_after_txid;
+    END IF;
+    FOR v_r IN SELECT * FROM millrace.job j
+               WHERE j.queue = p_queue AND j.priority = p_priority AND j.txid >= v_lo AND j.txid < pg_snapshot_xmax(p_snap)
+                 AND (p_after_txid IS NULL OR (j.txid, j.id) > (p_after_txid, p_after_id))
+                 AND (p_upto_txid IS NULL OR (j.txid, j.id) <= (p_upto_txid, p_upto_id))
+                 AND pg_visible_in_snapshot(j.txid, p_snap)
+               ORDER BY j.txid, j.id LOOP
+        RETURN NEXT v_r;
+        v_n := v_n + 1;
+        v_bytes := v_bytes + pg_column_size(v_r.args);
+        IF v_n >= p_max_jobs OR v_bytes >= p_max_bytes THEN
+            RETURN;
+        END IF;
+    END LOOP;
+END $function$;
+COMMENT ON FUNCTION millrace.range_jobs(p_queue text, p_priority smallint, p_prev pg_snapshot, p_snap pg_snapshot, p_after_txid xid8, p_after_id bigint, p_upto_txid xid8, p_upto_id bigint, p_max_jobs integer, p_max_bytes bigint) IS
+    'range_jobs returns the jobs of lane (p_queue, p_priority) visible in p_snap and not in p_prev with key (txid, id) above p_after and at most p_upto (NULL: unbounded), in key order, stopping after p_max_jobs jobs or once p_max_bytes of args are reached (at least one job).';
+
+CREATE OR REPLACE FUNCTION millrace.lane_take(p_queue text, p_priority smallint, p_snap pg_snapshot, p_tick bigint, p_owner integer, p_req bigint, p_max_jobs integer, p_max_bytes bigint, p_peek boolean)
+ RETURNS SETOF millrace.job
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    v_last  millrace.tick;
+    v_prev  pg_snapshot;
+    v_snap  pg_snapshot;
+    v_after_txid xid8;
+    v_after_id   bigint;
+    v_r     millrace.job;
+    v_n     int;
+    v_bytes bigint;
+    v_upto_txid xid8;
+    v_upto_id   bigint;
+BEGIN
+    SELECT * INTO v_last FROM millrace.tick t WHERE t.queue = p_queue AND t.priority = p_priority ORDER BY t.tick_id DESC LIMIT 1;
+    FOR pass IN 1 .. 2 LOOP
+        IF pass = 1 THEN
+            CONTINUE WHEN v_last IS NULL OR NOT v_last.more;
+            v_prev := v_last.prev_snap;
+            v_snap := v_last.snap;
+            v_after_txid := v_last.upto_txid;
+            v_after_id := v_last.upto_id;
+        ELSE
+            v_prev := coalesce(v_last.snap, '1:1:'::pg_snapshot);
+            v_snap := p_snap;
+            v_after_txid := NULL;
+            v_after_id := NULL;
+        END IF;
+        v_n := 0;
+        v_bytes := 0;
+        FOR v_r IN SELECT * FROM millrace.range_jobs(p_queue, p_priority, v_prev, v_snap, v_after_txid, v_after_id,
+                                                     NULL, NULL, p_max_jobs, p_max_bytes) LOOP
+            v_n := v_n + 1;
+            v_bytes := v_bytes + pg_column_size(v_r.args);
+            v_upto_txid := v_r.txid;
+            v_upto_id := v_r.id;
+            RETURN NEXT v_r;
+        END LOOP;
+        IF v_n > 0 THEN
+            IF NOT p_peek THEN
+                INSERT INTO millrace.tick (slot, queue, priority, tick_id, prev_snap, snap, after_txid, after_id, upto_txid, upto_id,
+                                           more, owner, req, njobs)
+                VALUES (millrace.current_segment(), p_queue, p_priority, p_tick, v_prev, v_snap, v_after_txid, v_after_id,
+                        v_upto_txid, v_upto_id, v_n >= p_max_jobs OR v_bytes >= p_max_bytes, p_owner, p_req, v_n);
+            END IF;
+            RETURN;
+        END IF;
+    END LOOP;
+END $function$;
+COMMENT ON FUNCTION millrace.lane_take(p_queue text, p_priority smallint, p_snap pg_snapshot, p_tick bigint, p_owner integer, p_req bigint, p_max_jobs integer, p_max_bytes bigint, p_peek boolean) IS
+    'lane_take returns the next jobs of lane (p_queue, p_priority): the rest of the range its newest tick stopped in at its cap, or else those committed since that tick and visible in p_snap; at most p_max_jobs jobs and p_max_bytes bytes. Unless p_peek, it records them as batch p_tick of process p_owner (claim request p_req).';
+
+CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval)
+ RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+#variable_conflict use_column
+DECLARE
+    v_tick  bigint;
+    v_token bigint;
+    v_h     record;
+    v_found boolean := false;
+    v_snap  pg_snapshot;
+    v_r     millrace.job;
+    v_left  int := p_max_jobs;
+    v_bytes bigint := p_max_bytes;
+    v_lanes smallint[];
+    v_lane  smallint;
+    v_n     int;
+BEGIN
+    IF p_max_jobs IS NULL OR p_max_jobs < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
+        RAISE EXCEPTION 'millrace: claim limits must be positive' USING ERRCODE = '22023';
+    END IF;
+    PERFORM pg_advisory_xact_lock(millrace.claim_space(), hashtext(p_queue));
+    -- The snapshot of new jobs is taken before the pause is checked: a job
+    -- committed after a pause is never claimed until the queue resumes.
+    v_snap := pg_current_snapshot();
+
+    IF p_retry THEN
+        -- The batches an earlier call with this request id took: new ticks,
+        -- or an adopted one (a lease with this owner and request id).
+        FOR v_tick, v_token IN
+            SELECT t.tick_id, t.tick_id FROM millrace.tick t
+            WHERE t.owner = p_owner AND t.req = p_req AND t.queue = p_queue AND NOT t.carried
+            UNION ALL
+            SELECT l.tick_id, l.token FROM millrace.lease l
+            WHERE l.owner = p_owner AND l.req = p_req AND l.queue = p_queue AND l.owner <> 0
+        LOOP
+            SELECT h.token, h.owner INTO v_h FROM millrace.holder(v_tick) h;
+            CONTINUE WHEN v_h.token <> v_token OR v_h.owner <> p_owner
+                OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = v_tick);
+            v_found := true;
+            RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
+                                b.ready_at, b.timeout_ms, EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = b.id)
+                         FROM millrace.batch_jobs(v_tick) b;
+        END LOOP;
+        IF v_found THEN
+            RETURN;
+        END IF;
+    END IF;
+
+    IF millrace.queue_paused(p_queue) THEN
+        RETURN;
+    END IF;
+
+    -- Adopt released batches; close any that turn out to be fully acked.
+    LOOP
+        SELECT l.tick_id INTO v_tick FROM millrace.lease l
+        WHERE l.queue = p_queue AND l.owner = 0
+          AND NOT EXISTS (SELECT 1 FROM millrace.lease n WHERE n.tick_id = l.tick_id AND n.token > l.token)
+          AND NOT EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = l.tick_id)
+        ORDER BY l.tick_id LIMIT 1;
+        EXIT WHEN NOT FOUND;
+        PERFORM pg_advisory_xact_lock(millrace.fence_space(), (v_tick % 2147483647)::int);
+        INSERT INTO millrace.lease (slot, queue, tick_id, token, owner, req)
+        VALUES (millrace.current_segment(), p_queue, v_tick, nextval('millrace.tick_id_seq'), p_owner, p_req)
+        RETURNING lease.token INTO v_token;
+        RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
+                            b.ready_at, b.timeout_ms, EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = b.id)
+                     FROM millrace.batch_jobs(v_tick) b;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+        INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), p_queue, v_tick);
+    END LOOP;
+
+    -- The queue's lanes: its distinct priorities (a skip scan of job_lane).
+    WITH RECURSIVE l AS (
+        (SELECT j.priority FROM millrace.job j WHERE j.queue = p_queue ORDER BY j.priority LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.priority FROM millrace.job j WHERE j.queue = p_queue AND j.priority > l.priority
+                ORDER BY j.priority LIMIT 1)
+        FROM l WHERE l.priority IS NOT NULL)
+    SELECT coalesce(array_agg(l.priority ORDER BY l.priority), '{}') INTO v_lanes FROM l WHERE l.priority IS NOT NULL;
+    IF cardinality(v_lanes) > 1 THEN
+        -- A lane is starving when it has a job waiting and has not been
+        -- served for p_starve (or its first job has waited that long and
+        -- it was never served): starving lanes first, the longest unserved
+        -- first; then by priority. A starving lane is served one batch,
+        -- which makes it not starving for another p_starve.
+        SELECT array_agg(x.p ORDER BY x.starving DESC, CASE WHEN x.starving THEN x.since END, x.p) INTO v_lanes
+        FROM (SELECT p, greatest(f.ready_at, l.at) AS since,
+                     coalesce(greatest(f.ready_at, l.at) < clock_timestamp() - p_starve, false) AS starving
+              FROM unnest(v_lanes) p
+              LEFT JOIN LATERAL (SELECT k.ready_at FROM millrace.lane_take(p_queue, p, v_snap, 0, p_owner, p_req, 1,
+                                                                           9223372036854775807, true) k LIMIT 1) f ON true
+              LEFT JOIN LATERAL (SELECT t.at FROM millrace.tick t WHERE t.queue = p_queue AND t.priority = p
+                                 ORDER BY t.tick_id DESC LIMIT 1) l ON true) x;
+    END IF;
+    FOREACH v_lane IN ARRAY v_lanes LOOP
+        EXIT WHEN v_left <= 0 OR v_bytes <= 0;
+        v_tick := nextval('millrace.tick_id_seq');
+        v_n := 0;
+        FOR v_r IN SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false) LOOP
+            v_n := v_n + 1;
+            v_bytes := v_bytes - pg_column_size(v_r.args);
+            tick_id := v_tick; token := v_tick; id := v_r.id; kind := v_r.kind; args := v_r.args;
+            priority := v_r.priority; attempt := v_r.attempt; max_attempts := v_r.max_attempts;
+            created_at := v_r.created_at; ready_at := v_r.ready_at; timeout_ms := v_r.timeout_ms;
+            cancelled := EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = v_r.id);
+            RETURN NEXT;
+        END LOOP;
+        v_left := v_left - v_n;
+    END LOOP;
+END $function$;
+COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval) IS
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing.';

@@ -1,0 +1,67 @@
+-- millrace grants: who may call what (docs/security.md). Applied after
+-- every function file, each time Migrate applies the functions: a new
+-- function gets EXECUTE for PUBLIC from Postgres unless revoked here.
+-- Roles (created by migration 4 when the migrating role may):
+--   millrace_producer  enqueue and read the schema version
+--   millrace_worker    what a worker process needs: claim, flush, register,
+--                      release, maintenance when it leads, the read surface
+--   millrace_admin     the worker's rights, plus reading every table and the
+--                      operator actions (cancel, pause, resume, retry)
+
+REVOKE ALL ON ALL TABLES IN SCHEMA millrace FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA millrace FROM PUBLIC;
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA millrace FROM PUBLIC;
+
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'millrace_producer') THEN
+        GRANT USAGE ON SCHEMA millrace TO millrace_producer;
+        GRANT EXECUTE ON FUNCTION
+            millrace.enqueue(p_kind text, p_args jsonb, p_queue text, p_priority integer, p_run_at timestamp with time zone, p_max_attempts integer, p_notify boolean, p_unique_key text, p_unique_states integer, p_unique_until timestamp with time zone, p_timeout_ms integer),
+            millrace.enqueue_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_notify boolean, p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[]),
+            millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[], p_notify boolean),
+            millrace.schema_version()
+        TO millrace_producer;
+        GRANT SELECT ON millrace.migration TO millrace_producer;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'millrace_worker') THEN
+        GRANT USAGE ON SCHEMA millrace TO millrace_worker;
+        GRANT EXECUTE ON FUNCTION
+            millrace.cancelled(p_ids bigint[]),
+            millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval),
+            millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer),
+            millrace.enqueue(p_kind text, p_args jsonb, p_queue text, p_priority integer, p_run_at timestamp with time zone, p_max_attempts integer, p_notify boolean, p_unique_key text, p_unique_states integer, p_unique_until timestamp with time zone, p_timeout_ms integer),
+            millrace.enqueue_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_notify boolean, p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[]),
+            millrace.expire_history(p_completed interval, p_other interval),
+            millrace.flush(p_owner integer, p_seq bigint, p_job bigint[], p_tick bigint[], p_token bigint[], p_state smallint[], p_attempt integer[], p_error text[], p_retry_at timestamp with time zone[], p_queue text[], p_kind text[], p_args jsonb[], p_priority smallint[], p_max_attempts integer[], p_created_at timestamp with time zone[], p_timeout_ms integer[], p_started timestamp with time zone[], p_finished timestamp with time zone[], p_done_tick bigint[], p_done_token bigint[], p_done_queue text[], p_replay boolean),
+            millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[], p_notify boolean),
+            millrace.job_state(p_id bigint),
+            millrace.live_job(p_id bigint),
+            millrace.live_jobs(),
+            millrace.next_due(),
+            millrace.periodic_last(p_name text),
+            millrace.periodic_run(p_name text, p_slot_at timestamp with time zone, p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer, p_timeout_ms integer),
+            millrace.promote(p_compact_min bigint),
+            millrace.queue_counts(),
+            millrace.queue_paused(p_queue text),
+            millrace.register(p_name text, p_host text, p_pid integer),
+            millrace.release(p_owner integer),
+            millrace.rescue(p_stuck interval),
+            millrace.ring_stats(OUT current_slot smallint, OUT since timestamp with time zone, OUT rotations bigint, OUT reclaims bigint, OUT last_reclaim timestamp with time zone),
+            millrace.rotate(p_after interval, p_max_carry bigint),
+            millrace.schema_version(),
+            millrace.tally(p_every interval)
+        TO millrace_worker;
+        GRANT SELECT ON millrace.migration, millrace.jobs, millrace.history TO millrace_worker;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'millrace_admin') THEN
+        GRANT USAGE ON SCHEMA millrace TO millrace_admin;
+        GRANT EXECUTE ON FUNCTION
+            millrace.cancel(p_id bigint),
+            millrace.pause(p_queue text),
+            millrace.resume(p_queue text),
+            millrace.retry(p_id bigint)
+        TO millrace_admin;
+        GRANT SELECT ON ALL TABLES IN SCHEMA millrace TO millrace_admin;
+    END IF;
+END $$;

@@ -1,0 +1,280 @@
+-- millrace functions, history: finished attempts bucketed by the server's clock, bounded lookups of a job's state, counts and retention.
+--
+-- The current definition of every function lives once, in internal/schema/functions/;
+-- Migrate applies these files with CREATE OR REPLACE after the versioned migrations,
+-- in file-name order, in the same transaction. A signature change needs a migration
+-- that drops the old function (docs/contributing.md).
+
+CREATE OR REPLACE FUNCTION millrace.history_v6()
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$ SELECT at FROM millrace.mark WHERE name = 'history_v6' $function$;
+COMMENT ON FUNCTION millrace.history_v6() IS
+    'history_v6 is when migration 6 ran: history rows written before it were bucketed by the writer''s clock, so a job created before it is looked for in every bucket.';
+
+CREATE OR REPLACE FUNCTION millrace.history_slack()
+ RETURNS interval
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$ SELECT interval '1 hour' $function$;
+COMMENT ON FUNCTION millrace.history_slack() IS
+    'history_slack widens a bucket range: a server clock that stepped back by up to this much between a job''s creation and its end.';
+
+CREATE OR REPLACE FUNCTION millrace.history_bucket(p_state smallint, p_at timestamp with time zone)
+ RETURNS smallint
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+    SELECT CASE WHEN p_state = 1 THEN (floor(extract(epoch FROM p_at) / 7200)::bigint % 36)::smallint
+                ELSE (36 + floor(extract(epoch FROM p_at) / 86400)::bigint % 32)::smallint END
+$function$;
+COMMENT ON FUNCTION millrace.history_bucket(p_state smallint, p_at timestamp with time zone) IS
+    'history_bucket is the history partition of a row finished at p_at in state p_state: completed rows (state 1) in 36 two-hour buckets (0-35), the others in 32 one-day buckets (36-67), by the server''s clock.';
+
+CREATE OR REPLACE FUNCTION millrace.history_buckets(p_from timestamp with time zone, p_to timestamp with time zone)
+ RETURNS smallint[]
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+    SELECT CASE
+        WHEN p_from IS NULL OR p_to IS NULL OR NOT isfinite(p_from) OR NOT isfinite(p_to)
+             OR greatest(p_from, p_to) - least(p_from, p_to) >= interval '32 days'
+        THEN ARRAY(SELECT g::smallint FROM generate_series(0, 67) g)
+        ELSE ARRAY(
+            SELECT DISTINCT b FROM (
+                SELECT (((g % 36) + 36) % 36)::smallint AS b
+                FROM generate_series(floor(extract(epoch FROM least(p_from, p_to)) / 7200)::bigint,
+                                     least(floor(extract(epoch FROM greatest(p_from, p_to)) / 7200)::bigint,
+                                           floor(extract(epoch FROM least(p_from, p_to)) / 7200)::bigint + 35)) g
+                UNION ALL
+                SELECT (36 + ((g % 32) + 32) % 32)::smallint
+                FROM generate_series(floor(extract(epoch FROM least(p_from, p_to)) / 86400)::bigint,
+                                     floor(extract(epoch FROM greatest(p_from, p_to)) / 86400)::bigint) g) x
+            ORDER BY b) END
+$function$;
+COMMENT ON FUNCTION millrace.history_buckets(p_from timestamp with time zone, p_to timestamp with time zone) IS
+    'history_buckets lists the history buckets that rows finished between p_from and p_to can be in: the two-hour buckets of completed rows (0-35) and the daily buckets of every other state (36-67), each ring at most once around. A range that is not finite, or longer than the daily ring, lists every bucket.';
+
+CREATE OR REPLACE FUNCTION millrace.history_since(p_since timestamp with time zone)
+ RETURNS smallint[]
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+    SELECT CASE WHEN p_since IS NULL OR p_since < millrace.history_v6()
+                THEN millrace.history_buckets(NULL, NULL)
+                ELSE millrace.history_buckets(least(p_since, clock_timestamp()) - millrace.history_slack(),
+                                              clock_timestamp() + millrace.history_slack()) END
+$function$;
+COMMENT ON FUNCTION millrace.history_since(p_since timestamp with time zone) IS
+    'history_since lists the buckets that can hold the history of a job created at p_since: from then (or now, if p_since is later) until now, widened by history_slack; every bucket for a job created before version 6 or at an unknown time.';
+
+CREATE OR REPLACE FUNCTION millrace.history_new(p_prev pg_snapshot, p_snap pg_snapshot)
+ RETURNS TABLE(bucket smallint, queue text, state smallint, n bigint)
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT h.bucket, h.queue, h.state, count(*) FROM millrace.finished h
+    WHERE ((h.txid >= pg_snapshot_xmax(p_prev) AND h.txid < pg_snapshot_xmax(p_snap))
+           OR h.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_prev))))
+      AND pg_visible_in_snapshot(h.txid, p_snap)
+    GROUP BY h.bucket, h.queue, h.state
+$function$;
+COMMENT ON FUNCTION millrace.history_new(p_prev pg_snapshot, p_snap pg_snapshot) IS
+    'history_new counts, by bucket, queue and state, the history rows whose transaction is visible in p_snap and not in p_prev.';
+
+CREATE OR REPLACE FUNCTION millrace.final_state(p_id bigint)
+ RETURNS smallint
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT h.state FROM millrace.finished h WHERE h.id = p_id AND h.state IN (1, 3, 4) LIMIT 1
+$function$;
+COMMENT ON FUNCTION millrace.final_state(p_id bigint) IS
+    'final_state is the finished state of job p_id (1 completed, 3 discarded, 4 cancelled) if history still holds it, else NULL; it reads every bucket (final_state(p_id, p_since) reads only those since the job''s creation). Functions that look at jobs are VOLATILE, so that each statement takes its snapshot after its locks: a statement that waited for a reclaim must not look with a snapshot from before it.';
+
+CREATE OR REPLACE FUNCTION millrace.final_state(p_id bigint, p_since timestamp with time zone)
+ RETURNS smallint
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    v_s smallint;
+BEGIN
+    EXECUTE format('SELECT h.state FROM millrace.finished h WHERE h.bucket = ANY (%L::smallint[]) AND h.id = $1'
+                   ' AND h.state IN (1, 3, 4) LIMIT 1', millrace.history_since(p_since))
+    INTO v_s USING p_id;
+    RETURN v_s;
+END $function$;
+COMMENT ON FUNCTION millrace.final_state(p_id bigint, p_since timestamp with time zone) IS
+    'final_state(p_id, p_since) is final_state(p_id) for a job created at p_since: only the buckets history_since lists are planned and read (every one when p_since is NULL).';
+
+CREATE OR REPLACE FUNCTION millrace.live_since(p_id bigint)
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT coalesce((SELECT j.created_at FROM millrace.job j WHERE j.id = p_id LIMIT 1),
+                    (SELECT s.created_at FROM millrace.sched s WHERE s.id = p_id LIMIT 1))
+$function$;
+COMMENT ON FUNCTION millrace.live_since(p_id bigint) IS
+    'live_since is when live job p_id was created, from its newest job or schedule row; NULL when it has none (it finished, or never existed).';
+
+CREATE OR REPLACE FUNCTION millrace.live_job(p_id bigint)
+ RETURNS TABLE(queue text, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, run_at timestamp with time zone)
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT x.queue, x.kind, x.args, x.priority, x.attempt, x.max_attempts, x.created_at, x.run_at FROM (
+        (SELECT s.queue, s.kind, s.args, s.priority, s.attempt, s.max_attempts, s.created_at, s.due_at AS run_at, 1 AS o
+         FROM millrace.sched s WHERE s.id = p_id AND millrace.job_state(p_id) = 'scheduled' ORDER BY s.due_at DESC LIMIT 1)
+        UNION ALL
+        (SELECT j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at, NULL, 2
+         FROM millrace.job j WHERE j.id = p_id ORDER BY j.ready_at DESC LIMIT 1)) x
+    ORDER BY x.o LIMIT 1
+$function$;
+COMMENT ON FUNCTION millrace.live_job(p_id bigint) IS
+    'live_job is the current row of live job p_id: its newest job row, or its schedule row (run_at set) when it waits in the schedule.';
+
+CREATE OR REPLACE FUNCTION millrace.live_jobs()
+ RETURNS TABLE(id bigint, queue text, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, state text, run_at timestamp with time zone, tick_id bigint, owner integer)
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    WITH f AS (
+        SELECT DISTINCT ON (t.queue, t.priority) t.queue, t.priority, t.prev_snap, t.snap, t.more, t.upto_txid, t.upto_id
+        FROM millrace.tick t ORDER BY t.queue, t.priority, t.tick_id DESC),
+    o AS (SELECT * FROM millrace.open_batches()),
+    running AS (
+        SELECT b.id, b.queue, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
+               CASE WHEN o.owner = 0 THEN 'available' ELSE 'running' END AS state,  -- owner 0: released
+               NULL::timestamptz AS run_at, o.tick_id, o.owner
+        FROM o CROSS JOIN LATERAL millrace.batch_jobs(o.tick_id) b),
+    lastp AS (SELECT p.upto, p.snap FROM millrace.promote p ORDER BY p.round DESC LIMIT 1)
+    SELECT DISTINCT ON (j.id) j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at,
+           'available', NULL::timestamptz, NULL::bigint, NULL::int
+    FROM millrace.job j LEFT JOIN f ON f.queue = j.queue AND f.priority = j.priority
+    WHERE (f.snap IS NULL OR NOT pg_visible_in_snapshot(j.txid, f.snap)
+           OR (f.more AND NOT pg_visible_in_snapshot(j.txid, f.prev_snap) AND (j.txid, j.id) > (f.upto_txid, f.upto_id)))
+      AND NOT EXISTS (SELECT 1 FROM running r WHERE r.id = j.id)
+      AND NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = j.id)  -- cancelled before it ran
+    UNION ALL
+    SELECT * FROM running
+    UNION ALL
+    SELECT s.id, s.queue, s.kind, s.args, s.priority, s.attempt, s.max_attempts, s.created_at,
+           'scheduled', s.due_at, NULL, NULL
+    FROM millrace.sched s LEFT JOIN lastp ON true
+    WHERE NOT (coalesce(pg_visible_in_snapshot(s.txid, lastp.snap), false) AND s.due_at <= lastp.upto)
+      AND NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = s.id)
+$function$;
+COMMENT ON FUNCTION millrace.live_jobs() IS
+    'live_jobs lists every job not yet finished, by lane: its newest job row, or its schedule row when it waits in the schedule.';
+
+CREATE OR REPLACE FUNCTION millrace.job_state(p_id bigint)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    -- A live job's job or schedule row says when it was created; a job with
+    -- neither finished (or never existed), and every bucket is probed.
+    v_s smallint := millrace.final_state(p_id, millrace.live_since(p_id));
+    v_j millrace.job;
+    v_f record;
+BEGIN
+    IF v_s IS NOT NULL THEN
+        RETURN (ARRAY['completed', 'failed', 'discarded', 'cancelled', 'snoozed'])[v_s];
+    END IF;
+    IF EXISTS (SELECT 1 FROM millrace.sched s
+               LEFT JOIN LATERAL (SELECT p.upto, p.snap FROM millrace.promote p ORDER BY p.round DESC LIMIT 1) lp ON true
+               WHERE s.id = p_id AND NOT (coalesce(pg_visible_in_snapshot(s.txid, lp.snap), false) AND s.due_at <= lp.upto)) THEN
+        RETURN 'scheduled';
+    END IF;
+    SELECT * INTO v_j FROM millrace.job j WHERE j.id = p_id ORDER BY j.ready_at DESC LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    SELECT t.prev_snap, t.snap, t.more, t.upto_txid, t.upto_id INTO v_f FROM millrace.tick t
+    WHERE t.queue = v_j.queue AND t.priority = v_j.priority ORDER BY t.tick_id DESC LIMIT 1;
+    IF NOT FOUND OR NOT pg_visible_in_snapshot(v_j.txid, v_f.snap)
+       OR (v_f.more AND NOT pg_visible_in_snapshot(v_j.txid, v_f.prev_snap) AND (v_j.txid, v_j.id) > (v_f.upto_txid, v_f.upto_id)) THEN
+        RETURN 'available';
+    END IF;
+    RETURN 'running';
+END $function$;
+COMMENT ON FUNCTION millrace.job_state(p_id bigint) IS
+    'job_state is where job p_id stands: ''completed'', ''discarded'' or ''cancelled'' (finished, while history holds it), ''scheduled'' (due later, or waiting for a retry or a snooze), ''available'' (ready, not yet claimed), ''running'' (claimed, no outcome yet), or NULL (unknown). It costs a few index probes.';
+
+CREATE OR REPLACE FUNCTION millrace.queue_counts()
+ RETURNS TABLE(queue text, available bigint, running bigint, scheduled bigint, discarded bigint, paused boolean, completed bigint)
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    WITH live AS MATERIALIZED (SELECT x.queue, x.state FROM millrace.live_jobs() x),
+    lastr AS (SELECT r.snap FROM millrace.tally_round r ORDER BY r.round DESC LIMIT 1),
+    counted AS (
+        SELECT t.queue, t.state, t.n FROM millrace.tally t WHERE t.state IN (1, 3)
+        UNION ALL
+        SELECT x.queue, x.state, x.n FROM lastr CROSS JOIN LATERAL millrace.history_new(lastr.snap, pg_current_snapshot()) x
+        WHERE x.state IN (1, 3)),
+    hist AS MATERIALIZED (
+        SELECT c.queue, coalesce(sum(c.n) FILTER (WHERE c.state = 3), 0)::bigint AS discarded,
+               coalesce(sum(c.n) FILTER (WHERE c.state = 1), 0)::bigint AS completed
+        FROM counted c GROUP BY c.queue),
+    qs AS (SELECT DISTINCT l.queue FROM live l UNION SELECT h.queue FROM hist h
+           UNION SELECT DISTINCT s.queue FROM millrace.queue_state s)
+    SELECT q.queue,
+           (SELECT count(*) FROM live l WHERE l.queue = q.queue AND l.state = 'available'),
+           (SELECT count(*) FROM live l WHERE l.queue = q.queue AND l.state = 'running'),
+           (SELECT count(*) FROM live l WHERE l.queue = q.queue AND l.state = 'scheduled'),
+           coalesce((SELECT h.discarded FROM hist h WHERE h.queue = q.queue), 0),
+           millrace.queue_paused(q.queue),
+           coalesce((SELECT h.completed FROM hist h WHERE h.queue = q.queue), 0)
+    FROM qs q ORDER BY q.queue
+$function$;
+COMMENT ON FUNCTION millrace.queue_counts() IS
+    'queue_counts is the number of jobs per queue and state: live ones (derived from live_jobs), discarded and completed ones still in history (the tally, plus the rows written since its newest round), and whether the queue is paused. Nothing is counted in a row.';
+
+CREATE OR REPLACE FUNCTION millrace.expire_history(p_completed interval, p_other interval)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+ SET lock_timeout TO '50ms'
+AS $function$
+DECLARE
+    v_max timestamptz;
+    v_n int := 0;
+BEGIN
+    FOR b IN 0 .. 67 LOOP
+        EXECUTE format('SELECT max(finished_at) FROM millrace.%I', 'finished_' || b) INTO v_max;
+        CONTINUE WHEN v_max IS NULL OR v_max >= now() - CASE WHEN b < 36 THEN p_completed ELSE p_other END;
+        BEGIN
+            EXECUTE format('LOCK TABLE millrace.%I, millrace.%I IN ACCESS EXCLUSIVE MODE NOWAIT', 'finished_' || b, 'tally_' || b);
+            EXECUTE format('TRUNCATE millrace.%I, millrace.%I', 'finished_' || b, 'tally_' || b);
+            v_n := v_n + 1;
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;
+        END;
+    END LOOP;
+    DELETE FROM millrace.periodic p WHERE p.at < now() - interval '7 days';
+    RETURN v_n;
+END $function$;
+COMMENT ON FUNCTION millrace.expire_history(p_completed interval, p_other interval) IS
+    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (completed: p_completed; others: p_other), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week. It returns the buckets truncated.';

@@ -1,0 +1,188 @@
+-- millrace functions, enqueue: the input rules, unique keys, and the insert every producer path goes through (enqueue, enqueue_many, the Go client).
+--
+-- The current definition of every function lives once, in internal/schema/functions/;
+-- Migrate applies these files with CREATE OR REPLACE after the versioned migrations,
+-- in file-name order, in the same transaction. A signature change needs a migration
+-- that drops the old function (docs/contributing.md).
+
+CREATE OR REPLACE FUNCTION millrace.check_job(p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer)
+ RETURNS void
+ LANGUAGE plpgsql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+BEGIN
+    IF p_kind IS NULL OR octet_length(p_kind) NOT BETWEEN 1 AND 255 THEN
+        RAISE EXCEPTION 'millrace: kind must be 1 to 255 bytes' USING ERRCODE = '22023';
+    END IF;
+    IF p_queue IS NULL OR octet_length(p_queue) NOT BETWEEN 1 AND 128 THEN
+        RAISE EXCEPTION 'millrace: queue must be 1 to 128 bytes' USING ERRCODE = '22023';
+    END IF;
+    IF p_args IS NULL THEN
+        RAISE EXCEPTION 'millrace: args must not be null' USING ERRCODE = '22023';
+    END IF;
+    IF p_priority IS NULL OR p_priority NOT BETWEEN 0 AND 32767 THEN
+        RAISE EXCEPTION 'millrace: priority must be 0 to 32767' USING ERRCODE = '22023';
+    END IF;
+    IF p_max_attempts IS NULL OR p_max_attempts NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'millrace: max_attempts must be 1 to 1000' USING ERRCODE = '22023';
+    END IF;
+END $function$;
+COMMENT ON FUNCTION millrace.check_job(p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer) IS
+    'check_job enforces the rules every enqueue path meets (the Go client mirrors them with the same messages).';
+
+CREATE OR REPLACE FUNCTION millrace.uniq_blocks(p_job bigint, p_states integer, p_until timestamp with time zone, p_since timestamp with time zone)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+BEGIN
+    IF p_until IS NOT NULL AND p_until <= now() THEN
+        RETURN false;
+    END IF;
+    RETURN CASE millrace.final_state(p_job, p_since)
+               WHEN 1 THEN p_states & 2 <> 0
+               WHEN 3 THEN p_states & 4 <> 0
+               WHEN 4 THEN p_states & 8 <> 0
+               ELSE EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = p_job)
+                    OR EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = p_job) END;
+END $function$;
+COMMENT ON FUNCTION millrace.uniq_blocks(p_job bigint, p_states integer, p_until timestamp with time zone, p_since timestamp with time zone) IS
+    'uniq_blocks(job, states, until, since) says a key row (its job created at p_since) still blocks a new job with its key: its period has not ended, and its job is finished in a state the key names, or unfinished (it has a live row). Version 5''s three-argument form, which probed every bucket, has no caller left.';
+
+CREATE OR REPLACE FUNCTION millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[] DEFAULT NULL::text[], p_unique_states integer[] DEFAULT NULL::integer[], p_unique_until timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], p_timeout_ms integer[] DEFAULT NULL::integer[], p_notify boolean DEFAULT true)
+ RETURNS TABLE(id bigint, duplicate boolean, scheduled boolean, run_at timestamp with time zone)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+#variable_conflict use_column
+DECLARE
+    v_n int := cardinality(p_kind);
+    v_bad record;
+    v_q text;
+    v_id bigint;
+    v_u record;
+    v_now timestamptz := now();
+    v_slot smallint;
+    v_gen smallint;
+BEGIN
+    IF cardinality(p_args) <> v_n OR cardinality(p_queue) <> v_n OR cardinality(p_priority) <> v_n
+       OR cardinality(p_run_at) <> v_n OR cardinality(p_max_attempts) <> v_n
+       OR (p_unique_key IS NOT NULL AND cardinality(p_unique_key) <> v_n)
+       OR (p_unique_states IS NOT NULL AND cardinality(p_unique_states) <> v_n)
+       OR (p_unique_until IS NOT NULL AND cardinality(p_unique_until) <> v_n)
+       OR (p_timeout_ms IS NOT NULL AND cardinality(p_timeout_ms) <> v_n) THEN
+        RAISE EXCEPTION 'millrace: enqueue_many arrays must have equal lengths' USING ERRCODE = '22023';
+    END IF;
+    SELECT u.i INTO v_bad FROM unnest(p_kind, p_args, p_queue, p_priority, p_max_attempts) WITH ORDINALITY AS u(k, a, q, p, m, i)
+    WHERE k IS NULL OR octet_length(k) NOT BETWEEN 1 AND 255 OR q IS NULL OR octet_length(q) NOT BETWEEN 1 AND 128
+       OR a IS NULL OR octet_length(a::text) > 1048576 OR p IS NULL OR p NOT BETWEEN 0 AND 32767
+       OR m IS NULL OR m NOT BETWEEN 1 AND 1000
+    LIMIT 1;
+    IF FOUND THEN
+        PERFORM millrace.check_job(p_kind[v_bad.i], p_args[v_bad.i], p_queue[v_bad.i], p_priority[v_bad.i], p_max_attempts[v_bad.i]);
+        RAISE EXCEPTION 'millrace: job % of enqueue_many: args must be at most 1048576 bytes encoded', v_bad.i USING ERRCODE = '22023';
+    END IF;
+    IF p_timeout_ms IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(p_timeout_ms) t WHERE t < 0) THEN
+        RAISE EXCEPTION 'millrace: timeout must not be negative' USING ERRCODE = '22023';
+    END IF;
+    v_slot := millrace.txn_slot();
+    v_gen := millrace.current_gen();
+
+    IF p_unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM unnest(p_unique_key) k WHERE k IS NOT NULL) THEN
+        RETURN QUERY
+        WITH u AS (
+            SELECT nextval('millrace.job_id_seq') AS id, i, k, a, q, p, r, m, coalesce(t, 0) AS t
+            FROM unnest(p_kind, p_args, p_queue, p_priority, p_run_at, p_max_attempts,
+                        coalesce(p_timeout_ms, array_fill(0, ARRAY[v_n]))) WITH ORDINALITY AS u(k, a, q, p, r, m, t, i)
+            ORDER BY i),
+        now_ AS (
+            INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms)
+            SELECT v_slot, u.id, q, k, a, p, 0, m, v_now, v_now, u.t FROM u WHERE r IS NULL OR r <= v_now
+            RETURNING 1),
+        later AS (
+            INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms)
+            SELECT v_gen, u.id, q, k, a, p, 0, m, v_now, r, u.t FROM u WHERE r > v_now
+            RETURNING 1)
+        SELECT u.id, false, coalesce(u.r > v_now, false), greatest(coalesce(u.r, v_now), v_now) FROM u ORDER BY u.i;
+    ELSE
+        IF current_setting('transaction_isolation') <> 'read committed' THEN
+            RAISE EXCEPTION 'millrace: unique jobs must be inserted at READ COMMITTED (this transaction is %)',
+                current_setting('transaction_isolation') USING ERRCODE = '0A000';
+        END IF;
+        FOR i IN 1 .. v_n LOOP
+            duplicate := false;
+            scheduled := p_run_at[i] IS NOT NULL AND p_run_at[i] > v_now;
+            run_at := greatest(coalesce(p_run_at[i], v_now), v_now);
+            IF p_unique_key[i] IS NOT NULL THEN
+                PERFORM pg_advisory_xact_lock(millrace.uniq_space(), hashtext(p_unique_key[i]));
+                SELECT * INTO v_u FROM millrace.uniq u WHERE u.key = p_unique_key[i] ORDER BY u.job_id DESC LIMIT 1;
+                IF FOUND AND millrace.uniq_blocks(v_u.job_id, v_u.states, v_u.until, v_u.at) THEN
+                    id := v_u.job_id;
+                    duplicate := true;
+                    SELECT s.due_at INTO run_at FROM millrace.sched s WHERE s.id = v_u.job_id ORDER BY s.due_at DESC LIMIT 1;
+                    scheduled := FOUND AND run_at > v_now;
+                    IF NOT scheduled THEN
+                        run_at := NULL;
+                    END IF;
+                    RETURN NEXT;
+                    CONTINUE;
+                END IF;
+            END IF;
+            v_id := nextval('millrace.job_id_seq');
+            IF scheduled THEN
+                INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms)
+                VALUES (v_gen, v_id, p_queue[i], p_kind[i], p_args[i], p_priority[i], 0, p_max_attempts[i], v_now, p_run_at[i],
+                        coalesce(p_timeout_ms[i], 0));
+            ELSE
+                INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms)
+                VALUES (v_slot, v_id, p_queue[i], p_kind[i], p_args[i], p_priority[i], 0, p_max_attempts[i], v_now, v_now,
+                        coalesce(p_timeout_ms[i], 0));
+            END IF;
+            IF p_unique_key[i] IS NOT NULL THEN
+                INSERT INTO millrace.uniq (slot, key, job_id, states, until)
+                VALUES (millrace.current_segment(), p_unique_key[i], v_id, coalesce(p_unique_states[i], 0), p_unique_until[i]);
+            END IF;
+            id := v_id;
+            RETURN NEXT;
+        END LOOP;
+    END IF;
+    IF p_notify THEN
+        FOR v_q IN SELECT DISTINCT q FROM unnest(p_queue, p_run_at) AS x(q, r) WHERE r IS NULL OR r <= v_now LOOP
+            PERFORM pg_notify('millrace', v_q);
+        END LOOP;
+    END IF;
+END $function$;
+COMMENT ON FUNCTION millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[], p_notify boolean) IS
+    'insert_many inserts jobs (parallel arrays; NULL run_at means now) and returns, in order, each job''s id, whether it was a duplicate of a unique job (its id is then the existing job''s and nothing was inserted), whether it is scheduled for later, and when it is due. A job with a unique key is inserted only if no job holding the same key still blocks it (see uniq); keys are locked for the rest of the transaction, and unique inserts need READ COMMITTED (a REPEATABLE READ snapshot could not see a concurrent insert of the same key). One NOTIFY per queue with a job due now (a NOTIFY serializes commits: scheduled jobs send none, the leader''s promoter polls the schedule).';
+
+CREATE OR REPLACE FUNCTION millrace.enqueue(p_kind text, p_args jsonb DEFAULT '{}'::jsonb, p_queue text DEFAULT 'default'::text, p_priority integer DEFAULT 0, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 25, p_notify boolean DEFAULT true, p_unique_key text DEFAULT NULL::text, p_unique_states integer DEFAULT 0, p_unique_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_timeout_ms integer DEFAULT 0)
+ RETURNS bigint
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT i.id FROM millrace.insert_many(ARRAY[p_kind], ARRAY[p_args], ARRAY[p_queue], ARRAY[p_priority], ARRAY[p_run_at],
+                                          ARRAY[p_max_attempts], ARRAY[p_unique_key], ARRAY[p_unique_states],
+                                          ARRAY[p_unique_until], ARRAY[p_timeout_ms], p_notify) i
+$function$;
+COMMENT ON FUNCTION millrace.enqueue(p_kind text, p_args jsonb, p_queue text, p_priority integer, p_run_at timestamp with time zone, p_max_attempts integer, p_notify boolean, p_unique_key text, p_unique_states integer, p_unique_until timestamp with time zone, p_timeout_ms integer) IS
+    'enqueue inserts one job inside the caller''s transaction and returns its id (for a duplicate of a unique job, the existing job''s id): the job exists if and only if that transaction commits, at any isolation level and any transaction age. p_unique_key, when set, makes the job unique (see insert_many); p_unique_states lists the finished states that keep blocking (bits: 2 completed, 4 discarded, 8 cancelled), p_unique_until ends the key''s period.';
+
+CREATE OR REPLACE FUNCTION millrace.enqueue_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_notify boolean DEFAULT true, p_unique_key text[] DEFAULT NULL::text[], p_unique_states integer[] DEFAULT NULL::integer[], p_unique_until timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], p_timeout_ms integer[] DEFAULT NULL::integer[])
+ RETURNS SETOF bigint
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT i.id FROM millrace.insert_many(p_kind, p_args, p_queue, p_priority, p_run_at, p_max_attempts,
+                                          p_unique_key, p_unique_states, p_unique_until, p_timeout_ms, p_notify) i
+$function$;
+COMMENT ON FUNCTION millrace.enqueue_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_notify boolean, p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[]) IS
+    'enqueue_many inserts many jobs in one statement and returns their ids in order (see insert_many).';

@@ -1,0 +1,139 @@
+package schema
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var createFunction = regexp.MustCompile(`(?i)CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+millrace\.(\w+)\s*\(`)
+
+// TestFunctionsHaveOneHome: every function of a migrated schema is defined
+// exactly once under functions/ (with as many definitions of a name as it
+// has overloads), no versioned migration from functionsSince on defines
+// one, and every function has a comment.
+func TestFunctionsHaveOneHome(t *testing.T) {
+	ctx := context.Background()
+	pool := migrated(t)
+	rows, _ := pool.Query(ctx, `SELECT p.proname, count(*) OVER (PARTITION BY p.proname),
+		coalesce(obj_description(p.oid, 'pg_proc'), '')
+		FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'millrace'`)
+	type fn struct {
+		Name      string
+		Overloads int64
+		Comment   string
+	}
+	fns, err := pgx.CollectRows(rows, pgx.RowToStructByPos[fn])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]int{}
+	for _, name := range functionFiles {
+		body, err := files.ReadFile("functions/" + name + ".sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range createFunction.FindAllStringSubmatch(string(body), -1) {
+			defined[m[1]]++
+		}
+	}
+	inSchema := map[string]bool{}
+	for _, f := range fns {
+		inSchema[f.Name] = true
+		if int64(defined[f.Name]) != f.Overloads {
+			t.Errorf("millrace.%s: %d definitions under functions/, %d in the schema", f.Name, defined[f.Name], f.Overloads)
+		}
+		if f.Comment == "" {
+			t.Errorf("millrace.%s has no COMMENT ON FUNCTION", f.Name)
+		}
+	}
+	for name := range defined {
+		if !inSchema[name] {
+			t.Errorf("functions/ defines millrace.%s, which the schema does not have", name)
+		}
+	}
+	all, err := All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all[functionsSince-1:] {
+		if loc := createFunction.FindStringIndex(m.Up); loc != nil {
+			t.Errorf("migration %d defines a function (%q): functions live in functions/", m.Version, m.Up[loc[0]:loc[1]])
+		}
+	}
+}
+
+// TestFunctionsChangeWithAVersion pins the hash of functions/ to the newest
+// version in testdata/functions.sum. A change of the functions fails it:
+// if the newest version has been released, add a migration (a binary that
+// knows only the old bodies must refuse the schema, not write them back);
+// then run with -update.
+func TestFunctionsChangeWithAVersion(t *testing.T) {
+	_, hash, err := Functions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf("%d %s\n", Latest(), hash)
+	const file = "testdata/functions.sum"
+	if *update {
+		if err := os.WriteFile(file, []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != line {
+		t.Fatalf("functions/ changed: %s holds %q, now %q. If version %d is released, add a migration first; then run with -update",
+			file, strings.TrimSpace(string(got)), strings.TrimSpace(line), Latest())
+	}
+}
+
+// TestMigrateAppliesChangedFunctions: Migrate applies the functions when
+// the newest applied set differs from the binary's (a body edited by hand
+// comes back), and not when it is the same.
+func TestMigrateAppliesChangedFunctions(t *testing.T) {
+	ctx := context.Background()
+	pool := migrated(t)
+	count := func() (n int) {
+		pool.QueryRow(ctx, "SELECT count(*) FROM millrace.function_set").Scan(&n)
+		return n
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d function sets after one migration, want 1", n)
+	}
+	if _, err := Up(ctx, pool, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d function sets after a second Up with the same functions, want 1", n)
+	}
+	if err := Check(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE OR REPLACE FUNCTION millrace.history_slack() RETURNS interval LANGUAGE sql IMMUTABLE AS $$ SELECT interval '0' $$;
+		INSERT INTO millrace.function_set (version, hash) VALUES (7, 'edited')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(ctx, pool); err == nil {
+		t.Fatal("Check accepts a schema whose functions are not this binary's")
+	}
+	if _, err := Up(ctx, pool, 0); err != nil {
+		t.Fatal(err)
+	}
+	var slack string
+	pool.QueryRow(ctx, "SELECT millrace.history_slack()::text").Scan(&slack)
+	if slack == "00:00:00" {
+		t.Fatal("Up did not apply the functions again over an edited body")
+	}
+	if err := Check(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,30 @@
+-- millrace storage protocol, version 7: every function has one home.
+--
+-- From this version on, the current definition of every function lives
+-- once, in internal/schema/functions/*.sql, and Migrate applies those files
+-- with CREATE OR REPLACE after the versioned migrations, in the same
+-- transaction and under the same lock. Versioned migrations hold only what
+-- must be versioned: tables, indexes, data moves, and DROP FUNCTION when a
+-- signature changes. A change to functions/ comes with a new version (even
+-- one that only says so), so that a binary that does not know the new
+-- bodies refuses the schema instead of writing its own bodies back.
+--
+-- function_set records each application of the functions: the version they
+-- belong to and the SHA-256 of their text. It is append-only (read newest
+-- first): a binary applies its functions when the newest hash differs.
+CREATE TABLE millrace.function_set (
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    version    int NOT NULL,
+    hash       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- mark holds the times the schema records once and reads forever, by name.
+-- history_v6, the time migration 6 ran (rows written before it were
+-- bucketed by the writer's clock), was a function whose body held the time;
+-- it becomes a row, and the function that reads it lives in functions/.
+CREATE TABLE millrace.mark (
+    name text PRIMARY KEY,
+    at   timestamptz NOT NULL
+);
+INSERT INTO millrace.mark (name, at) VALUES ('history_v6', millrace.history_v6());
