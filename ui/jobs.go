@@ -46,11 +46,7 @@ func (h *handler) views(ctx context.Context, jobs []ops.Job) []jobView {
 		j := jobs[i]
 		j.Args = redactJSON(j.Args)
 		j.Error = redact(j.Error)
-		if j.Live && j.State == "running" {
-			// millrace.jobs counts the attempts made before; the running
-			// one is the next.
-			j.Attempt++
-		}
+		j.Attempt = j.RunningAttempt() // a running job's row counts the attempts made before
 		out[i].Job = j
 		if j.Owner != nil && *j.Owner != 0 {
 			owners = append(owners, *j.Owner)
@@ -69,29 +65,21 @@ func (h *handler) views(ctx context.Context, jobs []ops.Job) []jobView {
 	return out
 }
 
-// processNames maps process ids to host:pid from millrace.process, which
-// keeps the processes that are alive (millrace_admin may read it; for
-// another role the map is empty).
+// processNames maps process ids to host:pid (and the process's name when
+// it has another) from millrace.process, which keeps the processes that
+// are alive. millrace_admin may read it; for another role the map is
+// empty.
 func (h *handler) processNames(ctx context.Context, ids []int) map[int]string {
 	out := map[int]string{}
 	if len(ids) == 0 {
 		return out
 	}
-	rows, err := h.pool.Query(ctx, "SELECT id, host, pid FROM millrace.process WHERE id = ANY($1)", ids)
+	ps, err := ops.Processes(ctx, h.pool, ids)
 	if err != nil {
 		return out
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, pid int
-		var host string
-		if rows.Scan(&id, &host, &pid) != nil {
-			return out
-		}
-		if host == "" {
-			host = "?"
-		}
-		out[id] = redact(host) + ":" + strconv.Itoa(pid)
+	for id, p := range ps {
+		out[id] = redact(p.String())
 	}
 	return out
 }
