@@ -2,20 +2,14 @@ module github.com/millrace/millrace/internal/bench
 
 go 1.26.8
 
-require github.com/millrace/millrace v0.0.0
+require github.com/millrace/millrace v0.1.0
 
-replace github.com/millrace/millrace => ../..
-
-replace github.com/millrace/millrace/guard => ../../guard
-
-require github.com/millrace/millrace/guard v0.0.0
-
-replace github.com/millrace/millrace/millraceprom => ../../millraceprom
+require github.com/millrace/millrace/guard v0.1.0
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.2.0
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/millrace/millrace/millraceprom v0.0.0
+	github.com/millrace/millrace/millraceprom v0.1.0
 	github.com/prometheus/client_golang v1.25.0
 	gonum.org/v1/plot v0.17.0
 )
@@ -32,6 +26,7 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/kr/text v0.2.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
