@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,7 +208,10 @@ func (w *Workspace) SetVersion(version string) error {
 // Serve writes every module, at version, into dir as a module proxy does:
 // <module>/@v/list, <version>.info, .mod and .zip, the zip made from the
 // module's directory as proxy.golang.org makes it from a tag (without the
-// files of the modules nested in it).
+// files of the modules nested in it). In a git checkout, the zip holds the
+// files git would commit, as they are in the work tree (tracked, and
+// untracked but not ignored): no build output or bench run that
+// .gitignore keeps out.
 func (w *Workspace) Serve(dir, version string) error {
 	info, err := json.Marshal(map[string]any{"Version": version, "Time": time.Now().UTC().Format(time.RFC3339)})
 	if err != nil {
@@ -236,7 +240,12 @@ func (w *Workspace) Serve(dir, version string) error {
 		if err != nil {
 			return err
 		}
-		err = modzip.CreateFromDir(z, module.Version{Path: path, Version: version}, filepath.Join(w.Root, d))
+		mv := module.Version{Path: path, Version: version}
+		if files, ok := gitFiles(filepath.Join(w.Root, d)); ok {
+			err = modzip.Create(z, mv, files)
+		} else {
+			err = modzip.CreateFromDir(z, mv, filepath.Join(w.Root, d))
+		}
 		if cerr := z.Close(); err == nil {
 			err = cerr
 		}
@@ -279,4 +288,40 @@ func (w *Workspace) Env(dir string) ([]string, error) {
 		"GOPRIVATE=", "GONOPROXY=",
 		"GONOSUMDB="+w.Modules["."].Module.Mod.Path,
 	), nil
+}
+
+// gitFile is a file of a module's directory, by its path from there.
+type gitFile struct{ dir, path string }
+
+func (f gitFile) Path() string { return f.path }
+func (f gitFile) Lstat() (os.FileInfo, error) {
+	return os.Lstat(filepath.Join(f.dir, filepath.FromSlash(f.path)))
+}
+func (f gitFile) Open() (io.ReadCloser, error) {
+	return os.Open(filepath.Join(f.dir, filepath.FromSlash(f.path)))
+}
+
+// gitFiles lists the files of dir that git would commit: tracked ones still
+// in the work tree, and untracked ones it does not ignore. ok is false
+// outside a git checkout (or without git).
+func gitFiles(dir string) (files []modzip.File, ok bool) {
+	cmd := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, false
+	}
+	seen := map[string]bool{}
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		f := gitFile{dir: dir, path: p}
+		if _, err := f.Lstat(); err != nil {
+			continue // deleted in the work tree
+		}
+		files = append(files, f)
+	}
+	return files, true
 }
