@@ -110,6 +110,17 @@ func TestStopInTimeIsNil(t *testing.T) {
 	if err := c.Stop(sctx); err != nil {
 		t.Fatalf("Stop = %v; want nil: every job returned as soon as its context was cancelled", err)
 	}
+	// Released by Stop, the jobs wait for the next process: none shows
+	// as running in a process that is gone.
+	counts, err := millrace.QueueCounts(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range counts {
+		if q.Running != 0 || q.Available != 2 {
+			t.Errorf("queue %s after Stop: %d running, %d available; want 0 and 2", q.Queue, q.Running, q.Available)
+		}
+	}
 	s := &seen{runs: map[int]int{}}
 	next, _ := millrace.NewClient(pool, millrace.Config{Workers: countingWorkers(s, 0), Logger: quietLogger(),
 		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 2}}})

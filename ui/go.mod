@@ -2,17 +2,13 @@ module github.com/millrace/millrace/ui
 
 go 1.26.8
 
-require github.com/millrace/millrace v0.0.0
-
-replace github.com/millrace/millrace => ..
-
-replace github.com/millrace/millrace/guard => ../guard
+require github.com/millrace/millrace v0.1.0
 
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/millrace/millrace/guard v0.0.0
+	github.com/millrace/millrace/guard v0.1.0
 )
 
 require (
@@ -22,6 +18,7 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/kr/text v0.2.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect

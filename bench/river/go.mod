@@ -4,7 +4,8 @@ go 1.26.8
 
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/millrace/millrace/internal/bench v0.0.0-00010101000000-000000000000
+	github.com/millrace/millrace v0.1.0
+	github.com/millrace/millrace/internal/bench v0.1.0
 	github.com/riverqueue/river v0.51.1
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.1
 )
@@ -22,9 +23,9 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/millrace/millrace v0.0.0 // indirect
-	github.com/millrace/millrace/guard v0.0.0 // indirect
-	github.com/millrace/millrace/millraceprom v0.0.0 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	github.com/millrace/millrace/guard v0.1.0 // indirect
+	github.com/millrace/millrace/millraceprom v0.1.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
@@ -46,11 +47,3 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/millrace/millrace => ../..
-
-replace github.com/millrace/millrace/internal/bench => ../../internal/bench
-
-replace github.com/millrace/millrace/guard => ../../guard
-
-replace github.com/millrace/millrace/millraceprom => ../../millraceprom

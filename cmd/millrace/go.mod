@@ -2,28 +2,14 @@ module github.com/millrace/millrace/cmd/millrace
 
 go 1.26.8
 
-require github.com/millrace/millrace v0.0.0
-
-replace github.com/millrace/millrace => ../..
-
-replace github.com/millrace/millrace/guard => ../../guard
-
-require github.com/millrace/millrace/guard v0.0.0
-
-replace github.com/millrace/millrace/internal/bench => ../../internal/bench
-
-require github.com/millrace/millrace/internal/bench v0.0.0
-
-replace github.com/millrace/millrace/ui => ../../ui
-
-require github.com/millrace/millrace/ui v0.0.0
-
-replace github.com/millrace/millrace/millraceprom => ../../millraceprom
-
 require (
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/millrace/millrace/millraceprom v0.0.0 // indirect
+	github.com/millrace/millrace v0.1.0
+	github.com/millrace/millrace/guard v0.1.0
+	github.com/millrace/millrace/internal/bench v0.1.0
+	github.com/millrace/millrace/ui v0.1.0
 	github.com/prometheus/client_golang v1.25.0
+	golang.org/x/mod v0.42.0
 )
 
 require (
@@ -39,6 +25,8 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	github.com/millrace/millrace/millraceprom v0.1.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect

@@ -2,20 +2,13 @@ module github.com/millrace/millrace/internal/bench
 
 go 1.26.8
 
-require github.com/millrace/millrace v0.0.0
-
-replace github.com/millrace/millrace => ../..
-
-replace github.com/millrace/millrace/guard => ../../guard
-
-require github.com/millrace/millrace/guard v0.0.0
-
-replace github.com/millrace/millrace/millraceprom => ../../millraceprom
-
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.2.0
+	github.com/chromedp/chromedp v0.23.0
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/millrace/millrace/millraceprom v0.0.0
+	github.com/millrace/millrace v0.1.0
+	github.com/millrace/millrace/guard v0.1.0
+	github.com/millrace/millrace/millraceprom v0.1.0
 	github.com/prometheus/client_golang v1.25.0
 	gonum.org/v1/plot v0.17.0
 )
@@ -28,10 +21,13 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/kr/text v0.2.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect

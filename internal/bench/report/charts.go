@@ -66,19 +66,23 @@ var fallbackColors = []color.Color{
 	rgb(0x843c39), // maroon
 }
 
+// How the lines look. Dashes mean one thing in every chart: the p50 claim
+// latency (p99 is solid). The reference rates of the throughput chart are
+// grey, no strategy's colour, solid, and drawn underneath the strategies,
+// so that a strategy keeping up runs along them in its own colour: the
+// offered rate thin and dark, the expected rate of a --mix run broad and
+// light. A history's storage is a strategy's thin line.
 var (
-	// offeredColor is black: no strategy is drawn in it, so the offered
-	// rate stands out from every throughput line it runs along.
-	offeredColor  = color.NRGBA{A: 0xff}
-	offeredDashes = []vg.Length{vg.Points(10), vg.Points(5)}
-	offeredWidth  = vg.Points(3)
-	// expectedDashes mark the expected rate of a --mix run: short dots,
-	// told apart from the offered rate's long dashes.
-	expectedDashes = []vg.Length{vg.Points(2), vg.Points(3)}
+	offeredColor   = color.NRGBA{R: 0x70, G: 0x70, B: 0x70, A: 0xff}
+	offeredWidth   = vg.Points(1.25)
+	expectedColor  = color.NRGBA{R: 0xc8, G: 0xc8, B: 0xc8, A: 0xff}
+	expectedWidth  = vg.Points(7)
+	historyWidth   = vg.Points(1)
 	bandColor      = color.NRGBA{R: 0xff, G: 0x30, B: 0x30, A: 0x2a}
 	bandTextColor  = color.NRGBA{R: 0xb0, G: 0x20, B: 0x20, A: 0xff}
 	gridColor      = color.NRGBA{R: 0xe0, G: 0xe0, B: 0xe0, A: 0xff}
 	dashed         = []vg.Length{vg.Points(6), vg.Points(4)}
+	zeroPadPercent = 3.0 // of a linear y range, below zero: a line at zero clears the x axis
 )
 
 func rgb(v uint32) color.Color {
@@ -156,9 +160,10 @@ type line struct {
 	// lying on top of each other can still be told apart.
 	marker draw.GlyphDrawer
 	markAt []int
-	// top lines are drawn after every other line (the offered rate).
-	top bool
-	xys plotter.XYs
+	// under lines are drawn before every other line (the reference rates),
+	// so that no strategy hides under them.
+	under bool
+	xys   plotter.XYs
 }
 
 // legendEntry is one row of a chart's legend.
@@ -175,18 +180,11 @@ type legendEntry struct {
 
 // Distinct line styles, handed out in run order, for charts where every
 // strategy usually draws the same line (the xmin age: the scenario's pin is
-// the same for all): each strategy gets its own dash pattern, a width that
-// shrinks with its place (so that a later line lies inside an earlier one
-// instead of covering it) and its own marker shape, placed at points
-// staggered per strategy so that markers of equal lines do not coincide.
+// the same for all): each strategy gets a width that shrinks with its place
+// (so that a later line lies inside an earlier one instead of covering it)
+// and its own marker shape, placed at points staggered per strategy so that
+// markers of equal lines do not coincide. No dashes: they mean p50.
 var (
-	lineDashes = [][]vg.Length{
-		nil,
-		{vg.Points(12), vg.Points(5)},
-		{vg.Points(3), vg.Points(3)},
-		{vg.Points(12), vg.Points(4), vg.Points(3), vg.Points(4)},
-		{vg.Points(6), vg.Points(6)},
-	}
 	lineMarkers = []draw.GlyphDrawer{
 		draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{},
 		draw.RingGlyph{}, draw.PlusGlyph{}, draw.PyramidGlyph{}, draw.BoxGlyph{},
@@ -199,8 +197,9 @@ const markersPerLine = 8
 // distinct styles line i of n (in run order) for a chart of overlapping
 // lines, and places its markers.
 func distinct(l line, i, n int) line {
-	l.dashes = lineDashes[i%len(lineDashes)]
-	l.width = vg.Points(math.Max(1.5, 4.5-0.9*float64(i)))
+	// From 5.5 pt for the first to 1.5 pt for the last, so that every line
+	// shows at least a rim around the ones drawn over it.
+	l.width = vg.Points(5.5 - 4*float64(i)/float64(max(n-1, 1)))
 	l.marker = lineMarkers[i%len(lineMarkers)]
 	if len(l.xys) > 0 {
 		step := float64(len(l.xys)) / markersPerLine
@@ -288,16 +287,17 @@ func buildCharts(ss []series) []chart {
 			hasOffered = hasOffered || p.Y != 0
 		}
 		if hasOffered {
-			// Black, thick, long dashes, drawn on top: the throughput
-			// of a strategy that keeps up runs exactly along it.
+			// Thin, grey, under the strategies: the throughput of a
+			// strategy that keeps up runs along it, in its own colour.
 			throughput.lines = append(throughput.lines,
-				line{color: offeredColor, dashes: offeredDashes, width: offeredWidth, top: true, xys: offered})
+				line{color: offeredColor, width: offeredWidth, under: true, xys: offered})
 			throughput.legend = append(throughput.legend,
-				legendEntry{text: "offered", color: offeredColor, dashes: offeredDashes, width: offeredWidth})
+				legendEntry{text: "offered", color: offeredColor, width: offeredWidth})
 		}
 		// With --mix, cancelled and de-duplicated jobs never run: the
-		// jobs that should run (offered minus both) are drawn too, thin
-		// and dotted, so that a strategy keeping up is seen to.
+		// jobs that should run (offered minus both) are drawn too, a
+		// broad light band under the strategies, so that a strategy
+		// keeping up is seen to.
 		mixed := false
 		for _, s := range longest.samples {
 			mixed = mixed || s.Cancelled != 0 || s.Deduplicated != 0
@@ -305,10 +305,10 @@ func buildCharts(ss []series) []chart {
 		if hasOffered && mixed {
 			expected := xys(longest.samples, func(s bench.Sample) float64 { return float64(s.Offered - s.Cancelled - s.Deduplicated) })
 			throughput.lines = append(throughput.lines,
-				line{color: offeredColor, dashes: expectedDashes, top: true, xys: expected})
+				line{color: expectedColor, width: expectedWidth, under: true, xys: expected})
 			throughput.legend = append(throughput.legend,
 				legendEntry{text: "expected (offered less cancelled and de-duplicated)", overview: "expected rate (throughput)",
-					color: offeredColor, dashes: expectedDashes})
+					color: expectedColor, width: expectedWidth})
 		}
 	}
 
@@ -323,7 +323,6 @@ func buildCharts(ss []series) []chart {
 			break // one line hides nothing
 		}
 		xmin.lines[i] = distinct(xmin.lines[i], i, len(xmin.lines))
-		xmin.legend[i].dashes = xmin.lines[i].dashes
 		xmin.legend[i].width = xmin.lines[i].width
 		xmin.legend[i].marker = xmin.lines[i].marker
 	}
@@ -331,18 +330,18 @@ func buildCharts(ss []series) []chart {
 		func(s bench.Sample) float64 { return float64(s.StorageBytes) / 1e6 })
 	if hasHistory(ss) {
 		// A history grows with its retention, not with the queue: the
-		// queue's tables solid, the history dashed.
-		storage = metric(fileStorage, "Storage (heap + indexes + TOAST): queue solid, history dashed", "storage (MB)",
+		// queue's tables a strategy's usual line, the history a thin one.
+		storage = metric(fileStorage, "Storage (heap + indexes + TOAST): queue, and history thin", "storage (MB)",
 			func(s bench.Sample) float64 { return float64(s.StorageBytes-s.HistoryBytes) / 1e6 })
 		for _, s := range ss {
 			if hasHistory([]series{s}) {
-				storage.lines = append(storage.lines, line{color: s.color, dashes: dashed,
+				storage.lines = append(storage.lines, line{color: s.color, width: historyWidth,
 					xys: xys(s.samples, func(x bench.Sample) float64 { return float64(x.HistoryBytes) / 1e6 })})
 			}
 		}
 		storage.legend = append(storage.legend,
 			legendEntry{text: "queue", color: black},
-			legendEntry{text: "history (finished jobs, kept for their retention)", overview: "history (storage)", color: black, dashes: dashed})
+			legendEntry{text: "history (finished jobs, kept for their retention)", overview: "history (storage, thin)", color: black, width: historyWidth})
 	}
 
 	return []chart{backlog, latency, throughput, dead, xmin, storage}
@@ -445,6 +444,11 @@ func newPlot(c chart, b band, st style) (*plot.Plot, error) {
 		if ymax <= ymin {
 			ymax = ymin + 1
 		}
+		if ymin == 0 {
+			// A strategy that keeps up draws a line at zero (its backlog):
+			// keep it clear of the x axis, which would hide it.
+			ymin = -(ymax * zeroPadPercent / 100)
+		}
 		p.Y.Tick.Marker = humanTicks{}
 	}
 
@@ -521,12 +525,12 @@ func newPlot(c chart, b band, st style) (*plot.Plot, error) {
 }
 
 // drawOrder returns lines in the order they are drawn: as given, with the
-// top lines (the offered rate) last so that no strategy covers them.
+// under lines (the reference rates) first so that they cover no strategy.
 func drawOrder(lines []line) []line {
 	out := make([]line, 0, len(lines))
-	for _, top := range []bool{false, true} {
+	for _, under := range []bool{true, false} {
 		for _, l := range lines {
-			if l.top == top {
+			if l.under == under {
 				out = append(out, l)
 			}
 		}
@@ -620,28 +624,7 @@ func renderOverview(charts []chart, ss []series, b band, offered bool) ([]byte, 
 		grid[i/cols][i%cols] = p
 	}
 
-	// The markers are those of the xmin-age tile, where the strategies'
-	// lines are told apart by shape as well as colour.
-	var entries []legendEntry
-	for i, s := range ss {
-		entries = append(entries, legendEntry{text: s.name, color: s.color, marker: lineMarkers[i%len(lineMarkers)]})
-	}
-	if offered {
-		entries = append(entries, legendEntry{text: "offered rate (throughput)", color: offeredColor, dashes: offeredDashes, width: offeredWidth})
-	}
-	entries = append(entries,
-		legendEntry{text: "p99 claim latency", color: color.Black},
-		legendEntry{text: "p50 claim latency", color: color.Black, dashes: dashed})
-	// Entries of one chart that the overview names too (the mix's
-	// expected rate, a history's storage), when drawn.
-	for _, c := range charts {
-		for _, e := range c.legend {
-			if e.overview != "" {
-				e.text = e.overview
-				entries = append(entries, e)
-			}
-		}
-	}
+	entries := overviewLegend(charts, ss, offered)
 	lg, err := newLegend(entries, overviewStyle.legend, overviewStyle.lineWidth)
 	if err != nil {
 		return nil, err
@@ -669,6 +652,33 @@ func renderOverview(charts []chart, ss []series, b band, offered bool) ([]byte, 
 	lc := tiles.At(dc, len(charts)%cols, len(charts)/cols)
 	lg.Draw(draw.Crop(lc, vg.Points(40), 0, 0, -vg.Points(30)))
 	return encodePNG(img)
+}
+
+// overviewLegend is the overview's shared legend: each strategy with its
+// marker (that of the xmin-age tile, where the strategies' lines are told
+// apart by shape as well as colour), the offered rate when drawn, p99 and
+// p50, and the entries of one chart that the overview names too (the mix's
+// expected rate, a history's storage), when drawn.
+func overviewLegend(charts []chart, ss []series, offered bool) []legendEntry {
+	var entries []legendEntry
+	for i, s := range ss {
+		entries = append(entries, legendEntry{text: s.name, color: s.color, marker: lineMarkers[i%len(lineMarkers)]})
+	}
+	if offered {
+		entries = append(entries, legendEntry{text: "offered rate (throughput)", color: offeredColor, width: offeredWidth})
+	}
+	entries = append(entries,
+		legendEntry{text: "p99 claim latency", color: color.Black},
+		legendEntry{text: "p50 claim latency", color: color.Black, dashes: dashed})
+	for _, c := range charts {
+		for _, e := range c.legend {
+			if e.overview != "" {
+				e.text = e.overview
+				entries = append(entries, e)
+			}
+		}
+	}
+	return entries
 }
 
 // bandSwatch is the legend thumbnail for the stress band.

@@ -42,7 +42,7 @@ var captions = map[string]string{
 		"one that collapses climbs during the stress band and takes long to drain after it.",
 	fileClaimLatency: "How long a worker waits to claim a job, on a log scale: watch p99 (solid) climb through the stress band " +
 		"as each claim has to step over more dead tuples.",
-	fileThroughput: "Jobs completed per second against the offered rate (dashed): a line that drops below the dashed one is falling behind.",
+	fileThroughput: "Jobs completed per second against the offered rate (the thin grey line, under the strategies): a line that drops below the grey one is falling behind.",
 	fileDeadTuples: "Dead tuples in the strategy's tables: they pile up while the xmin horizon is held, " +
 		"because vacuum cannot remove rows a running transaction might still see. " +
 		"The count can go on rising after the stress band ends: releasing the pin removes nothing by itself. " +

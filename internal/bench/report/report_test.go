@@ -251,8 +251,8 @@ func TestStorageChart(t *testing.T) {
 }
 
 // TestStorageChartHistory: a strategy with a history has its queue's
-// storage drawn solid (total less history) and its history dashed; one
-// without keeps its single line.
+// storage drawn as its usual line (total less history) and its history as
+// a thin solid one; one without keeps its single line.
 func TestStorageChartHistory(t *testing.T) {
 	samples := synthetic()
 	for i := range samples {
@@ -264,15 +264,16 @@ func TestStorageChartHistory(t *testing.T) {
 		if c.file != fileStorage {
 			continue
 		}
-		if len(c.lines) != 3 || !strings.Contains(c.title, "history dashed") {
+		if len(c.lines) != 3 || !strings.Contains(c.title, "history thin") {
 			t.Fatalf("storage chart %q with %d lines; want 3 (two strategies' queues, one history)", c.title, len(c.lines))
 		}
 		if got, want := c.lines[0].xys[5].Y, float64(samples[5].StorageBytes-samples[5].HistoryBytes)/1e6; got != want {
 			t.Errorf("queue storage at t=5: %v MB, want %v", got, want)
 		}
 		h := c.lines[2]
-		if h.dashes == nil || h.xys[5].Y != float64(samples[5].HistoryBytes)/1e6 {
-			t.Errorf("history line: dashes %v, at t=5 %v MB; want dashed, %v", h.dashes, h.xys[5].Y, float64(samples[5].HistoryBytes)/1e6)
+		if h.dashes != nil || h.width >= singleStyle.lineWidth || h.xys[5].Y != float64(samples[5].HistoryBytes)/1e6 {
+			t.Errorf("history line: dashes %v, width %v, at t=5 %v MB; want solid, thinner than %v, %v",
+				h.dashes, h.width, h.xys[5].Y, singleStyle.lineWidth, float64(samples[5].HistoryBytes)/1e6)
 		}
 		return
 	}
@@ -289,7 +290,7 @@ func TestThroughputExpectedLine(t *testing.T) {
 				continue
 			}
 			for _, l := range c.lines {
-				if len(l.dashes) > 0 && l.dashes[0] == expectedDashes[0] {
+				if reflect.DeepEqual(l.color, expectedColor) {
 					n, y = n+1, l.xys[5].Y
 				}
 			}
@@ -532,48 +533,127 @@ func TestWriteMix(t *testing.T) {
 	}
 }
 
-// TestOfferedOnTop checks that the offered rate is drawn so that a strategy
-// keeping up cannot hide it: black (no strategy's colour), dashed, thicker
-// than the strategies' lines, and drawn after all of them.
-func TestOfferedOnTop(t *testing.T) {
-	ss := groupSamples(synthetic())
+// TestOfferedUnderneath: the throughput chart's reference rates (offered,
+// and a mix's expected rate) are grey, solid, and drawn before every
+// strategy, so that a strategy keeping up runs along them in its own
+// colour instead of hiding under them; the offered line is thinner than a
+// strategy's.
+func TestOfferedUnderneath(t *testing.T) {
+	samples := synthetic()
+	for i := range samples {
+		samples[i].Cancelled, samples[i].Deduplicated = 5, 10
+	}
+	ss := groupSamples(samples)
 	for _, c := range buildCharts(ss) {
 		if c.file != fileThroughput {
 			continue
 		}
-		// Put the offered line first: the draw order must still end with it.
-		lines := append([]line(nil), c.lines[len(c.lines)-1])
-		lines = append(lines, c.lines[:len(c.lines)-1]...)
-		drawn := drawOrder(lines)
-		off := drawn[len(drawn)-1]
-		if !off.top || len(off.dashes) == 0 {
-			t.Fatalf("the offered line is not a dashed top line: %+v", off)
-		}
-		if off.width <= singleStyle.lineWidth {
-			t.Errorf("offered width %v, not thicker than the strategies' %v", off.width, singleStyle.lineWidth)
-		}
-		for _, s := range ss {
-			if reflect.DeepEqual(s.color, off.color) {
-				t.Errorf("offered is drawn in %s's colour", s.name)
+		drawn := drawOrder(c.lines)
+		refs := 0
+		for i, l := range drawn {
+			if l.legend != "" {
+				continue // a strategy's line
+			}
+			refs++
+			for _, later := range drawn[:i] {
+				if later.legend != "" {
+					t.Errorf("a reference rate is drawn after %s's line, over it", later.legend)
+				}
+			}
+			r, g, b, _ := l.color.RGBA()
+			if r != g || g != b || r == 0 || r == 0xffff || len(l.dashes) > 0 {
+				t.Errorf("a reference rate drawn in %v with dashes %v: want grey and solid", l.color, l.dashes)
+			}
+			for _, s := range ss {
+				if reflect.DeepEqual(s.color, l.color) {
+					t.Errorf("a reference rate is drawn in %s's colour", s.name)
+				}
 			}
 		}
-		for _, l := range drawn[:len(drawn)-1] {
-			if l.top {
-				t.Errorf("a strategy line is drawn on top")
+		if refs != 2 {
+			t.Fatalf("%d reference lines; want offered and expected", refs)
+		}
+		var offered *legendEntry
+		for i := range c.legend {
+			if c.legend[i].text == "offered" {
+				offered = &c.legend[i]
 			}
 		}
-		if e := c.legend[len(c.legend)-1]; e.text != "offered" || len(e.dashes) == 0 || e.width != off.width {
-			t.Errorf("offered legend entry: %+v", e)
+		if offered == nil || !reflect.DeepEqual(offered.color, offeredColor) || offered.width >= singleStyle.lineWidth || len(offered.dashes) > 0 {
+			t.Errorf("offered legend entry: %+v; want thin, grey, solid", offered)
 		}
 		return
 	}
 	t.Fatal("no throughput chart")
 }
 
+// TestOneMeaningForDashes: in every chart, and in the overview's legend,
+// dashes mean the p50 claim latency and nothing else (not the offered
+// rate, not a history, not a strategy among others).
+func TestOneMeaningForDashes(t *testing.T) {
+	var samples []bench.Sample
+	for _, name := range []string{"skiplocked", "que", "millrace", "cursor", "skiplocked-batch"} {
+		for i := range 100 {
+			samples = append(samples, bench.Sample{Strategy: name, Phase: bench.PhaseStress, T: float64(i), XminAgeS: float64(i),
+				Offered: 100, Completed: 100, Cancelled: 5, Deduplicated: 5, StorageBytes: 4e6, HistoryBytes: 1e6, ClaimP50: 1, ClaimP99: 2})
+		}
+	}
+	charts := buildCharts(groupSamples(samples))
+	for _, c := range charts {
+		for _, l := range c.lines {
+			if len(l.dashes) > 0 && c.file != fileClaimLatency {
+				t.Errorf("%s: a dashed line (%s) outside the claim latency chart", c.file, l.legend)
+			}
+		}
+		for _, e := range c.legend {
+			if len(e.dashes) > 0 && e.text != "p50" {
+				t.Errorf("%s: legend entry %q is dashed", c.file, e.text)
+			}
+		}
+	}
+	for _, e := range overviewLegend(charts, groupSamples(samples), true) {
+		if len(e.dashes) > 0 && e.text != "p50 claim latency" {
+			t.Errorf("overview legend entry %q is dashed", e.text)
+		}
+	}
+}
+
+// TestZeroLineClearsAxis: a strategy whose backlog stays at zero draws its
+// line above the x axis, not on it: the y range reaches a little below
+// zero, without a negative tick label.
+func TestZeroLineClearsAxis(t *testing.T) {
+	var samples []bench.Sample
+	for i := range 100 {
+		samples = append(samples,
+			bench.Sample{Strategy: "millrace", Phase: bench.PhaseStress, T: float64(i), Backlog: 0},
+			bench.Sample{Strategy: "skiplocked", Phase: bench.PhaseStress, T: float64(i), Backlog: int64(i * 4000)})
+	}
+	ss := groupSamples(samples)
+	for _, c := range buildCharts(ss) {
+		if c.file != fileBacklog {
+			continue
+		}
+		p, err := newPlot(c, stressBand(ss), overviewStyle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(p.Y.Min < 0) || -p.Y.Min < 0.01*p.Y.Max {
+			t.Errorf("backlog y range [%v, %v]: a line at zero lies on the x axis", p.Y.Min, p.Y.Max)
+		}
+		for _, tk := range p.Y.Tick.Marker.Ticks(p.Y.Min, p.Y.Max) {
+			if tk.Label != "" && tk.Value < 0 {
+				t.Errorf("negative tick label %q on the backlog axis", tk.Label)
+			}
+		}
+		return
+	}
+	t.Fatal("no backlog chart")
+}
+
 // TestXminAgeDistinct checks that strategies whose xmin ages coincide stay
-// apart: each line has its own dash pattern and marker, later lines are
-// thinner (they lie inside the earlier ones), and no two lines put a marker
-// on the same point.
+// apart: each line has its own marker, later lines are thinner (they lie
+// inside the earlier ones), and no two lines put a marker on the same
+// point.
 func TestXminAgeDistinct(t *testing.T) {
 	var samples []bench.Sample
 	names := []string{"skiplocked", "que", "millrace", "cursor", "skiplocked-batch"}
@@ -600,12 +680,12 @@ func TestXminAgeDistinct(t *testing.T) {
 				}
 				marks[j] = names[i]
 			}
-			if e := c.legend[i]; e.marker != l.marker || !reflect.DeepEqual(e.dashes, l.dashes) {
+			if e := c.legend[i]; e.marker != l.marker || e.width != l.width {
 				t.Errorf("%s: legend entry does not show the line's style", names[i])
 			}
 			for k := range i {
 				o := c.lines[k]
-				if reflect.DeepEqual(o.dashes, l.dashes) && o.marker == l.marker {
+				if o.marker == l.marker {
 					t.Errorf("%s and %s look alike", names[k], names[i])
 				}
 				if o.width <= l.width {
