@@ -137,3 +137,20 @@ func TestMigrateAppliesChangedFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEnqueueTooLargeSaysWhich: an enqueue of one job with args over the
+// limit says so without naming a position or enqueue_many; a bulk one
+// names the job's position among those inserted.
+func TestEnqueueTooLargeSaysWhich(t *testing.T) {
+	ctx := context.Background()
+	pool := migrated(t)
+	big := `{"s":"` + strings.Repeat("x", 1<<20) + `"}`
+	_, err := pool.Exec(ctx, "SELECT millrace.enqueue('k', $1::jsonb)", big)
+	if err == nil || !strings.Contains(err.Error(), "millrace: args must be at most 1048576 bytes encoded (this job's are 1048585)") {
+		t.Fatalf("single enqueue of large args: %v", err)
+	}
+	_, err = pool.Exec(ctx, "SELECT millrace.enqueue_many('{k,k}', ARRAY['{}', $1]::jsonb[], '{q,q}', '{1,1}', '{NULL,NULL}', '{3,3}')", big)
+	if err == nil || !strings.Contains(err.Error(), "millrace: job 2 of the 2 inserted: args must be at most 1048576 bytes") {
+		t.Fatalf("bulk enqueue of large args: %v", err)
+	}
+}

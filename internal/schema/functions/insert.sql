@@ -85,7 +85,9 @@ BEGIN
     LIMIT 1;
     IF FOUND THEN
         PERFORM millrace.check_job(p_kind[v_bad.i], p_args[v_bad.i], p_queue[v_bad.i], p_priority[v_bad.i], p_max_attempts[v_bad.i]);
-        RAISE EXCEPTION 'millrace: job % of enqueue_many: args must be at most 1048576 bytes encoded', v_bad.i USING ERRCODE = '22023';
+        RAISE EXCEPTION 'millrace: %args must be at most 1048576 bytes encoded (this job''s are %)',
+            CASE WHEN v_n > 1 THEN format('job %s of the %s inserted: ', v_bad.i, v_n) ELSE '' END,
+            octet_length(p_args[v_bad.i]::text) USING ERRCODE = '22023';
     END IF;
     IF p_timeout_ms IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(p_timeout_ms) t WHERE t < 0) THEN
         RAISE EXCEPTION 'millrace: timeout must not be negative' USING ERRCODE = '22023';
