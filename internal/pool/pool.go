@@ -728,8 +728,10 @@ func (p *Pool) flushParts(acks []storage.Ack, done []*storage.Batch) {
 const unstorable = "millrace: the job's error text could not be stored"
 
 // flushOnce writes one flush under one sequence number, retrying while the
-// connection or server is away (a replay of a flush that did commit is a
-// no-op). It returns the error of a flush the server rejected.
+// connection or server is away, or the server rolled it back for a reason
+// of its own (a serialization failure, a deadlock, a timeout: see
+// storage.Retryable); a replay of a flush that did commit is a no-op. It
+// returns the error of a flush the server rejected.
 func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 	owner := p.Owner()
 	for owner == 0 {
@@ -754,7 +756,7 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 			}
 			return nil
 		}
-		if !storage.IsConnError(err) {
+		if !storage.Retryable(err) {
 			return err
 		}
 		p.cfg.Logger.Warn("millrace: ack flush failed; retrying", "acks", len(acks), "err", err, "attempt", attempt)
