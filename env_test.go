@@ -3,7 +3,10 @@ package millrace_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,4 +211,160 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// logCounter is a slog handler that counts the records whose message
+// contains any of its substrings, and passes every record to next.
+type logCounter struct {
+	next  slog.Handler
+	match []string
+	n     *atomic.Int64
+}
+
+func countLogs(match ...string) (*slog.Logger, *atomic.Int64) {
+	n := &atomic.Int64{}
+	return slog.New(&logCounter{next: quietLogger().Handler(), match: match, n: n}), n
+}
+
+func (h *logCounter) Enabled(ctx context.Context, l slog.Level) bool { return true }
+func (h *logCounter) Handle(ctx context.Context, r slog.Record) error {
+	for _, m := range h.match {
+		if strings.Contains(r.Message, m) {
+			h.n.Add(1)
+		}
+	}
+	if h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+func (h *logCounter) WithAttrs(a []slog.Attr) slog.Handler {
+	return &logCounter{next: h.next.WithAttrs(a), match: h.match, n: h.n}
+}
+func (h *logCounter) WithGroup(g string) slog.Handler {
+	return &logCounter{next: h.next.WithGroup(g), match: h.match, n: h.n}
+}
+
+// alterRole runs ALTER ROLE <the user of url> SET name = value.
+func alterRole(t *testing.T, owner *pgxpool.Pool, url, name, value string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(context.Background(), fmt.Sprintf("ALTER ROLE %s SET %s = %s",
+		pgx.Identifier{cfg.User}.Sanitize(), name, quoteLiteral(value))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startCounting is countingWorkers that records each run when it starts,
+// then works for work.
+func startCounting(s *seen, work time.Duration) *millrace.Workers {
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		s.add(j.Args.N)
+		time.Sleep(work)
+		return nil
+	}))
+	return workers
+}
+
+// finished is the number of completed attempts in history.
+func finished(pool *pgxpool.Pool) int {
+	var n int
+	pool.QueryRow(context.Background(), "SELECT count(*) FROM millrace.history WHERE state = 'completed'").Scan(&n)
+	return n
+}
+
+// checkOnce fails the test unless jobs 0..n-1 each ran exactly once.
+func checkOnce(t *testing.T, s *seen, n int) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := 0; i < n; i++ {
+		if s.runs[i] != 1 {
+			t.Errorf("job %d ran %d times, want 1 (runs: %v)", i, s.runs[i], s.runs)
+		}
+	}
+}
+
+// TestIdleSessionTimeout: the worker role has idle_session_timeout = 1s,
+// and jobs run for 3 s. The session connection of a process sits idle by
+// design (it listens and holds the liveness and leader locks): the server
+// must not close it, and a live process keeps its batches. Each job runs
+// exactly once, and no process loses its session.
+func TestIdleSessionTimeout(t *testing.T) {
+	owner := newDB(t)
+	url := loginAs(t, owner, "millrace_worker")
+	alterRole(t, owner, url, "idle_session_timeout", "1s")
+	logger, lost := countLogs("lost the session connection")
+	s := &seen{runs: map[int]int{}}
+	var c *millrace.Client
+	for i := 0; i < 2; i++ {
+		c = startClient(t, poolOn(t, url), startCounting(s, 3*time.Second), millrace.Config{Logger: logger,
+			Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}}})
+	}
+	const n = 8
+	for i := 0; i < n; i++ {
+		mustInsert(t, c, countArgs{N: i}, nil)
+	}
+	waitFor(t, "every job to finish", 60*time.Second, func() bool { return finished(owner) >= n })
+	// Past another idle timeout: a duplicate would have started by now.
+	time.Sleep(2 * time.Second)
+	checkOnce(t, s, n)
+	if k := lost.Load(); k > 0 {
+		t.Errorf("a process lost its session connection %d times", k)
+	}
+}
+
+// TestSessionReconnectKeepsIdentity: the backend of a process's session
+// connection is ended while the process runs its jobs. The process is
+// alive: it connects again, takes its identity (its liveness lock) back,
+// and keeps its batches; each job runs exactly once.
+func TestSessionReconnectKeepsIdentity(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	logger, kept := countLogs("the process keeps its identity")
+	s := &seen{runs: map[int]int{}}
+	c := startClient(t, pool, startCounting(s, 3*time.Second), millrace.Config{Logger: logger,
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}}})
+	const n = 4
+	for i := 0; i < n; i++ {
+		mustInsert(t, c, countArgs{N: i}, nil)
+	}
+	var running int
+	waitFor(t, "the jobs to be claimed", 10*time.Second, func() bool {
+		pool.QueryRow(ctx, "SELECT count(*) FROM millrace.jobs WHERE state = 'running'").Scan(&running)
+		return running == n
+	})
+	// The session's backend: the holder of the process's liveness lock
+	// (key 0 is the leader lock, held on the same connection).
+	holder := func() (pid, id int) {
+		pool.QueryRow(ctx, `SELECT pid, objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND classid = 1836412274
+			AND objsubid = 2 AND objid <> 0 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&pid, &id)
+		return pid, id
+	}
+	pid, id := holder()
+	if pid == 0 {
+		t.Fatal("no liveness lock held")
+	}
+	if _, err := pool.Exec(ctx, "SELECT pg_terminate_backend($1, 5000)", pid); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the session to be restored", 10*time.Second, func() bool {
+		p, _ := holder()
+		return p != 0 && p != pid
+	})
+	_, id2 := holder()
+	t.Logf("identity %d, then %d", id, id2)
+	if id2 != id {
+		t.Errorf("the process's identity changed from %d to %d", id, id2)
+	}
+	waitFor(t, "every job to finish", 30*time.Second, func() bool { return finished(pool) >= n })
+	time.Sleep(500 * time.Millisecond) // a duplicate would have started by now
+	checkOnce(t, s, n)
+	if kept.Load() != 1 {
+		t.Errorf("%d restorations logged, want 1", kept.Load())
+	}
 }
