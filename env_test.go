@@ -368,3 +368,40 @@ func TestSessionReconnectKeepsIdentity(t *testing.T) {
 		t.Errorf("%d restorations logged, want 1", kept.Load())
 	}
 }
+
+// TestRoleTimeouts: the worker role has statement_timeout = 1s,
+// idle_in_transaction_session_timeout = 1s and lock_timeout = 100ms, and
+// each reclaim of a slot takes longer than the statement timeout (a
+// trigger sleeps 1.2 s in it here; a large backlog carried forward does
+// the same). Maintenance sets the timeouts it needs in its own
+// transactions: the ring keeps turning, and every job runs exactly once
+// with no bogus outcome.
+func TestRoleTimeouts(t *testing.T) {
+	ctx := context.Background()
+	owner := newDB(t)
+	url := loginAs(t, owner, "millrace_worker")
+	alterRole(t, owner, url, "statement_timeout", "1s")
+	alterRole(t, owner, url, "idle_in_transaction_session_timeout", "1s")
+	alterRole(t, owner, url, "lock_timeout", "100ms")
+	if _, err := owner.Exec(ctx, `CREATE FUNCTION public.slow_reclaim() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_sleep(1.2); RETURN NEW; END $$;
+		CREATE TRIGGER slow_reclaim BEFORE INSERT ON millrace.reclaim FOR EACH ROW EXECUTE FUNCTION public.slow_reclaim()`); err != nil {
+		t.Fatal(err)
+	}
+	st0, err := millrace.ReadStats(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &seen{runs: map[int]int{}}
+	var c *millrace.Client
+	for i := 0; i < 2; i++ {
+		c = startClient(t, poolOn(t, url), countingWorkers(s, 0), millrace.Config{
+			Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}},
+			RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond})
+	}
+	waitFor(t, "the ring to turn", 60*time.Second, func() bool {
+		st, err := millrace.ReadStats(ctx, owner)
+		return err == nil && st.Reclaims-st0.Reclaims >= 3
+	})
+	workOnce(t, owner, c, 1000, s)
+}
