@@ -2,17 +2,22 @@ package millrace_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/pgtest"
 )
 
 // The tests in this file run the queue under the settings real databases
@@ -404,4 +409,134 @@ func TestRoleTimeouts(t *testing.T) {
 		return err == nil && st.Reclaims-st0.Reclaims >= 3
 	})
 	workOnce(t, owner, c, 1000, s)
+}
+
+func init() {
+	// A worker process of TestPgBouncerKilledWorker (init runs before
+	// TestMain, so client_test.go need not know of it).
+	if u := os.Getenv("MILLRACE_POOLED_WORKER"); u != "" {
+		pooledWorker(u, os.Getenv("MILLRACE_SESSION_URL"), os.Getenv("MILLRACE_TEST_QUEUE"))
+	}
+}
+
+// pooledWorker is testWorker through a connection pooler: its pool on url,
+// its session on sessionURL. It never returns.
+func pooledWorker(url, sessionURL, queue string) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		os.Exit(3)
+	}
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		pool.Exec(ctx, "INSERT INTO started_job (n, pid) VALUES ($1, $2)", j.Args.N, os.Getpid())
+		select {}
+	}))
+	c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(), SessionURL: sessionURL,
+		Queues: map[string]millrace.QueueConfig{queue: {MaxWorkers: 10}}})
+	if err != nil {
+		os.Exit(4)
+	}
+	if err := c.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(5)
+	}
+	select {}
+}
+
+// withParam adds a query parameter to a postgres:// URL.
+func withParam(u, name, value string) string {
+	if strings.Contains(u, "?") {
+		return u + "&" + name + "=" + value
+	}
+	return u + "?" + name + "=" + value
+}
+
+// TestPgBouncerTransactionMode: the pool goes through PgBouncer in
+// transaction mode (each transaction may get another server connection;
+// PgBouncer 1.18 keeps no prepared statement across them), in each query
+// exec mode of pgx that sends no named prepared statement. The session
+// connection goes to PostgreSQL directly (Config.SessionURL); without it
+// Start says so. Jobs run exactly once and the ring turns.
+func TestPgBouncerTransactionMode(t *testing.T) {
+	ctx := context.Background()
+	owner := newDB(t)
+	direct := loginAs(t, owner, "millrace_worker")
+	role, _ := pgx.ParseConfig(direct)
+	bouncer := pgtest.NewPgBouncer(t, direct, pgtest.PgBouncerOptions{Users: []string{role.User}})
+	for _, mode := range []string{"cache_describe", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			pooled := withParam(bouncer.URL(direct), "default_query_exec_mode", mode)
+			// Without a direct session connection, Start refuses.
+			c, err := millrace.NewClient(poolOn(t, pooled), millrace.Config{Logger: quietLogger(), Workers: millrace.NewWorkers(),
+				Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 1}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Start(ctx); !errors.Is(err, millrace.ErrThroughPooler) {
+				c.Stop(ctx)
+				t.Fatalf("Start with the session through the pooler: %v, want ErrThroughPooler", err)
+			}
+			st0, err := millrace.ReadStats(ctx, owner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &seen{runs: map[int]int{}}
+			for i := 0; i < 2; i++ {
+				c = startClient(t, poolOn(t, pooled), countingWorkers(s, 0), millrace.Config{SessionURL: direct,
+					Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}},
+					RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond})
+			}
+			workOnce(t, owner, c, 1000, s)
+			waitFor(t, "the ring to turn", 30*time.Second, func() bool {
+				st, err := millrace.ReadStats(ctx, owner)
+				return err == nil && st.Reclaims-st0.Reclaims >= 2
+			})
+			owner.Exec(ctx, "TRUNCATE millrace.finished") // the next mode counts its own history
+		})
+	}
+}
+
+// TestPgBouncerKilledWorker: a worker process whose pool goes through
+// PgBouncer in transaction mode is killed (SIGKILL) while it runs jobs.
+// Its liveness lock was on its direct session connection, which dies with
+// it: its jobs run again in another process within 30 s, not after
+// StuckAfter (1 h).
+func TestPgBouncerKilledWorker(t *testing.T) {
+	ctx := context.Background()
+	owner := newDB(t)
+	direct := owner.Config().ConnString()
+	bouncer := pgtest.NewPgBouncer(t, direct, pgtest.PgBouncerOptions{})
+	pooled := withParam(bouncer.URL(direct), "default_query_exec_mode", "cache_describe")
+	// The leader works another queue only.
+	leader := startClient(t, poolOn(t, pooled), countingWorkers(&seen{runs: map[int]int{}}, 0), millrace.Config{SessionURL: direct,
+		Queues: map[string]millrace.QueueConfig{"a": {MaxWorkers: 1}}})
+	for i := 0; i < 5; i++ {
+		if _, err := leader.Insert(ctx, countArgs{N: i}, &millrace.InsertOpts{Queue: "b"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := owner.Exec(ctx, "CREATE TABLE started_job (n int, pid int)"); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MILLRACE_POOLED_WORKER="+pooled, "MILLRACE_SESSION_URL="+direct, "MILLRACE_TEST_QUEUE=b")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, "the worker process to start its jobs", 30*time.Second, func() bool {
+		var n int
+		owner.QueryRow(ctx, "SELECT count(*) FROM started_job WHERE pid = $1", cmd.Process.Pid).Scan(&n)
+		return n == 5
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	s := &seen{runs: map[int]int{}}
+	startClient(t, poolOn(t, pooled), countingWorkers(s, 0), millrace.Config{SessionURL: direct,
+		Queues: map[string]millrace.QueueConfig{"b": {MaxWorkers: 5}}})
+	waitFor(t, "the killed process's jobs to run again", 30*time.Second, func() bool { return s.n.Load() == 5 })
 }
