@@ -6,7 +6,11 @@ package maint
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/millrace/millrace/internal/storage"
@@ -112,12 +116,22 @@ type Maintainer struct {
 	expired time.Time            // when history was last expired
 	tallied time.Time            // when history was last tallied (or found tallied by another leader)
 	last    map[string]time.Time // newest slot enqueued, per periodic job
+	holders map[holderKey]time.Time
+}
+
+// holderKey is a backend seen holding a slot the leader could not reclaim,
+// and what it held it with (its transaction's start or ids when visible).
+type holderKey struct {
+	pid  int32
+	slot int16
+	xact string
 }
 
 // New makes a Maintainer whose Step tests can call directly.
 func New(cfg Config) *Maintainer {
 	cfg.defaults()
-	return &Maintainer{cfg: cfg, logged: map[string]time.Time{}, started: time.Now(), last: map[string]time.Time{}}
+	return &Maintainer{cfg: cfg, logged: map[string]time.Time{}, started: time.Now(), last: map[string]time.Time{},
+		holders: map[holderKey]time.Time{}}
 }
 
 // Step runs one round of maintenance.
@@ -179,17 +193,26 @@ func (m *Maintainer) Step(ctx context.Context) {
 		}
 		return
 	}
+	seen := map[holderKey]bool{}
 	for _, a := range actions {
 		switch a.Action {
 		case "rotated", "reclaimed":
 			cfg.Logger.Debug("millrace: "+a.Action, "detail", a.Detail)
 		case "blocked", "waiting":
+			// Who holds the slot, watched at every round (their age as
+			// this leader saw it), named once per LogEvery.
+			holders := m.watchHolders(ctx, a, seen)
 			// Rate-limited: one line per kind of obstacle and slot per LogEvery.
 			key := a.Action + string(rune('0'+a.Segment))
 			if time.Since(m.logged[key]) >= cfg.LogEvery {
 				m.logged[key] = time.Now()
-				m.warnBehind(ctx, a)
+				m.warnBehind(ctx, a, holders)
 			}
+		}
+	}
+	for k := range m.holders {
+		if !seen[k] {
+			delete(m.holders, k) // gone, or holds it no more
 		}
 	}
 	if cfg.OnRotate != nil {
@@ -197,9 +220,93 @@ func (m *Maintainer) Step(ctx context.Context) {
 	}
 }
 
-// warnBehind logs why the ring could not move and how far behind it is.
-func (m *Maintainer) warnBehind(ctx context.Context, a storage.RingAction) {
+// holderPID finds the backends a rotation names as holding a slot.
+var holderPID = regexp.MustCompile(`\bpid (\d+)\b`)
+
+// watchHolders describes the backends that action a names as holding its
+// slot, and records them in seen. The rotation runs as the schema's owner,
+// which cannot see another role's transaction start (pg_stat_activity
+// shows it only to members of that role and of pg_read_all_stats): it
+// names such a holder with "transaction open 0 s". The leader looks again
+// with its own rights and gives each holder its role and its real age
+// when visible, else the age of its transaction id or snapshot in
+// transactions, and how long this leader has seen it hold the slot.
+func (m *Maintainer) watchHolders(ctx context.Context, a storage.RingAction, seen map[holderKey]bool) []string {
+	var pids []int32
+	for _, sm := range holderPID.FindAllStringSubmatch(a.Detail, -1) {
+		if n, err := strconv.ParseInt(sm[1], 10, 32); err == nil {
+			pids = append(pids, int32(n))
+		}
+	}
+	if len(pids) == 0 {
+		return nil
+	}
+	rows, err := m.cfg.Store.Pool.Query(ctx, `SELECT a.pid, coalesce(a.usename::text, '?'), coalesce(a.application_name, ''),
+		a.state, extract(epoch FROM clock_timestamp() - a.xact_start)::float8, a.xact_start::text,
+		age(a.backend_xid), age(a.backend_xmin), a.backend_xid::text, a.backend_xmin::text, current_user::text
+		FROM pg_stat_activity a WHERE a.pid = ANY($1) ORDER BY a.pid`, pids)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	now := time.Now()
+	for rows.Next() {
+		var (
+			pid                     int32
+			role, app, me           string
+			state, start, xid, xmin *string
+			open                    *float64
+			xidAge, xminAge         *int32
+		)
+		if err := rows.Scan(&pid, &role, &app, &state, &open, &start, &xidAge, &xminAge, &xid, &xmin, &me); err != nil {
+			return out
+		}
+		k := holderKey{pid: pid, slot: a.Segment, xact: deref(start) + "/" + deref(xid) + "/" + deref(xmin)}
+		seen[k] = true
+		first, ok := m.holders[k]
+		if !ok {
+			first = now
+			m.holders[k] = now
+		}
+		parts := []string{"role " + role}
+		if app != "" {
+			parts = append(parts, "application "+strconv.Quote(app))
+		}
+		if state != nil {
+			parts = append(parts, *state)
+		}
+		if open != nil {
+			parts = append(parts, fmt.Sprintf("transaction open %d s", int64(*open)))
+		} else {
+			switch {
+			case xidAge != nil:
+				parts = append(parts, fmt.Sprintf("its transaction id is %d transactions old", *xidAge))
+			case xminAge != nil:
+				parts = append(parts, fmt.Sprintf("its snapshot is %d transactions old", *xminAge))
+			}
+			parts = append(parts, fmt.Sprintf("seen holding slot %d for %d s", a.Segment, int64(now.Sub(first).Seconds())),
+				fmt.Sprintf("its transaction's start is not visible to role %s (grant it pg_read_all_stats to see it)", me))
+		}
+		out = append(out, fmt.Sprintf("pid %d (%s)", pid, strings.Join(parts, ", ")))
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// warnBehind logs why the ring could not move and how far behind it is,
+// and who holds it back.
+func (m *Maintainer) warnBehind(ctx context.Context, a storage.RingAction, holders []string) {
 	attrs := []any{"detail", a.Detail}
+	if len(holders) > 0 {
+		attrs = append(attrs, "holders", strings.Join(holders, "; "))
+	}
 	if st, err := storage.Ring(ctx, m.cfg.Store.Pool); err == nil {
 		attrs = append(attrs, "current_slot", st.Current, "current_for", time.Since(st.Since).Round(time.Second),
 			"last_reclaim_ago", time.Since(st.LastReclaim).Round(time.Second))
