@@ -147,6 +147,15 @@ func TestDefaultIsolation(t *testing.T) {
 					RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond})
 				producer = c
 			}
+			// A unique insert needs READ COMMITTED: the client's own
+			// transaction has it whatever the default.
+			u := &millrace.InsertOpts{Unique: &millrace.UniqueOpts{ByArgs: true}}
+			if r := mustInsert(t, producer, countArgs{N: -1}, u); r.Duplicate {
+				t.Fatal("the first unique insert was a duplicate")
+			}
+			if r := mustInsert(t, producer, countArgs{N: -1}, u); !r.Duplicate {
+				t.Fatal("the second unique insert was not a duplicate")
+			}
 			workOnce(t, owner, producer, 2000, s)
 		})
 	}
