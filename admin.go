@@ -3,7 +3,39 @@ package millrace
 import (
 	"context"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/storage"
 )
+
+// readCommitted runs sql on db in its own READ COMMITTED transaction
+// when db is a pool or a connection (cancel, pause and resume take a lock
+// and then read what its previous holder wrote: a snapshot taken before
+// the lock, as under a default of REPEATABLE READ, misses it), in one
+// round trip, and scans its one row into dest. Inside a caller's
+// transaction (db a pgx.Tx) it runs there: that transaction must be READ
+// COMMITTED. The caller's statement and lock timeouts stay: ctx bounds the
+// call.
+func readCommitted(ctx context.Context, db DB, sql string, arg any, dest ...any) error {
+	scan := func(rows pgx.Rows) error {
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			return pgx.ErrNoRows
+		}
+		return rows.Scan(dest...)
+	}
+	o := storage.TxOpts{KeepTimeouts: true}
+	switch d := db.(type) {
+	case *pgxpool.Pool:
+		return storage.PoolTx(ctx, d, o, scan, sql, arg)
+	case *pgx.Conn:
+		return storage.RunTx(ctx, d, o, scan, sql, arg)
+	}
+	return db.QueryRow(ctx, sql, arg).Scan(dest...)
+}
 
 // CancelResult says what Cancel did.
 type CancelResult string
@@ -22,7 +54,7 @@ const (
 // second. The role needs millrace_admin's rights.
 func Cancel(ctx context.Context, db DB, id int64) (CancelResult, error) {
 	var r string
-	err := db.QueryRow(ctx, "SELECT millrace.cancel($1)", id).Scan(&r)
+	err := readCommitted(ctx, db, "SELECT millrace.cancel($1)", id, &r)
 	return CancelResult(r), err
 }
 
@@ -33,7 +65,7 @@ func Cancel(ctx context.Context, db DB, id int64) (CancelResult, error) {
 // "unknown") when there is nothing to retry.
 func Retry(ctx context.Context, db DB, id int64) (int64, string, error) {
 	var r string
-	if err := db.QueryRow(ctx, "SELECT millrace.retry($1)", id).Scan(&r); err != nil {
+	if err := readCommitted(ctx, db, "SELECT millrace.retry($1)", id, &r); err != nil {
 		return 0, "", err
 	}
 	var n int64
@@ -47,12 +79,12 @@ func Retry(ctx context.Context, db DB, id int64) (int64, string, error) {
 // next claim on: its jobs stay, running ones finish, and storage keeps
 // rotating. The role needs millrace_admin's rights.
 func PauseQueue(ctx context.Context, db DB, queue string) error {
-	return exec(ctx, db, "SELECT millrace.pause($1)", queue)
+	return exec(ctx, db, "SELECT millrace.pause($1)::text", queue)
 }
 
 // ResumeQueue lets queue be claimed again and wakes its workers.
 func ResumeQueue(ctx context.Context, db DB, queue string) error {
-	return exec(ctx, db, "SELECT millrace.resume($1)", queue)
+	return exec(ctx, db, "SELECT millrace.resume($1)::text", queue)
 }
 
 // QueuePaused says whether queue is paused.
@@ -62,13 +94,9 @@ func QueuePaused(ctx context.Context, db DB, queue string) (bool, error) {
 	return p, err
 }
 
-func exec(ctx context.Context, db DB, sql string, args ...any) error {
-	rows, err := db.Query(ctx, sql, args...)
-	if err != nil {
-		return err
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+func exec(ctx context.Context, db DB, sql string, arg any) error {
+	var x *string
+	if err := readCommitted(ctx, db, sql, arg, &x); err != nil {
 		return fmt.Errorf("millrace: %w", err)
 	}
 	return nil

@@ -36,6 +36,15 @@ type Config struct {
 	Workers *Workers
 	// Name identifies the process in millrace.process (default host:pid).
 	Name string
+	// SessionURL is where the process's session connection goes, when the
+	// pool does not reach PostgreSQL directly (a connection pooler such as
+	// PgBouncer in transaction mode stands between them). The session
+	// connection holds session-level state that a pooler would leave on a
+	// pooled server connection after the process died: the process's
+	// liveness lock, the leader lock, and LISTEN. Empty: the pool's own
+	// connection settings. Start fails with ErrThroughPooler if the session
+	// connection does not reach a backend of its own. See docs/deploy.md.
+	SessionURL string
 	// Logger receives the client's logs (default slog.Default()).
 	Logger *slog.Logger
 	// MaxArgsBytes rejects larger encoded arguments at insert (default 1 MiB).
@@ -155,6 +164,11 @@ const (
 // up`) first.
 var ErrNotMigrated = schema.ErrNotMigrated
 
+// ErrThroughPooler is returned by Start when the session connection goes
+// through a connection pooler: set Config.SessionURL to reach PostgreSQL
+// directly (docs/deploy.md).
+var ErrThroughPooler = session.ErrThroughPooler
+
 // withDefaults checks cfg and fills in the defaults of every unset field.
 func (cfg Config) withDefaults() (Config, error) {
 	if len(cfg.Queues) > 0 && cfg.Workers == nil {
@@ -205,6 +219,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	for i, pj := range cfg.Periodic {
 		if err := pj.check(); err != nil {
 			return cfg, fmt.Errorf("millrace: Config.Periodic[%d]: %w", i, err)
+		}
+	}
+	if cfg.SessionURL != "" {
+		if _, err := pgx.ParseConfig(cfg.SessionURL); err != nil {
+			return cfg, fmt.Errorf("millrace: Config.SessionURL: %w", err)
 		}
 	}
 	if cfg.MaxArgsBytes == 0 {
@@ -286,16 +305,17 @@ func (c *Client) Start(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.Background())
 	sess, err := session.Start(ctx, runCtx, session.Config{
 		Connect: func(ctx context.Context) (*pgx.Conn, error) {
-			cc := c.pool.Config().ConnConfig.Copy()
-			// The session connection carries the process's liveness and
-			// leader locks: a peer that vanishes without closing it must
-			// not hold them for the operating system's default two hours.
-			for k, v := range map[string]string{"tcp_keepalives_idle": "30", "tcp_keepalives_interval": "10", "tcp_keepalives_count": "3"} {
-				if _, set := cc.RuntimeParams[k]; !set {
-					cc.RuntimeParams[k] = v
+			// The session sets what it needs (TCP keepalives, no idle
+			// timeout) with statements once connected, not as startup
+			// parameters: see session.Prepare.
+			if c.cfg.SessionURL != "" {
+				cc, err := pgx.ParseConfig(c.cfg.SessionURL)
+				if err != nil {
+					return nil, fmt.Errorf("millrace: Config.SessionURL: %w", err)
 				}
+				return pgx.ConnectConfig(ctx, cc)
 			}
-			return pgx.ConnectConfig(ctx, cc)
+			return pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig.Copy())
 		},
 		Name: c.cfg.Name, Logger: c.cfg.Logger,
 		SetOwner: c.workers.SetOwner, WakeAll: c.workers.WakeAll,

@@ -288,7 +288,8 @@ func (c *Client) InsertTx(ctx context.Context, tx pgx.Tx, args JobArgs, opts *In
 // unique jobs are not inserted and come back with Duplicate set).
 func (c *Client) InsertMany(ctx context.Context, jobs []InsertManyParams) ([]InsertResult, error) {
 	var res []InsertResult
-	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+	// READ COMMITTED whatever the database's default: unique keys need it.
+	err := pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		var err error
 		res, err = c.InsertManyTx(ctx, tx, jobs)
 		return err

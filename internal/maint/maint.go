@@ -6,7 +6,11 @@ package maint
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/millrace/millrace/internal/storage"
@@ -45,6 +49,19 @@ type Config struct {
 	// counts (default 10s): a count of completed or discarded jobs reads
 	// the tally and the history written since its newest round.
 	TallyEvery time.Duration
+	// ListenerStuckAfter is how long a millrace process's session backend
+	// may stay blocked writing notifications its client does not read (a
+	// stopped process: SIGSTOP, a paused VM) while the notification queue
+	// is in use, before the leader ends it (default 1 min). PostgreSQL
+	// cannot empty its notification queue past the oldest unread
+	// notification of any listener; once the queue is full, every NOTIFY,
+	// and so every insert in a transaction, fails at commit. The process's
+	// batches are then released, as a dead process's are; when it resumes,
+	// its acks for them are dropped. Other listeners that do not read are
+	// named, not ended.
+	ListenerStuckAfter time.Duration
+	// OnEndListener observes each listener ended (for tests).
+	OnEndListener func(pid int32)
 }
 
 // Periodic is a job enqueued at every slot of a schedule.
@@ -85,6 +102,9 @@ func (cfg *Config) defaults() {
 	if cfg.TallyEvery <= 0 {
 		cfg.TallyEvery = 10 * time.Second
 	}
+	if cfg.ListenerStuckAfter <= 0 {
+		cfg.ListenerStuckAfter = time.Minute
+	}
 }
 
 // Run loops until ctx ends. It is called only while this process holds the
@@ -112,12 +132,23 @@ type Maintainer struct {
 	expired time.Time            // when history was last expired
 	tallied time.Time            // when history was last tallied (or found tallied by another leader)
 	last    map[string]time.Time // newest slot enqueued, per periodic job
+	holders map[holderKey]time.Time
+	writers map[int32]time.Time // backends seen blocked writing to their client, since when
+}
+
+// holderKey is a backend seen holding a slot the leader could not reclaim,
+// and what it held it with (its transaction's start or ids when visible).
+type holderKey struct {
+	pid  int32
+	slot int16
+	xact string
 }
 
 // New makes a Maintainer whose Step tests can call directly.
 func New(cfg Config) *Maintainer {
 	cfg.defaults()
-	return &Maintainer{cfg: cfg, logged: map[string]time.Time{}, started: time.Now(), last: map[string]time.Time{}}
+	return &Maintainer{cfg: cfg, logged: map[string]time.Time{}, started: time.Now(), last: map[string]time.Time{},
+		holders: map[holderKey]time.Time{}, writers: map[int32]time.Time{}}
 }
 
 // Step runs one round of maintenance.
@@ -146,6 +177,7 @@ func (m *Maintainer) Step(ctx context.Context) {
 		}
 	}
 	m.runPeriodic(ctx)
+	m.watchListeners(ctx)
 	if time.Since(m.tallied) >= cfg.TallyEvery {
 		if n, ran, err := cfg.Store.Tally(ctx, cfg.TallyEvery); err != nil {
 			if ctx.Err() == nil {
@@ -179,17 +211,26 @@ func (m *Maintainer) Step(ctx context.Context) {
 		}
 		return
 	}
+	seen := map[holderKey]bool{}
 	for _, a := range actions {
 		switch a.Action {
 		case "rotated", "reclaimed":
 			cfg.Logger.Debug("millrace: "+a.Action, "detail", a.Detail)
 		case "blocked", "waiting":
+			// Who holds the slot, watched at every round (their age as
+			// this leader saw it), named once per LogEvery.
+			holders := m.watchHolders(ctx, a, seen)
 			// Rate-limited: one line per kind of obstacle and slot per LogEvery.
 			key := a.Action + string(rune('0'+a.Segment))
 			if time.Since(m.logged[key]) >= cfg.LogEvery {
 				m.logged[key] = time.Now()
-				m.warnBehind(ctx, a)
+				m.warnBehind(ctx, a, holders)
 			}
+		}
+	}
+	for k := range m.holders {
+		if !seen[k] {
+			delete(m.holders, k) // gone, or holds it no more
 		}
 	}
 	if cfg.OnRotate != nil {
@@ -197,9 +238,93 @@ func (m *Maintainer) Step(ctx context.Context) {
 	}
 }
 
-// warnBehind logs why the ring could not move and how far behind it is.
-func (m *Maintainer) warnBehind(ctx context.Context, a storage.RingAction) {
+// holderPID finds the backends a rotation names as holding a slot.
+var holderPID = regexp.MustCompile(`\bpid (\d+)\b`)
+
+// watchHolders describes the backends that action a names as holding its
+// slot, and records them in seen. The rotation runs as the schema's owner,
+// which cannot see another role's transaction start (pg_stat_activity
+// shows it only to members of that role and of pg_read_all_stats): it
+// names such a holder with "transaction open 0 s". The leader looks again
+// with its own rights and gives each holder its role and its real age
+// when visible, else the age of its transaction id or snapshot in
+// transactions, and how long this leader has seen it hold the slot.
+func (m *Maintainer) watchHolders(ctx context.Context, a storage.RingAction, seen map[holderKey]bool) []string {
+	var pids []int32
+	for _, sm := range holderPID.FindAllStringSubmatch(a.Detail, -1) {
+		if n, err := strconv.ParseInt(sm[1], 10, 32); err == nil {
+			pids = append(pids, int32(n))
+		}
+	}
+	if len(pids) == 0 {
+		return nil
+	}
+	rows, err := m.cfg.Store.Pool.Query(ctx, `SELECT a.pid, coalesce(a.usename::text, '?'), coalesce(a.application_name, ''),
+		a.state, extract(epoch FROM clock_timestamp() - a.xact_start)::float8, a.xact_start::text,
+		age(a.backend_xid), age(a.backend_xmin), a.backend_xid::text, a.backend_xmin::text, current_user::text
+		FROM pg_stat_activity a WHERE a.pid = ANY($1) ORDER BY a.pid`, pids)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	now := time.Now()
+	for rows.Next() {
+		var (
+			pid                     int32
+			role, app, me           string
+			state, start, xid, xmin *string
+			open                    *float64
+			xidAge, xminAge         *int32
+		)
+		if err := rows.Scan(&pid, &role, &app, &state, &open, &start, &xidAge, &xminAge, &xid, &xmin, &me); err != nil {
+			return out
+		}
+		k := holderKey{pid: pid, slot: a.Segment, xact: deref(start) + "/" + deref(xid) + "/" + deref(xmin)}
+		seen[k] = true
+		first, ok := m.holders[k]
+		if !ok {
+			first = now
+			m.holders[k] = now
+		}
+		parts := []string{"role " + role}
+		if app != "" {
+			parts = append(parts, "application "+strconv.Quote(app))
+		}
+		if state != nil {
+			parts = append(parts, *state)
+		}
+		if open != nil {
+			parts = append(parts, fmt.Sprintf("transaction open %d s", int64(*open)))
+		} else {
+			switch {
+			case xidAge != nil:
+				parts = append(parts, fmt.Sprintf("its transaction id is %d transactions old", *xidAge))
+			case xminAge != nil:
+				parts = append(parts, fmt.Sprintf("its snapshot is %d transactions old", *xminAge))
+			}
+			parts = append(parts, fmt.Sprintf("seen holding slot %d for %d s", a.Segment, int64(now.Sub(first).Seconds())),
+				fmt.Sprintf("its transaction's start is not visible to role %s (grant it pg_read_all_stats to see it)", me))
+		}
+		out = append(out, fmt.Sprintf("pid %d (%s)", pid, strings.Join(parts, ", ")))
+	}
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// warnBehind logs why the ring could not move and how far behind it is,
+// and who holds it back.
+func (m *Maintainer) warnBehind(ctx context.Context, a storage.RingAction, holders []string) {
 	attrs := []any{"detail", a.Detail}
+	if len(holders) > 0 {
+		attrs = append(attrs, "holders", strings.Join(holders, "; "))
+	}
 	if st, err := storage.Ring(ctx, m.cfg.Store.Pool); err == nil {
 		attrs = append(attrs, "current_slot", st.Current, "current_for", time.Since(st.Since).Round(time.Second),
 			"last_reclaim_ago", time.Since(st.LastReclaim).Round(time.Second))
@@ -329,5 +454,95 @@ func (p *Promoter) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		t.Stop()
+	}
+}
+
+// watchListeners looks, while PostgreSQL's notification queue is in use,
+// for backends blocked writing to a client that does not read
+// (wait_event ClientWrite): a listener whose process is stopped keeps the
+// queue from being emptied. It names each one once it has been blocked at
+// every round for ListenerStuckAfter, and ends it if it is the session of
+// a millrace process (it holds a liveness lock). Seeing another role's
+// wait_event needs the same role or pg_read_all_stats; ending its backend,
+// the same role or pg_signal_backend.
+func (m *Maintainer) watchListeners(ctx context.Context) {
+	pool := m.cfg.Store.Pool
+	var usage float64
+	if err := pool.QueryRow(ctx, "SELECT pg_notification_queue_usage()").Scan(&usage); err != nil || usage == 0 {
+		clear(m.writers)
+		return
+	}
+	rows, err := pool.Query(ctx, `SELECT a.pid, coalesce(a.usename::text, '?'), coalesce(a.application_name, ''),
+		(SELECT l.objid::bigint FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted
+		   AND l.classid = $1::oid AND l.objsubid = 2 AND l.objid <> 0
+		   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1)
+		FROM pg_stat_activity a
+		WHERE a.wait_event = 'ClientWrite' AND a.pid <> pg_backend_pid()`, int64(storage.LockSpace))
+	if err != nil {
+		return
+	}
+	type writer struct {
+		pid       int32
+		role, app string
+		process   *int64
+	}
+	var ws []writer
+	for rows.Next() {
+		var w writer
+		if err := rows.Scan(&w.pid, &w.role, &w.app, &w.process); err != nil {
+			rows.Close()
+			return
+		}
+		ws = append(ws, w)
+	}
+	rows.Close()
+	if rows.Err() != nil {
+		return
+	}
+	now := time.Now()
+	seen := map[int32]bool{}
+	for _, w := range ws {
+		seen[w.pid] = true
+		first, ok := m.writers[w.pid]
+		if !ok {
+			m.writers[w.pid] = now
+			continue
+		}
+		blocked := now.Sub(first)
+		if blocked < m.cfg.ListenerStuckAfter {
+			continue
+		}
+		attrs := []any{"pid", w.pid, "role", w.role, "application", w.app, "blocked_for", blocked.Round(time.Second),
+			"queue_usage", fmt.Sprintf("%.6f%%", usage*100)}
+		if w.process == nil {
+			// Not a millrace process: named, at most once per LogEvery.
+			key := "listener" + strconv.Itoa(int(w.pid))
+			if time.Since(m.logged[key]) >= m.cfg.LogEvery {
+				m.logged[key] = now
+				m.cfg.Logger.Warn("millrace: a backend has not read what it was sent (a stopped listener keeps the notification queue from being emptied); it is not a millrace process and is left alone", attrs...)
+			}
+			continue
+		}
+		attrs = append(attrs, "process", *w.process)
+		var ended bool
+		if err := pool.QueryRow(ctx, "SELECT pg_terminate_backend($1)", w.pid).Scan(&ended); err != nil || !ended {
+			key := "listener" + strconv.Itoa(int(w.pid))
+			if time.Since(m.logged[key]) >= m.cfg.LogEvery {
+				m.logged[key] = now
+				m.cfg.Logger.Warn("millrace: a stopped process's session has not read its notifications, and could not be ended (the leader's role needs the same role or pg_signal_backend)",
+					append(attrs, "err", err)...)
+			}
+			continue
+		}
+		delete(m.writers, w.pid)
+		m.cfg.Logger.Warn("millrace: ended the session of a process that has not read its notifications (stopped?); its batches are released as a dead process's", attrs...)
+		if m.cfg.OnEndListener != nil {
+			m.cfg.OnEndListener(w.pid)
+		}
+	}
+	for pid := range m.writers {
+		if !seen[pid] {
+			delete(m.writers, pid) // reads again, or gone
+		}
 	}
 }

@@ -3,13 +3,17 @@ package maint
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/schema"
@@ -73,5 +77,207 @@ func TestRotationHeldBackIsLogged(t *testing.T) {
 	}
 	if !strings.Contains(out, "slot 0 cannot be reclaimed: in use by pid "+strconv.Itoa(pid)) {
 		t.Fatalf("the warning does not name the holder, pid %d:\n%s", pid, out)
+	}
+}
+
+// loginRole creates a login role (in role, if given) for this test's database and
+// returns a URL of base that connects as it.
+func loginRole(t *testing.T, owner *pgxpool.Pool, base, name, role string) string {
+	t.Helper()
+	ctx := context.Background()
+	name = name + "_" + owner.Config().ConnConfig.Database
+	in := ""
+	if role != "" {
+		in = " IN ROLE " + role
+	}
+	if _, err := owner.Exec(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN%s", pgx.Identifier{name}.Sanitize(), in)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		owner.Exec(context.Background(), fmt.Sprintf("DROP OWNED BY %[1]s; DROP ROLE %[1]s", pgx.Identifier{name}.Sanitize()))
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(name)
+	return u.String()
+}
+
+// TestHoldersNamedWithRoleAndAge: a session of another role reads the
+// queue's tables and sits idle in its transaction, so no slot can be
+// reclaimed. The rotation runs as the schema's owner (not a superuser)
+// and names the holder "transaction open 0 s"; the leader runs as a
+// worker role, which cannot see that session's transaction start either:
+// it names the holder with its role and how long it has seen it hold the
+// slot; given pg_read_all_stats, with its transaction's real age.
+func TestHoldersNamedWithRoleAndAge(t *testing.T) {
+	ctx := context.Background()
+	base := pgtest.NewDatabase(t)
+	owner, err := pgxpool.New(ctx, base) // a superuser
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	// The schema's owner is not a superuser, as in a deployment: it cannot
+	// see other roles' transactions either.
+	db := owner.Config().ConnConfig.Database
+	schemaURL := loginRole(t, owner, base, "mowner", "")
+	if _, err := owner.Exec(ctx, fmt.Sprintf("ALTER ROLE %s CREATEROLE; GRANT CREATE ON DATABASE %s TO %[1]s",
+		pgx.Identifier{"mowner_" + db}.Sanitize(), pgx.Identifier{db}.Sanitize())); err != nil {
+		t.Fatal(err)
+	}
+	schemaPool, err := pgxpool.New(ctx, schemaURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer schemaPool.Close()
+	if _, err := schema.Up(ctx, schemaPool, 0); err != nil {
+		t.Fatal(err)
+	}
+	workerURL := loginRole(t, owner, base, "leader", "millrace_worker")
+	readerURL := loginRole(t, owner, base, "reader", "millrace_admin")
+	reader, err := pgx.Connect(ctx, readerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close(ctx)
+	tx, err := reader.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT count(*) FROM millrace.job"); err != nil { // every slot, ACCESS SHARE
+		t.Fatal(err)
+	}
+	readerRole := "role reader_" + owner.Config().ConnConfig.Database
+	// lead runs maintenance rounds as the worker role until a warning's
+	// holders attribute matches want with an age of at least 2 s.
+	lead := func(want *regexp.Regexp) string {
+		pool, err := pgxpool.New(ctx, workerURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		var logs lockedBuffer
+		m := New(Config{Store: &storage.Store{Pool: pool}, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			RotateAfter: time.Nanosecond, LogEvery: time.Nanosecond})
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			m.Step(ctx)
+			logs.mu.Lock()
+			out := logs.b.String()
+			logs.mu.Unlock()
+			for _, line := range strings.Split(out, "\n") {
+				if sm := want.FindStringSubmatch(line); sm != nil && strings.Contains(line, readerRole) {
+					if n, _ := strconv.Atoi(sm[1]); n >= 2 {
+						return line
+					}
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no warning named the holder as wanted (%s, %s):\n%s", readerRole, want, out)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	t.Log(lead(regexp.MustCompile(`holders=".*seen holding slot \d+ for (\d+) s`)))
+	if _, err := owner.Exec(ctx, "GRANT pg_read_all_stats TO "+pgx.Identifier{"leader_" + owner.Config().ConnConfig.Database}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(lead(regexp.MustCompile(`holders=".*idle in transaction, transaction open (\d+) s`)))
+}
+
+// TestStoppedListenerIsEnded: the session of a millrace process (it holds
+// a liveness lock and LISTENs) stops reading: its process is stopped.
+// Notifications fill its socket and its backend blocks writing them, and
+// PostgreSQL's notification queue cannot be emptied past it. The leader
+// (the same role) names it and ends it once it has been blocked for
+// ListenerStuckAfter; the queue empties.
+func TestStoppedListenerIsEnded(t *testing.T) {
+	ctx := context.Background()
+	base := pgtest.NewDatabase(t)
+	owner, err := pgxpool.New(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	if _, err := schema.Up(ctx, owner, 0); err != nil {
+		t.Fatal(err)
+	}
+	workerURL := loginRole(t, owner, base, "w", "millrace_worker")
+	// The stopped process's session: it takes a liveness lock and listens,
+	// then nothing on this side reads from it.
+	stopped, err := pgx.Connect(ctx, workerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopped.Close(ctx)
+	if _, err := stopped.Exec(ctx, "SELECT pg_advisory_lock($1, 987654)", storage.LockSpace); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stopped.Exec(ctx, "LISTEN millrace"); err != nil {
+		t.Fatal(err)
+	}
+	pid := int32(stopped.PgConn().PID())
+	// Notify until its backend is blocked writing and the queue is in use.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var wait *string
+		var usage float64
+		if err := owner.QueryRow(ctx, "SELECT (SELECT wait_event FROM pg_stat_activity WHERE pid = $1), pg_notification_queue_usage()", pid).Scan(&wait, &usage); err != nil {
+			t.Fatal(err)
+		}
+		if wait != nil && *wait == "ClientWrite" && usage > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the listener's backend is not blocked writing (wait event %v, queue usage %v)", wait, usage)
+		}
+		if _, err := owner.Exec(ctx, "SELECT pg_notify('millrace', g || repeat('x', 7000)) FROM generate_series(1, 100) g"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool, err := pgxpool.New(ctx, workerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var logs lockedBuffer
+	ended := make(chan int32, 1)
+	m := New(Config{Store: &storage.Store{Pool: pool}, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		ListenerStuckAfter: time.Second, OnEndListener: func(p int32) { ended <- p }})
+	deadline = time.Now().Add(30 * time.Second)
+	for done := false; !done; {
+		m.Step(ctx)
+		select {
+		case p := <-ended:
+			if p != pid {
+				t.Fatalf("ended backend %d, want %d", p, pid)
+			}
+			done = true
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stopped listener was not ended:\n%s", logs.b.String())
+		}
+	}
+	logs.mu.Lock()
+	out := logs.b.String()
+	logs.mu.Unlock()
+	if !strings.Contains(out, fmt.Sprintf("pid=%d", pid)) || !strings.Contains(out, "process=987654") {
+		t.Fatalf("the log does not name the backend and its process:\n%s", out)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		var usage float64
+		owner.QueryRow(ctx, "SELECT pg_notification_queue_usage()").Scan(&usage)
+		if usage == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the notification queue did not empty (usage %v)", usage)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

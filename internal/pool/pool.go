@@ -236,10 +236,12 @@ func DefaultBackoff(attempt int) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-// SetOwner sets the process identity under which batches are claimed. After
-// a lost identity (the liveness connection dropped) the client registers a
-// new one; jobs of batches leased under the old one that have not started
-// are dropped here, since the leader re-leases them.
+// SetOwner sets the process identity under which batches are claimed: 0
+// while the session connection is being restored (no claim is made, and no
+// job starts, until it is), then the same identity if the session took it
+// back, or a new one; jobs of batches leased under a lost identity that
+// have not started are dropped here, since they are released to other
+// claimers.
 func (p *Pool) SetOwner(id int32) {
 	p.owner.Store(id)
 	p.identityGen.Add(1)
@@ -436,8 +438,15 @@ func (p *Pool) work(q *queue) {
 		if p.claimCtx.Err() != nil {
 			return // stopping: no job starts after Stop; the batch is released
 		}
-		if it.batch.owner != p.Owner() {
-			continue // leased under a lost identity: the leader re-leases it
+		owner := p.Owner()
+		for owner == 0 && p.claimCtx.Err() == nil {
+			// The session is reconnecting: the identity is taken back (the
+			// job is ours) or replaced (it is not).
+			time.Sleep(20 * time.Millisecond)
+			owner = p.Owner()
+		}
+		if it.batch.owner != owner {
+			continue // leased under a lost identity: released to other claimers
 		}
 		p.run(it)
 	}
@@ -728,8 +737,10 @@ func (p *Pool) flushParts(acks []storage.Ack, done []*storage.Batch) {
 const unstorable = "millrace: the job's error text could not be stored"
 
 // flushOnce writes one flush under one sequence number, retrying while the
-// connection or server is away (a replay of a flush that did commit is a
-// no-op). It returns the error of a flush the server rejected.
+// connection or server is away, or the server rolled it back for a reason
+// of its own (a serialization failure, a deadlock, a timeout: see
+// storage.Retryable); a replay of a flush that did commit is a no-op. It
+// returns the error of a flush the server rejected.
 func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 	owner := p.Owner()
 	for owner == 0 {
@@ -754,7 +765,7 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 			}
 			return nil
 		}
-		if !storage.IsConnError(err) {
+		if !storage.Retryable(err) {
 			return err
 		}
 		p.cfg.Logger.Warn("millrace: ack flush failed; retrying", "acks", len(acks), "err", err, "attempt", attempt)

@@ -8,7 +8,8 @@ import (
 )
 
 // The maintenance steps below run at maintenance cadence (about once a
-// second) in the leader process only. They are the only statements of the
+// second) in the leader process only, each in its own READ COMMITTED
+// transaction with statement_timeout and lock_timeout off (see RunTx). They are the only statements of the
 // protocol allowed to take table locks beyond ROW EXCLUSIVE, and they take
 // them with NOWAIT so that producers and consumers never queue behind them.
 
@@ -28,15 +29,17 @@ type RingAction struct {
 // current one is after old. Nothing waits on a lock; what could not be done
 // is reported with its reason.
 func (s *Store) Rotate(ctx context.Context, after time.Duration) ([]RingAction, error) {
-	rows, err := s.Pool.Query(ctx, "SELECT action, coalesce(segment, -1), detail FROM millrace.rotate($1)", after)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (RingAction, error) {
-		var a RingAction
-		err := r.Scan(&a.Action, &a.Segment, &a.Detail)
-		return a, err
-	})
+	var out []RingAction
+	err := s.tx(ctx, func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RingAction, error) {
+			var a RingAction
+			err := r.Scan(&a.Action, &a.Segment, &a.Detail)
+			return a, err
+		})
+		return err
+	}, "SELECT action, coalesce(segment, -1), detail FROM millrace.rotate($1)", after)
+	return out, err
 }
 
 // Promote moves scheduled jobs that are due into the current slot
@@ -44,7 +47,7 @@ func (s *Store) Rotate(ctx context.Context, after time.Duration) ([]RingAction, 
 // number of promotions between two compactions of the schedule.
 func (s *Store) Promote(ctx context.Context, compactMin int64) (int64, error) {
 	var n int64
-	err := s.Pool.QueryRow(ctx, "SELECT millrace.promote($1)", compactMin).Scan(&n)
+	err := s.tx(ctx, scanOne(&n), "SELECT millrace.promote($1)", compactMin)
 	return n, err
 }
 
@@ -59,15 +62,17 @@ type Released struct {
 // Rescue releases the open batches whose holder is dead, or whose lease is
 // older than stuck, to any claimer of their queue (millrace.rescue).
 func (s *Store) Rescue(ctx context.Context, stuck time.Duration) ([]Released, error) {
-	rows, err := s.Pool.Query(ctx, "SELECT queue, tick_id, owner, reason FROM millrace.rescue($1)", stuck)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Released, error) {
-		var x Released
-		err := r.Scan(&x.Queue, &x.TickID, &x.Owner, &x.Reason)
-		return x, err
-	})
+	var out []Released
+	err := s.tx(ctx, func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Released, error) {
+			var x Released
+			err := r.Scan(&x.Queue, &x.TickID, &x.Owner, &x.Reason)
+			return x, err
+		})
+		return err
+	}, "SELECT queue, tick_id, owner, reason FROM millrace.rescue($1)", stuck)
+	return out, err
 }
 
 // RingStats describes the ring of slots.
@@ -92,7 +97,7 @@ func Ring(ctx context.Context, q Querier) (RingStats, error) {
 // jobs it will not finish. It returns how many batches it released.
 func (s *Store) Release(ctx context.Context, owner int32) (int, error) {
 	var n int
-	err := s.Pool.QueryRow(ctx, "SELECT millrace.release($1)", owner).Scan(&n)
+	err := s.tx(ctx, scanOne(&n), "SELECT millrace.release($1)", owner)
 	return n, err
 }
 
@@ -100,7 +105,7 @@ func (s *Store) Release(ctx context.Context, owner int32) (int, error) {
 // none is waiting).
 func (s *Store) NextDue(ctx context.Context) (time.Time, error) {
 	var t *time.Time
-	if err := s.Pool.QueryRow(ctx, "SELECT millrace.next_due()").Scan(&t); err != nil || t == nil {
+	if err := s.tx(ctx, scanOne(&t), "SELECT millrace.next_due()"); err != nil || t == nil {
 		return time.Time{}, err
 	}
 	return *t, nil
@@ -110,7 +115,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, error) {
 // and returns how many it emptied.
 func (s *Store) ExpireHistory(ctx context.Context, completed, other time.Duration) (int, error) {
 	var n int
-	err := s.Pool.QueryRow(ctx, "SELECT millrace.expire_history($1, $2)", completed, other).Scan(&n)
+	err := s.tx(ctx, scanOne(&n), "SELECT millrace.expire_history($1, $2)", completed, other)
 	return n, err
 }
 
@@ -120,9 +125,7 @@ func (s *Store) ExpireHistory(ctx context.Context, completed, other time.Duratio
 func (s *Store) Tally(ctx context.Context, every time.Duration) (int64, bool, error) {
 	var n *int64
 	// A round needs READ COMMITTED, whatever the database's default.
-	err := pgx.BeginTxFunc(ctx, s.Pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, "SELECT millrace.tally($1)", every).Scan(&n)
-	})
+	err := s.tx(ctx, scanOne(&n), "SELECT millrace.tally($1)", every)
 	if err != nil || n == nil {
 		return 0, false, err
 	}
@@ -133,7 +136,7 @@ func (s *Store) Tally(ctx context.Context, every time.Duration) (int64, bool, er
 // (zero: none yet).
 func (s *Store) PeriodicLast(ctx context.Context, name string) (time.Time, error) {
 	var t *time.Time
-	if err := s.Pool.QueryRow(ctx, "SELECT millrace.periodic_last($1)", name).Scan(&t); err != nil || t == nil {
+	if err := s.tx(ctx, scanOne(&t), "SELECT millrace.periodic_last($1)", name); err != nil || t == nil {
 		return time.Time{}, err
 	}
 	return *t, nil
@@ -144,8 +147,8 @@ func (s *Store) PeriodicLast(ctx context.Context, name string) (time.Time, error
 // inserted.
 func (s *Store) PeriodicRun(ctx context.Context, name string, at time.Time, j NewJob) (int64, bool, error) {
 	var id *int64
-	err := s.Pool.QueryRow(ctx, "SELECT millrace.periodic_run($1, $2, $3, $4::jsonb, $5, $6, $7, $8)",
-		name, at, j.Kind, string(j.Args), j.Queue, int32(j.Priority), int32(j.MaxAttempts), int32(j.Timeout.Milliseconds())).Scan(&id)
+	err := s.tx(ctx, scanOne(&id), "SELECT millrace.periodic_run($1, $2, $3, $4::jsonb, $5, $6, $7, $8)",
+		name, at, j.Kind, string(j.Args), j.Queue, int32(j.Priority), int32(j.MaxAttempts), int32(j.Timeout.Milliseconds()))
 	if err != nil || id == nil {
 		return 0, false, err
 	}

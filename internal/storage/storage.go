@@ -119,7 +119,8 @@ type Querier interface {
 }
 
 // Insert inserts jobs in one statement through millrace.insert_many (inside
-// q's transaction if q is one) and returns, in order, each job's id and
+// q's transaction if q is one; on a *pgxpool.Pool, in its own READ
+// COMMITTED transaction) and returns, in order, each job's id and
 // whether it was a duplicate of a unique job. notify asks Postgres for one
 // NOTIFY per queue with a job due now, sent when the transaction commits
 // (the client usually passes false outside a transaction and coalesces its
@@ -148,37 +149,49 @@ func Insert(ctx context.Context, q Querier, jobs []NewJob, notify bool) ([]Inser
 			}
 		}
 	}
-	rows, err := q.Query(ctx, "SELECT id, duplicate, scheduled, run_at FROM millrace.insert_many($1, $2::jsonb[], $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-		kinds, args, queues, prios, runAt, maxAtt, keys, states, until, timeouts, notify)
+	out := make([]Inserted, 0, n)
+	scan := func(rows pgx.Rows) error {
+		for rows.Next() {
+			var r Inserted
+			var at *time.Time
+			if err := rows.Scan(&r.ID, &r.Duplicate, &r.Scheduled, &at); err != nil {
+				return err
+			}
+			if at != nil {
+				r.RunAt = *at
+			}
+			out = append(out, r)
+		}
+		return nil
+	}
+	const sql = "SELECT id, duplicate, scheduled, run_at FROM millrace.insert_many($1, $2::jsonb[], $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+	if p, ok := q.(*pgxpool.Pool); ok {
+		// Its own transaction: READ COMMITTED (unique keys need it), the
+		// caller's timeouts (its context bounds it).
+		err := PoolTx(ctx, p, TxOpts{KeepTimeouts: true}, scan, sql, kinds, args, queues, prios, runAt, maxAtt, keys, states, until, timeouts, notify)
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	rows, err := q.Query(ctx, sql, kinds, args, queues, prios, runAt, maxAtt, keys, states, until, timeouts, notify)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Inserted, 0, n)
-	for rows.Next() {
-		var r Inserted
-		var at *time.Time
-		if err := rows.Scan(&r.ID, &r.Duplicate, &r.Scheduled, &at); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if at != nil {
-			r.RunAt = *at
-		}
-		out = append(out, r)
+	err = scan(rows)
+	rows.Close()
+	if err == nil {
+		err = rows.Err()
 	}
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// Claim sends claimSQL behind asyncCommit in one pgx batch, which Postgres
-// runs as one implicit transaction: the claim's commit does not wait for its
-// WAL to reach disk.
-const (
-	asyncCommit = "SELECT set_config('synchronous_commit', 'off', true)"
-	claimSQL    = "SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled FROM millrace.claim($1, $2, $3, $4, $5, $6, $7)"
-)
+// claimSQL is a claim; it runs in its own READ COMMITTED transaction that
+// commits asynchronously (see Claim).
+const claimSQL = "SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled FROM millrace.claim($1, $2, $3, $4, $5, $6, $7)"
 
 // Claim takes the next batches of queue for process owner: the batches
 // whose reply an earlier call with the same req lost (when retry is set), a
@@ -201,44 +214,33 @@ func (s *Store) Claim(ctx context.Context, queue string, owner int32, req int64,
 	if starve <= 0 {
 		starve = 5 * time.Second
 	}
-	var b pgx.Batch
-	b.Queue(asyncCommit)
-	b.Queue(claimSQL, queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve)
-	br := s.Pool.SendBatch(ctx, &b) // Close releases the connection
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return nil, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var batches []*Batch
 	byTick := map[int64]*Batch{}
-	for rows.Next() {
-		var tick, token int64
-		var timeoutMS int32
-		var j Job
-		if err := rows.Scan(&tick, &token, &j.ID, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt,
-			&j.ReadyAt, &timeoutMS, &j.Cancelled); err != nil {
-			return nil, err
+	scan := func(rows pgx.Rows) error {
+		for rows.Next() {
+			var tick, token int64
+			var timeoutMS int32
+			var j Job
+			if err := rows.Scan(&tick, &token, &j.ID, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt,
+				&j.ReadyAt, &timeoutMS, &j.Cancelled); err != nil {
+				return err
+			}
+			j.Queue = queue
+			j.Timeout = time.Duration(timeoutMS) * time.Millisecond
+			batch := byTick[tick]
+			if batch == nil {
+				batch = &Batch{Queue: queue, TickID: tick, Token: token}
+				byTick[tick] = batch
+				batches = append(batches, batch)
+			}
+			batch.Jobs = append(batch.Jobs, j)
 		}
-		j.Queue = queue
-		j.Timeout = time.Duration(timeoutMS) * time.Millisecond
-		batch := byTick[tick]
-		if batch == nil {
-			batch = &Batch{Queue: queue, TickID: tick, Token: token}
-			byTick[tick] = batch
-			batches = append(batches, batch)
-		}
-		batch.Jobs = append(batch.Jobs, j)
+		return nil
 	}
-	if err := rows.Err(); err != nil {
+	if err := PoolTx(ctx, s.Pool, TxOpts{AsyncCommit: true}, scan, claimSQL, queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve); err != nil {
 		return nil, err
 	}
-	rows.Close()
-	return batches, br.Close()
+	return batches, nil
 }
 
 // MaxErrorBytes caps the error text stored with an ack.
@@ -320,13 +322,14 @@ func (s *Store) Flush(ctx context.Context, owner int32, seq int64, replay bool, 
 	for i, b := range done {
 		doneTicks[i], doneTokens[i], doneQueues[i] = b.TickID, b.Token, b.Queue
 	}
-	rows, err := s.Pool.Query(ctx, `SELECT millrace.flush($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb[], $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
+	err = s.tx(ctx, func(rows pgx.Rows) error {
+		var err error
+		fenced, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	}, `SELECT millrace.flush($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb[], $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
 		owner, seq, jobIDs, ticks, tokens, states, attempts, errs, retryAt, queues, kinds, args, prios, maxAtt, createdAt,
 		timeouts, started, finished, doneTicks, doneTokens, doneQueues, replay)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
+	return fenced, err
 }
 
 // Complete writes the completion of job j of batch b inside tx (the
@@ -345,11 +348,13 @@ func Complete(ctx context.Context, tx Querier, owner int32, b *Batch, j *Job, st
 
 // Cancelled returns those of ids that have a cancellation request.
 func (s *Store) Cancelled(ctx context.Context, ids []int64) ([]int64, error) {
-	rows, err := s.Pool.Query(ctx, "SELECT millrace.cancelled($1)", ids)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
+	var got []int64
+	err := s.tx(ctx, func(rows pgx.Rows) error {
+		var err error
+		got, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	}, "SELECT millrace.cancelled($1)", ids)
+	return got, err
 }
 
 // IsConnError reports whether err means the connection or server went away
@@ -360,8 +365,11 @@ func IsConnError(err error) bool {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		// admin shutdown, crash shutdown, cannot connect now
-		return pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+		// An error that ends the session (FATAL: a terminated backend, an
+		// idle_session_timeout or idle_in_transaction_session_timeout, an
+		// admin or crash shutdown), or cannot connect now.
+		return pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC" ||
+			strings.HasPrefix(pgErr.Code, "57P") || strings.HasPrefix(pgErr.Code, "08")
 	}
 	return true
 }

@@ -15,41 +15,11 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// Claim relies on a pgx batch running as one implicit transaction, so that
-// asyncCommit applies to the claim's commit and to nothing after it.
-func TestAsyncCommitCoversOnlyTheBatch(t *testing.T) {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-
-	var b pgx.Batch
-	b.Queue(asyncCommit)
-	b.Queue("SELECT current_setting('synchronous_commit')")
-	br := conn.SendBatch(ctx, &b)
-	if _, err := br.Exec(); err != nil {
-		t.Fatal(err)
-	}
-	var inside string
-	if err := br.QueryRow().Scan(&inside); err != nil {
-		t.Fatal(err)
-	}
-	if err := br.Close(); err != nil {
-		t.Fatal(err)
-	}
-	var after string
-	if err := conn.QueryRow(ctx, "SELECT current_setting('synchronous_commit')").Scan(&after); err != nil {
-		t.Fatal(err)
-	}
-	if inside != "off" || after != "on" {
-		t.Fatalf("synchronous_commit inside the batch %q, after it %q; want off, on", inside, after)
-	}
-}
-
 // newStore makes a migrated database and a Store on it.
-func newStore(t *testing.T) (*Store, *pgxpool.Pool) {
+func newStore(t *testing.T) (*Store, *pgxpool.Pool) { return newStoreB(t) }
+
+// newStoreB is newStore for tests and benchmarks.
+func newStoreB(t testing.TB) (*Store, *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))

@@ -1,0 +1,551 @@
+package millrace_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/pgtest"
+)
+
+// The tests in this file run the queue under the settings real databases
+// have (DESIGN.md P14): a default isolation above READ COMMITTED, server
+// timeouts on the role, a connection pooler. Each sets what it tests with
+// ALTER DATABASE or ALTER ROLE, so that every connection the client opens
+// afterwards gets it, as it would in a deployment.
+
+// alterDatabase runs ALTER DATABASE <pool's database> SET name = value.
+// Connections opened afterwards get the setting.
+func alterDatabase(t *testing.T, pool *pgxpool.Pool, name, value string) {
+	t.Helper()
+	db := pool.Config().ConnConfig.Database
+	if _, err := pool.Exec(context.Background(), fmt.Sprintf("ALTER DATABASE %s SET %s = %s",
+		pgx.Identifier{db}.Sanitize(), name, quoteLiteral(value))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func quoteLiteral(s string) string {
+	out := "'"
+	for _, r := range s {
+		if r == '\'' {
+			out += "''"
+		} else {
+			out += string(r)
+		}
+	}
+	return out + "'"
+}
+
+// poolOn opens a pool on url, closed at the end of the test.
+func poolOn(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := newPool(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// workOnce inserts n jobs (singly and in bulk) through producer and works
+// them with the clients made by start, then checks that every job ran
+// exactly once and finished completed, with no error text stored.
+func workOnce(t *testing.T, owner *pgxpool.Pool, producer *millrace.Client, n int, s *seen) {
+	t.Helper()
+	ctx := context.Background()
+	single := n / 5
+	var wg sync.WaitGroup
+	for p := 0; p < 2; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := p; i < single; i += 2 {
+				if _, err := producer.Insert(ctx, countArgs{N: i}, nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(p)
+	}
+	for start := single; start < n; start += 400 {
+		var params []millrace.InsertManyParams
+		for i := start; i < min(start+400, n); i++ {
+			params = append(params, millrace.InsertManyParams{Args: countArgs{N: i}})
+		}
+		if _, err := producer.InsertMany(ctx, params); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	waitFor(t, "every job to run", 90*time.Second, func() bool { return s.n.Load() >= int64(n) },
+		func() string { return fmt.Sprintf("%d runs of %d jobs", s.n.Load(), n) })
+	// Every job's outcome is written: history holds one completed attempt
+	// per job and nothing else.
+	var done, bad int
+	waitFor(t, "every outcome to be written", 30*time.Second, func() bool {
+		owner.QueryRow(ctx, "SELECT count(*) FILTER (WHERE state = 'completed' AND error IS NULL), count(*) FILTER (WHERE state <> 'completed' OR error IS NOT NULL) FROM millrace.history").Scan(&done, &bad)
+		return done+bad >= n
+	}, func() string { return fmt.Sprintf("%d completed, %d other outcomes", done, bad) })
+	time.Sleep(300 * time.Millisecond) // a late duplicate would show up by now
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dups, lost := 0, 0
+	for i := 0; i < n; i++ {
+		switch r := s.runs[i]; {
+		case r == 0:
+			lost++
+		case r > 1:
+			dups++
+		}
+	}
+	if dups > 0 || lost > 0 || bad > 0 {
+		rows, _ := owner.Query(ctx, "SELECT state, error, count(*) FROM millrace.history WHERE state <> 'completed' OR error IS NOT NULL GROUP BY 1, 2")
+		for rows.Next() {
+			v, _ := rows.Values()
+			t.Log("history:", v)
+		}
+		rows.Close()
+		t.Fatalf("%d of %d jobs ran more than once, %d never ran, %d outcomes other than completed", dups, n, lost, bad)
+	}
+}
+
+// TestDefaultIsolation: the database's default isolation is REPEATABLE
+// READ or SERIALIZABLE. Every protocol transaction runs at READ COMMITTED
+// whatever the default (a claim under REPEATABLE READ took its snapshot
+// before its lock and handed a second claimer the first one's jobs), and a
+// serialization failure is retried, never stored as the job's outcome.
+func TestDefaultIsolation(t *testing.T) {
+	for _, iso := range []string{"repeatable read", "serializable"} {
+		t.Run(iso, func(t *testing.T) {
+			ctx := context.Background()
+			owner := newDB(t)
+			alterDatabase(t, owner, "default_transaction_isolation", iso)
+			url := owner.Config().ConnString()
+			s := &seen{runs: map[int]int{}}
+			var producer *millrace.Client
+			for i := 0; i < 2; i++ {
+				pool := poolOn(t, url)
+				var got string
+				if err := pool.QueryRow(ctx, "SHOW default_transaction_isolation").Scan(&got); err != nil || got != iso {
+					t.Fatalf("default_transaction_isolation = %q, %v; want %q", got, err, iso)
+				}
+				c := startClient(t, pool, countingWorkers(s, 0), millrace.Config{
+					Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}},
+					RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond})
+				producer = c
+			}
+			// A unique insert needs READ COMMITTED: the client's own
+			// transaction has it whatever the default.
+			u := &millrace.InsertOpts{Unique: &millrace.UniqueOpts{ByArgs: true}}
+			if r := mustInsert(t, producer, countArgs{N: -1}, u); r.Duplicate {
+				t.Fatal("the first unique insert was a duplicate")
+			}
+			if r := mustInsert(t, producer, countArgs{N: -1}, u); !r.Duplicate {
+				t.Fatal("the second unique insert was not a duplicate")
+			}
+			workOnce(t, owner, producer, 2000, s)
+		})
+	}
+}
+
+// TestFlushCancelledIsRetried: an ack flush the server cancels (here a
+// cancel request while it waits for its lock; a serialization failure, a
+// deadlock or a timeout are the same: the server rolled it back for a
+// reason of its own) is sent again, not taken for an ack the server
+// rejected: the job's outcome is stored as it was, not with a placeholder
+// error text.
+func TestFlushCancelledIsRetried(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	release := make(chan struct{})
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		<-release
+		return nil
+	}))
+	c := startClient(t, pool, workers, millrace.Config{})
+	r := mustInsert(t, c, countArgs{N: 1}, nil)
+	var owner int32
+	waitFor(t, "the job to be claimed", 10*time.Second, func() bool {
+		return pool.QueryRow(ctx, "SELECT owner FROM millrace.jobs WHERE id = $1 AND state = 'running'", r.ID).Scan(&owner) == nil
+	})
+	// Hold the owner's flush lock: its flush waits for it.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(1836412277, $1)", owner); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	// waiter is the backend waiting for the lock, and when its statement began.
+	waiter := func() (pid int, since time.Time) {
+		pool.QueryRow(ctx, `SELECT l.pid, a.query_start FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE l.locktype = 'advisory' AND l.classid = 1836412277 AND l.objid = $1 AND NOT l.granted`, owner).Scan(&pid, &since)
+		return pid, since
+	}
+	var first int
+	var firstAt time.Time
+	waitFor(t, "the flush to wait for its lock", 10*time.Second, func() bool { first, firstAt = waiter(); return first != 0 })
+	if _, err := pool.Exec(ctx, "SELECT pg_cancel_backend($1)", first); err != nil {
+		t.Fatal(err)
+	}
+	// The flush comes back and waits again (the same lock).
+	waitFor(t, "the flush to be sent again", 10*time.Second, func() bool {
+		pid, at := waiter()
+		return pid != 0 && at.After(firstAt)
+	})
+	tx.Rollback(ctx)
+	var state string
+	var errText *string
+	waitFor(t, "the job's outcome", 10*time.Second, func() bool {
+		return pool.QueryRow(ctx, "SELECT state, error FROM millrace.history WHERE id = $1", r.ID).Scan(&state, &errText) == nil
+	})
+	if state != "completed" || errText != nil {
+		t.Fatalf("job stored as %s with error %q; want completed, no error", state, deref(errText))
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+// logCounter is a slog handler that counts the records whose message
+// contains any of its substrings, and passes every record to next.
+type logCounter struct {
+	next  slog.Handler
+	match []string
+	n     *atomic.Int64
+}
+
+func countLogs(match ...string) (*slog.Logger, *atomic.Int64) {
+	n := &atomic.Int64{}
+	return slog.New(&logCounter{next: quietLogger().Handler(), match: match, n: n}), n
+}
+
+func (h *logCounter) Enabled(ctx context.Context, l slog.Level) bool { return true }
+func (h *logCounter) Handle(ctx context.Context, r slog.Record) error {
+	for _, m := range h.match {
+		if strings.Contains(r.Message, m) {
+			h.n.Add(1)
+		}
+	}
+	if h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+func (h *logCounter) WithAttrs(a []slog.Attr) slog.Handler {
+	return &logCounter{next: h.next.WithAttrs(a), match: h.match, n: h.n}
+}
+func (h *logCounter) WithGroup(g string) slog.Handler {
+	return &logCounter{next: h.next.WithGroup(g), match: h.match, n: h.n}
+}
+
+// alterRole runs ALTER ROLE <the user of url> SET name = value.
+func alterRole(t *testing.T, owner *pgxpool.Pool, url, name, value string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(context.Background(), fmt.Sprintf("ALTER ROLE %s SET %s = %s",
+		pgx.Identifier{cfg.User}.Sanitize(), name, quoteLiteral(value))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startCounting is countingWorkers that records each run when it starts,
+// then works for work.
+func startCounting(s *seen, work time.Duration) *millrace.Workers {
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		s.add(j.Args.N)
+		time.Sleep(work)
+		return nil
+	}))
+	return workers
+}
+
+// finished is the number of completed attempts in history.
+func finished(pool *pgxpool.Pool) int {
+	var n int
+	pool.QueryRow(context.Background(), "SELECT count(*) FROM millrace.history WHERE state = 'completed'").Scan(&n)
+	return n
+}
+
+// checkOnce fails the test unless jobs 0..n-1 each ran exactly once.
+func checkOnce(t *testing.T, s *seen, n int) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := 0; i < n; i++ {
+		if s.runs[i] != 1 {
+			t.Errorf("job %d ran %d times, want 1 (runs: %v)", i, s.runs[i], s.runs)
+		}
+	}
+}
+
+// TestIdleSessionTimeout: the worker role has idle_session_timeout = 1s,
+// and jobs run for 3 s. The session connection of a process sits idle by
+// design (it listens and holds the liveness and leader locks): the server
+// must not close it, and a live process keeps its batches. Each job runs
+// exactly once, and no process loses its session.
+func TestIdleSessionTimeout(t *testing.T) {
+	owner := newDB(t)
+	url := loginAs(t, owner, "millrace_worker")
+	alterRole(t, owner, url, "idle_session_timeout", "1s")
+	logger, lost := countLogs("lost the session connection")
+	s := &seen{runs: map[int]int{}}
+	var c *millrace.Client
+	for i := 0; i < 2; i++ {
+		c = startClient(t, poolOn(t, url), startCounting(s, 3*time.Second), millrace.Config{Logger: logger,
+			Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}}})
+	}
+	const n = 8
+	for i := 0; i < n; i++ {
+		mustInsert(t, c, countArgs{N: i}, nil)
+	}
+	waitFor(t, "every job to finish", 60*time.Second, func() bool { return finished(owner) >= n })
+	// Past another idle timeout: a duplicate would have started by now.
+	time.Sleep(2 * time.Second)
+	checkOnce(t, s, n)
+	if k := lost.Load(); k > 0 {
+		t.Errorf("a process lost its session connection %d times", k)
+	}
+}
+
+// TestSessionReconnectKeepsIdentity: the backend of a process's session
+// connection is ended while the process runs its jobs. The process is
+// alive: it connects again, takes its identity (its liveness lock) back,
+// and keeps its batches; each job runs exactly once.
+func TestSessionReconnectKeepsIdentity(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	logger, kept := countLogs("the process keeps its identity")
+	s := &seen{runs: map[int]int{}}
+	c := startClient(t, pool, startCounting(s, 3*time.Second), millrace.Config{Logger: logger,
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}}})
+	const n = 4
+	for i := 0; i < n; i++ {
+		mustInsert(t, c, countArgs{N: i}, nil)
+	}
+	var running int
+	waitFor(t, "the jobs to be claimed", 10*time.Second, func() bool {
+		pool.QueryRow(ctx, "SELECT count(*) FROM millrace.jobs WHERE state = 'running'").Scan(&running)
+		return running == n
+	})
+	// The session's backend: the holder of the process's liveness lock
+	// (key 0 is the leader lock, held on the same connection).
+	holder := func() (pid, id int) {
+		pool.QueryRow(ctx, `SELECT pid, objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND classid = 1836412274
+			AND objsubid = 2 AND objid <> 0 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&pid, &id)
+		return pid, id
+	}
+	pid, id := holder()
+	if pid == 0 {
+		t.Fatal("no liveness lock held")
+	}
+	if _, err := pool.Exec(ctx, "SELECT pg_terminate_backend($1, 5000)", pid); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the session to be restored", 10*time.Second, func() bool {
+		p, _ := holder()
+		return p != 0 && p != pid
+	})
+	_, id2 := holder()
+	t.Logf("identity %d, then %d", id, id2)
+	if id2 != id {
+		t.Errorf("the process's identity changed from %d to %d", id, id2)
+	}
+	waitFor(t, "every job to finish", 30*time.Second, func() bool { return finished(pool) >= n })
+	time.Sleep(500 * time.Millisecond) // a duplicate would have started by now
+	checkOnce(t, s, n)
+	if kept.Load() != 1 {
+		t.Errorf("%d restorations logged, want 1", kept.Load())
+	}
+}
+
+// TestRoleTimeouts: the worker role has statement_timeout = 1s,
+// idle_in_transaction_session_timeout = 1s and lock_timeout = 100ms, and
+// each reclaim of a slot takes longer than the statement timeout (a
+// trigger sleeps 1.2 s in it here; a large backlog carried forward does
+// the same). Maintenance sets the timeouts it needs in its own
+// transactions: the ring keeps turning, and every job runs exactly once
+// with no bogus outcome.
+func TestRoleTimeouts(t *testing.T) {
+	ctx := context.Background()
+	owner := newDB(t)
+	url := loginAs(t, owner, "millrace_worker")
+	alterRole(t, owner, url, "statement_timeout", "1s")
+	alterRole(t, owner, url, "idle_in_transaction_session_timeout", "1s")
+	alterRole(t, owner, url, "lock_timeout", "100ms")
+	if _, err := owner.Exec(ctx, `CREATE FUNCTION public.slow_reclaim() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_sleep(1.2); RETURN NEW; END $$;
+		CREATE TRIGGER slow_reclaim BEFORE INSERT ON millrace.reclaim FOR EACH ROW EXECUTE FUNCTION public.slow_reclaim()`); err != nil {
+		t.Fatal(err)
+	}
+	st0, err := millrace.ReadStats(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &seen{runs: map[int]int{}}
+	var c *millrace.Client
+	for i := 0; i < 2; i++ {
+		c = startClient(t, poolOn(t, url), countingWorkers(s, 0), millrace.Config{
+			Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}},
+			RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond})
+	}
+	waitFor(t, "the ring to turn", 60*time.Second, func() bool {
+		st, err := millrace.ReadStats(ctx, owner)
+		return err == nil && st.Reclaims-st0.Reclaims >= 3
+	})
+	workOnce(t, owner, c, 1000, s)
+}
+
+func init() {
+	// A worker process of TestPgBouncerKilledWorker (init runs before
+	// TestMain, so client_test.go need not know of it).
+	if u := os.Getenv("MILLRACE_POOLED_WORKER"); u != "" {
+		pooledWorker(u, os.Getenv("MILLRACE_SESSION_URL"), os.Getenv("MILLRACE_TEST_QUEUE"))
+	}
+}
+
+// pooledWorker is testWorker through a connection pooler: its pool on url,
+// its session on sessionURL. It never returns.
+func pooledWorker(url, sessionURL, queue string) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		os.Exit(3)
+	}
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		pool.Exec(ctx, "INSERT INTO started_job (n, pid) VALUES ($1, $2)", j.Args.N, os.Getpid())
+		select {}
+	}))
+	c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(), SessionURL: sessionURL,
+		Queues: map[string]millrace.QueueConfig{queue: {MaxWorkers: 10}}})
+	if err != nil {
+		os.Exit(4)
+	}
+	if err := c.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(5)
+	}
+	select {}
+}
+
+// withParam adds a query parameter to a postgres:// URL.
+func withParam(u, name, value string) string {
+	if strings.Contains(u, "?") {
+		return u + "&" + name + "=" + value
+	}
+	return u + "?" + name + "=" + value
+}
+
+// TestPgBouncerTransactionMode: the pool goes through PgBouncer in
+// transaction mode (each transaction may get another server connection;
+// PgBouncer 1.18 keeps no prepared statement across them), in each query
+// exec mode of pgx that sends no named prepared statement. The session
+// connection goes to PostgreSQL directly (Config.SessionURL); without it
+// Start says so. Jobs run exactly once and the ring turns.
+func TestPgBouncerTransactionMode(t *testing.T) {
+	ctx := context.Background()
+	owner := newDB(t)
+	direct := loginAs(t, owner, "millrace_worker")
+	role, _ := pgx.ParseConfig(direct)
+	bouncer := pgtest.NewPgBouncer(t, direct, pgtest.PgBouncerOptions{Users: []string{role.User}})
+	for _, mode := range []string{"cache_describe", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			pooled := withParam(bouncer.URL(direct), "default_query_exec_mode", mode)
+			// Without a direct session connection, Start refuses.
+			c, err := millrace.NewClient(poolOn(t, pooled), millrace.Config{Logger: quietLogger(), Workers: millrace.NewWorkers(),
+				Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 1}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Start(ctx); !errors.Is(err, millrace.ErrThroughPooler) {
+				c.Stop(ctx)
+				t.Fatalf("Start with the session through the pooler: %v, want ErrThroughPooler", err)
+			}
+			st0, err := millrace.ReadStats(ctx, owner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &seen{runs: map[int]int{}}
+			for i := 0; i < 2; i++ {
+				c = startClient(t, poolOn(t, pooled), countingWorkers(s, 0), millrace.Config{SessionURL: direct,
+					Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}},
+					RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond})
+			}
+			workOnce(t, owner, c, 1000, s)
+			waitFor(t, "the ring to turn", 30*time.Second, func() bool {
+				st, err := millrace.ReadStats(ctx, owner)
+				return err == nil && st.Reclaims-st0.Reclaims >= 2
+			})
+			owner.Exec(ctx, "TRUNCATE millrace.finished") // the next mode counts its own history
+		})
+	}
+}
+
+// TestPgBouncerKilledWorker: a worker process whose pool goes through
+// PgBouncer in transaction mode is killed (SIGKILL) while it runs jobs.
+// Its liveness lock was on its direct session connection, which dies with
+// it: its jobs run again in another process within 30 s, not after
+// StuckAfter (1 h).
+func TestPgBouncerKilledWorker(t *testing.T) {
+	ctx := context.Background()
+	owner := newDB(t)
+	direct := owner.Config().ConnString()
+	bouncer := pgtest.NewPgBouncer(t, direct, pgtest.PgBouncerOptions{})
+	pooled := withParam(bouncer.URL(direct), "default_query_exec_mode", "cache_describe")
+	// The leader works another queue only.
+	leader := startClient(t, poolOn(t, pooled), countingWorkers(&seen{runs: map[int]int{}}, 0), millrace.Config{SessionURL: direct,
+		Queues: map[string]millrace.QueueConfig{"a": {MaxWorkers: 1}}})
+	for i := 0; i < 5; i++ {
+		if _, err := leader.Insert(ctx, countArgs{N: i}, &millrace.InsertOpts{Queue: "b"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := owner.Exec(ctx, "CREATE TABLE started_job (n int, pid int)"); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "MILLRACE_POOLED_WORKER="+pooled, "MILLRACE_SESSION_URL="+direct, "MILLRACE_TEST_QUEUE=b")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, "the worker process to start its jobs", 30*time.Second, func() bool {
+		var n int
+		owner.QueryRow(ctx, "SELECT count(*) FROM started_job WHERE pid = $1", cmd.Process.Pid).Scan(&n)
+		return n == 5
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	s := &seen{runs: map[int]int{}}
+	startClient(t, poolOn(t, pooled), countingWorkers(s, 0), millrace.Config{SessionURL: direct,
+		Queues: map[string]millrace.QueueConfig{"b": {MaxWorkers: 5}}})
+	waitFor(t, "the killed process's jobs to run again", 30*time.Second, func() bool { return s.n.Load() == 5 })
+}

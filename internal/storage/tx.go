@@ -1,0 +1,196 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Every protocol transaction runs at the isolation and with the timeouts
+// it was designed for, whatever the database's or role's defaults
+// (DESIGN.md P14):
+//
+//   - READ COMMITTED: the protocol's functions take an advisory lock and
+//     then read what the previous holder wrote, which needs a snapshot
+//     taken after the lock. Under a default of REPEATABLE READ the
+//     snapshot of a single-statement transaction is taken before its
+//     first lock, and a second claimer would not see the first one's tick.
+//   - statement_timeout and lock_timeout off: the protocol's statements
+//     wait only on the protocol's own short locks, and maintenance bounds
+//     its own work and takes its table locks with NOWAIT or a lock_timeout
+//     set in the function itself. A role's statement_timeout would cancel
+//     a rotation carrying a large backlog at every round.
+//
+// The transaction is sent as one pipeline (BEGIN, the settings, the
+// statement, COMMIT, one Sync): one round trip, as a single statement
+// would take, never idle in transaction between its statements, and it
+// works through a transaction-mode pooler, which refuses unknown startup
+// parameters and may give each transaction another server connection.
+const (
+	beginRC = "BEGIN ISOLATION LEVEL READ COMMITTED"
+	// noTimeouts sets the timeouts for the rest of the transaction. A
+	// pipeline starts a statement's timeout at each statement, so the
+	// statements after this one run without one.
+	noTimeouts      = "SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true)"
+	noTimeoutsAsync = "SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true), set_config('synchronous_commit', 'off', true)"
+)
+
+// TxOpts says how a protocol transaction runs.
+type TxOpts struct {
+	// KeepTimeouts keeps the role's statement_timeout and lock_timeout
+	// (for statements a caller's context bounds, such as an insert);
+	// otherwise both are off for the transaction.
+	KeepTimeouts bool
+	// AsyncCommit commits without waiting for the WAL flush (a claim: see
+	// Store.Claim).
+	AsyncCommit bool
+}
+
+func (o TxOpts) settings() string {
+	switch {
+	case o.KeepTimeouts && o.AsyncCommit:
+		return "SELECT set_config('synchronous_commit', 'off', true)"
+	case o.KeepTimeouts:
+		return ""
+	case o.AsyncCommit:
+		return noTimeoutsAsync
+	default:
+		return noTimeouts
+	}
+}
+
+// Conn is a connection a protocol transaction can run on: a *pgx.Conn.
+type Conn interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	PgConn() *pgconn.PgConn
+	Close(ctx context.Context) error
+}
+
+// RunTx runs sql with args in its own READ COMMITTED transaction on conn,
+// in one round trip (see above), and calls scan with its rows (scan may be
+// nil; it must read the rows it wants and may stop early). A transaction
+// left open by a failure is rolled back, so that conn can be used again.
+func RunTx(ctx context.Context, conn Conn, o TxOpts, scan func(pgx.Rows) error, sql string, args ...any) error {
+	var b pgx.Batch
+	b.Queue(beginRC)
+	set := o.settings()
+	if set != "" {
+		b.Queue(set)
+	}
+	b.Queue(sql, args...)
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, &b)
+	err := readTx(br, set != "", scan)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		pc := conn.PgConn()
+		if !pc.IsClosed() && pc.TxStatus() != 'I' {
+			// Roll back what the failure left open (a pipeline stops at
+			// the first error and leaves an explicit transaction aborted).
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+				conn.Close(rctx)
+			}
+			cancel()
+		}
+	}
+	return err
+}
+
+func readTx(br pgx.BatchResults, hasSet bool, scan func(pgx.Rows) error) error {
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	if hasSet {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	if scan != nil {
+		err = scan(rows)
+	}
+	rows.Close()
+	if err == nil {
+		err = rows.Err()
+	}
+	if err != nil {
+		return err
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return err
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("millrace: transaction ended with %s, not COMMIT", tag)
+	}
+	return nil
+}
+
+// PoolTx is RunTx on a connection of pool.
+func PoolTx(ctx context.Context, pool *pgxpool.Pool, o TxOpts, scan func(pgx.Rows) error, sql string, args ...any) error {
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	return RunTx(ctx, c.Conn(), o, scan, sql, args...)
+}
+
+// tx is PoolTx on the store's pool with timeouts off.
+func (s *Store) tx(ctx context.Context, scan func(pgx.Rows) error, sql string, args ...any) error {
+	return PoolTx(ctx, s.Pool, TxOpts{}, scan, sql, args...)
+}
+
+// scanOne scans the single row of a statement into dest (no row: ErrNoRows).
+func scanOne(dest ...any) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			return pgx.ErrNoRows
+		}
+		return rows.Scan(dest...)
+	}
+}
+
+// Retryable reports whether err may succeed if the same transaction is
+// sent again: the connection or server went away, or the server rolled the
+// transaction back for a reason of its own (a serialization failure, a
+// deadlock, a lock or statement timeout, a cancel, too many connections),
+// as opposed to rejecting what the statement asked.
+func Retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if IsConnError(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return true
+	}
+	switch {
+	case len(pgErr.Code) == 5 && (pgErr.Code[:2] == "40" || pgErr.Code[:2] == "53" || pgErr.Code[:2] == "08"):
+		// transaction rollback (serialization failure, deadlock),
+		// insufficient resources, connection exception
+		return true
+	case pgErr.Code == "55P03" || pgErr.Code == "57014":
+		// lock_not_available, query_canceled (a statement or lock timeout,
+		// or a cancel request)
+		return true
+	}
+	return false
+}
