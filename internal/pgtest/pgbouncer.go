@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/millrace/millrace/millracetest/pgcluster"
 )
 
 // PgBouncer is a running PgBouncer in front of a PostgreSQL server, for
@@ -104,7 +106,7 @@ func StartPgBouncer(ctx context.Context, target string, opts PgBouncerOptions) (
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		listen, err := freePort()
+		listen, err := pgcluster.FreePort()
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, err

@@ -158,8 +158,9 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) error {
 	return nil
 }
 
-// freePort asks the kernel for a free TCP port on the loopback interface.
-func freePort() (int, error) {
+// FreePort returns a TCP port on 127.0.0.1 that was free when asked (for a
+// server a test starts beside the cluster, such as a connection pooler).
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -202,7 +203,7 @@ func writeSettings(path string, base map[string]string, over ...map[string]strin
 func (c *Cluster) startServer(ctx context.Context, data string, opts Options, extra map[string]string) error {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return err
 		}
