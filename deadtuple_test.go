@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/storage"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // budget reads docs/dead-tuple-budget.md: table name → budget unit.
@@ -60,6 +61,7 @@ func budget(t *testing.T) map[string]string {
 func TestDeadTupleContract(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
+	testkit.RequireServerVersion(t, pool, 150000) // pg_stat_force_next_flush
 	url := pool.Config().ConnString()
 
 	// The pin: an xid held open for the whole test.
@@ -259,12 +261,21 @@ func TestDeadTupleContract(t *testing.T) {
 	client.Stop(ctx)
 	pool.Reset()
 	vpool.Close()
-	time.Sleep(300 * time.Millisecond)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
+	// A backend flushes its statistics before it leaves pg_stat_activity:
+	// wait until only the xid holder and this session are left.
+	var others int
+	waitFor(t, "the closed pools' backends to exit", 30*time.Second, func() bool {
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND backend_xid::text IS DISTINCT FROM $1`, heldXid).Scan(&others); err != nil {
+			t.Fatal(err)
+		}
+		return others == 0
+	}, func() string { return fmt.Sprintf("%d backends left", others) })
 	conn.Exec(ctx, "SELECT pg_stat_force_next_flush()")
 	conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
 	rows, err := conn.Query(ctx, "SELECT relname, n_dead_tup, n_tup_ins FROM pg_stat_user_tables WHERE schemaname = 'millrace' ORDER BY relname")
