@@ -1,4 +1,4 @@
-package pgtest
+package pgtest_test
 
 import (
 	"context"
@@ -10,16 +10,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-func TestMain(m *testing.M) { Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func TestClusterStartQueryStop(t *testing.T) {
 	if os.Getenv("DATABASE_URL") != "" {
 		t.Skip("DATABASE_URL set: the harness's own cluster is not used")
 	}
 	ctx := context.Background()
-	c, err := Start(ctx, Options{Settings: map[string]string{"work_mem": "'7MB'"}})
+	c, err := pgtest.Start(ctx, pgtest.Options{Settings: map[string]string{"work_mem": "'7MB'"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func TestClusterStartQueryStop(t *testing.T) {
 
 func TestNewDatabaseIsolated(t *testing.T) {
 	ctx := context.Background()
-	a, b := NewDatabase(t), NewDatabase(t)
+	a, b := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
 	if a == b {
 		t.Fatal("two databases share a URL")
 	}
@@ -82,12 +84,12 @@ func TestStandbyFeedbackPinsPrimary(t *testing.T) {
 		t.Skip("DATABASE_URL set: standby tests need the harness's own cluster")
 	}
 	ctx := context.Background()
-	c, err := Start(ctx, Options{})
+	c, err := pgtest.Start(ctx, pgtest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	s, err := c.AddStandby(ctx, Options{})
+	s, err := c.AddStandby(ctx, pgtest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,18 +118,11 @@ func TestStandbyFeedbackPinsPrimary(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		pconn.Exec(ctx, "SELECT pg_current_xact_id()")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitFor(t, "the primary to see the standby's feedback xmin age", 10*time.Second, func() bool {
 		var age *int
 		pconn.QueryRow(ctx, "SELECT max(age(backend_xmin)) FROM pg_stat_replication").Scan(&age)
-		if age != nil && *age >= 10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("primary never saw the standby's feedback xmin age")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return age != nil && *age >= 10
+	})
 	tx.Rollback(ctx)
 	sconn.Close(ctx)
 	spid := s.PID()
@@ -144,13 +139,12 @@ func TestServerDiesWithParent(t *testing.T) {
 		t.Skip("DATABASE_URL set")
 	}
 	if os.Getenv("PGTEST_CHILD") == "1" {
-		c, err := Start(context.Background(), Options{})
+		c, err := pgtest.Start(context.Background(), pgtest.Options{})
 		if err != nil {
 			os.Exit(3)
 		}
 		os.Stdout.WriteString(strconv.Itoa(c.PID()) + "\n")
-		time.Sleep(time.Minute)
-		return
+		select {} // until the parent kills this process
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServerDiesWithParent$")
 	cmd.Env = append(os.Environ(), "PGTEST_CHILD=1")
@@ -170,12 +164,8 @@ func TestServerDiesWithParent(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	deadline := time.Now().Add(15 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("postmaster %d outlived its killed parent", pid)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testkit.Until(15*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("postmaster %d outlived its killed parent", pid)
 	}
 }
