@@ -658,6 +658,7 @@ classes:
 func TestCheck(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	pool := guardPool(t, url)
+	testkit.RequireServerVersion(t, pool, 150000) // pg_stat_force_next_flush
 	ctx := context.Background()
 	th := Thresholds{WarnAge: 500 * time.Millisecond, CritAge: time.Second}
 	g := New(pool, nil, Options{Thresholds: th})

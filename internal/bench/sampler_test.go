@@ -26,6 +26,7 @@ func TestProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close(ctx)
+	testkit.RequireServerVersion(t, db, 150000) // pg_stat_force_next_flush
 	if _, err := db.Exec(ctx, `CREATE TABLE q (id int PRIMARY KEY); INSERT INTO q SELECT generate_series(1, 1000);
 		CREATE TABLE h (x text); INSERT INTO h SELECT repeat('x', 100) FROM generate_series(1, 1000)`); err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ import (
 )
 
 // Poll is how often WaitFor and Until test their condition.
-const Poll = 5 * time.Millisecond
+const Poll = 10 * time.Millisecond
 
 // MaxConns is the size of the pool DB returns: room for a client's
 // workers, its acker and maintenance, and the test's own queries.
