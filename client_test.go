@@ -3,6 +3,7 @@ package millrace_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -13,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv("MILLRACE_TEST_WORKER"); url != "" {
 		testWorker(url, os.Getenv("MILLRACE_TEST_QUEUE")) // a worker process of faults_test.go; never returns
 	}
-	pgtest.Main(m)
+	testkit.Main(m)
 }
 
 type countArgs struct {
@@ -34,25 +35,13 @@ type countArgs struct {
 
 func (countArgs) Kind() string { return "count" }
 
-// newDB makes a migrated database and a pool on it.
-func newDB(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 20
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := millrace.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
+// newDB and waitFor are the kit's, under the names this package's tests
+// have always used: a pool on a fresh database at the current schema, and
+// a wait for a condition (polled, with a deadline).
+var (
+	newDB   = testkit.DB
+	waitFor = testkit.WaitFor
+)
 
 // quietLogger discards the client's logs; MILLRACE_TEST_LOG=1 shows them.
 func quietLogger() *slog.Logger {
@@ -76,6 +65,13 @@ func (s *seen) add(n int) {
 	s.n.Add(1)
 }
 
+// ran reports whether job n has run.
+func (s *seen) ran(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs[n] > 0
+}
+
 // countingWorkers is a worker set whose "count" worker records each run in
 // s, after sleeping for work.
 func countingWorkers(s *seen, work time.Duration) *millrace.Workers {
@@ -88,21 +84,44 @@ func countingWorkers(s *seen, work time.Duration) *millrace.Workers {
 	return workers
 }
 
-// waitFor polls ok until it holds or d passes; on time-out it fails the
-// test, with the output of the optional explain funcs.
-func waitFor(t *testing.T, what string, d time.Duration, ok func() bool, explain ...func() string) {
+// settle waits until a test that counts runs has seen every run it will
+// ever see, without a sleep: every job of the database has its outcome
+// (none available, running or scheduled: a job runs again only from a
+// batch without its ack, or from the schedule); if rotations, the ring has
+// turned once more since (a rotation moves what is unfinished forward);
+// and a sentinel job (countArgs{N: sentinel}) inserted after that has run
+// (ran reports it). The caller then stops its workers, which wait for the
+// jobs they run.
+func settle(t *testing.T, pool *pgxpool.Pool, client *millrace.Client, sentinel int, ran func(n int) bool, rotations bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			msg := ""
-			for _, e := range explain {
-				msg += "; " + e()
-			}
-			t.Fatalf("timed out waiting for %s%s", what, msg)
+	ctx := context.Background()
+	var counts []millrace.QueueCount
+	waitFor(t, "every job to have its outcome", 60*time.Second, func() bool {
+		var err error
+		if counts, err = millrace.QueueCounts(ctx, pool); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		for _, c := range counts {
+			if c.Available+c.Running+c.Scheduled > 0 {
+				return false
+			}
+		}
+		return true
+	}, func() string { return fmt.Sprintf("counts %+v", counts) })
+	if rotations {
+		st, err := millrace.ReadStats(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "one more rotation", 60*time.Second, func() bool {
+			now, err := millrace.ReadStats(ctx, pool)
+			return err == nil && now.Rotations > st.Rotations
+		})
 	}
+	if _, err := client.Insert(ctx, countArgs{N: sentinel}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the sentinel job", 60*time.Second, func() bool { return ran(sentinel) })
 }
 
 func TestInsertWorkExactlyOnce(t *testing.T) {
@@ -142,7 +161,7 @@ func TestInsertWorkExactlyOnce(t *testing.T) {
 	}
 	wg.Wait()
 	waitFor(t, "all jobs to run", 60*time.Second, func() bool { return s.n.Load() >= single+bulk })
-	time.Sleep(300 * time.Millisecond) // a duplicate would show up by now
+	settle(t, pool, client, single+bulk, s.ran, true)
 	if err := client.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +198,10 @@ func TestRolledBackInsertNeverRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "late job 2", 10*time.Second, func() bool { return s.n.Load() >= 2 })
-	time.Sleep(200 * time.Millisecond)
+	settle(t, pool, client, 4, s.ran, false)
+	if err := client.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.runs[1] != 0 || s.runs[2] != 1 || s.runs[3] != 1 {

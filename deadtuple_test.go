@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/storage"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // budget reads docs/dead-tuple-budget.md: table name → budget unit.
@@ -60,6 +61,7 @@ func budget(t *testing.T) map[string]string {
 func TestDeadTupleContract(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
+	testkit.RequireServerVersion(t, pool, 150000) // pg_stat_force_next_flush
 	url := pool.Config().ConnString()
 
 	// The pin: an xid held open for the whole test.
@@ -267,14 +269,16 @@ func TestDeadTupleContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	waitFor(t, "the pools' backends to exit (and flush their statistics)", 30*time.Second, func() bool {
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> $1`, holder.PgConn().PID()).Scan(&n); err != nil {
+	// A backend flushes its statistics before it leaves pg_stat_activity:
+	// wait until only the xid holder and this session are left.
+	var others int
+	waitFor(t, "the closed pools' backends to exit", 30*time.Second, func() bool {
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND backend_xid::text IS DISTINCT FROM $1`, heldXid).Scan(&others); err != nil {
 			t.Fatal(err)
 		}
-		return n == 0
-	})
+		return others == 0
+	}, func() string { return fmt.Sprintf("%d backends left", others) })
 	if err := flushStatistics(ctx, conn); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // The tests in this file run the queue under the settings real databases
@@ -310,7 +311,7 @@ func checkOnce(t *testing.T, s *seen, n int) {
 // exactly once, and no process loses its session.
 func TestIdleSessionTimeout(t *testing.T) {
 	owner := newDB(t)
-	url := loginAs(t, owner, "millrace_worker")
+	url := testkit.LoginAs(t, owner, "millrace_worker")
 	alterRole(t, owner, url, "idle_session_timeout", "1s")
 	logger, lost := countLogs("lost the session connection")
 	s := &seen{runs: map[int]int{}}
@@ -393,7 +394,7 @@ func TestSessionReconnectKeepsIdentity(t *testing.T) {
 func TestRoleTimeouts(t *testing.T) {
 	ctx := context.Background()
 	owner := newDB(t)
-	url := loginAs(t, owner, "millrace_worker")
+	url := testkit.LoginAs(t, owner, "millrace_worker")
 	alterRole(t, owner, url, "statement_timeout", "1s")
 	alterRole(t, owner, url, "idle_in_transaction_session_timeout", "1s")
 	alterRole(t, owner, url, "lock_timeout", "100ms")
@@ -470,7 +471,7 @@ func withParam(u, name, value string) string {
 func TestPgBouncerTransactionMode(t *testing.T) {
 	ctx := context.Background()
 	owner := newDB(t)
-	direct := loginAs(t, owner, "millrace_worker")
+	direct := testkit.LoginAs(t, owner, "millrace_worker")
 	role, _ := pgx.ParseConfig(direct)
 	bouncer := pgtest.NewPgBouncer(t, direct, pgtest.PgBouncerOptions{Users: []string{role.User}})
 	for _, mode := range []string{"cache_describe", "exec", "simple_protocol"} {

@@ -105,18 +105,17 @@ func ExampleConfig_backoff() {
 		Backoff:          func(attempt int) time.Duration { return 10 * time.Millisecond },
 		MaintenanceEvery: 20 * time.Millisecond,
 	})
+	// An event is sent once its outcome has committed.
+	discarded, unsubscribe := client.Subscribe(millrace.EventDiscarded)
+	defer unsubscribe()
 	client.Start(ctx)
 	client.Insert(ctx, EmailArgs{To: "x@example.com"}, &millrace.InsertOpts{MaxAttempts: 3})
 	for i := 0; i < 3; i++ {
 		fmt.Println("attempt", <-attempts)
 	}
+	<-discarded
 	var errText string
-	for range 500 {
-		if pool.QueryRow(ctx, "SELECT error FROM millrace.history WHERE state = 'discarded'").Scan(&errText) == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pool.QueryRow(ctx, "SELECT error FROM millrace.history WHERE state = 'discarded'").Scan(&errText)
 	fmt.Println("discarded:", errText)
 	client.Stop(ctx)
 	// Output:

@@ -3,7 +3,6 @@ package millrace_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -13,28 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/testkit"
 )
-
-// loginAs creates a login role that is a member of role, for this test's
-// database, and returns a URL that connects as it. It is dropped at the
-// end of the test.
-func loginAs(t *testing.T, pool *pgxpool.Pool, role string) string {
-	t.Helper()
-	ctx := context.Background()
-	name := fmt.Sprintf("%s_%s", role, pool.Config().ConnConfig.Database)
-	if _, err := pool.Exec(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN IN ROLE %s", pgx.Identifier{name}.Sanitize(), role)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		pool.Exec(context.Background(), fmt.Sprintf("DROP OWNED BY %[1]s; DROP ROLE %[1]s", pgx.Identifier{name}.Sanitize()))
-	})
-	u, err := url.Parse(pool.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.User(name)
-	return u.String()
-}
 
 func isDenied(err error) bool {
 	var pgErr *pgconn.PgError
@@ -115,7 +94,7 @@ func TestRoles(t *testing.T) {
 			forbidden},
 	} {
 		t.Run(tc.role, func(t *testing.T) {
-			conn, err := pgx.Connect(ctx, loginAs(t, owner, tc.role))
+			conn, err := pgx.Connect(ctx, testkit.LoginAs(t, owner, tc.role))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,12 +134,12 @@ func TestRoles(t *testing.T) {
 func TestClientUnderRoles(t *testing.T) {
 	ctx := context.Background()
 	owner := newDB(t)
-	producerPool, err := pgxpool.New(ctx, loginAs(t, owner, "millrace_producer"))
+	producerPool, err := pgxpool.New(ctx, testkit.LoginAs(t, owner, "millrace_producer"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer producerPool.Close()
-	workerPool, err := pgxpool.New(ctx, loginAs(t, owner, "millrace_worker"))
+	workerPool, err := pgxpool.New(ctx, testkit.LoginAs(t, owner, "millrace_worker"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,10 +66,15 @@ func TestRotationUnderLoadAndLock(t *testing.T) {
 		return id >= start+2
 	})
 
-	// Measure the completion rate for a second before the lock.
-	c0 := completed.Load()
-	time.Sleep(time.Second)
-	before := completed.Load() - c0
+	// Measure the completion rate before the lock over five rotations
+	// (about a second): the ring's own clock, not a sleep.
+	c0, t0 := completed.Load(), time.Now()
+	id0, _ := rotationCount(t, pool)
+	waitFor(t, "five rotations before the lock", 20*time.Second, func() bool {
+		id, _ := rotationCount(t, pool)
+		return id >= id0+5
+	})
+	before := float64(completed.Load()-c0) / time.Since(t0).Seconds()
 
 	// Lock the slot the ring rotates into next (the ring's size is
 	// millrace.slots()). A rotation between reading the current slot and
@@ -99,32 +104,39 @@ func TestRotationUnderLoadAndLock(t *testing.T) {
 		}
 		ltx.Rollback(ctx)
 	}
-	c1, i1 := completed.Load(), inserted.Load()
-	time.Sleep(2 * time.Second) // the window over which rates are measured, ten rotation periods
-	during := completed.Load() - c1
-	insertedDuring := inserted.Load() - i1
 	// Rotations are due every 200ms. A lock on a clean slot does not stop
 	// the ring from writing into it (producers and claims take ROW
 	// EXCLUSIVE, which ACCESS SHARE allows): the first rotation goes into
 	// the locked slot, and the ring then goes on past it, while the slot
-	// itself cannot be reclaimed until the lock goes.
-	rows, _ := pool.Query(ctx, "SELECT segment FROM millrace.rotation WHERE id > $1 ORDER BY id", idLocked)
-	segs, err := pgx.CollectRows(rows, pgx.RowTo[int16])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(segs) < 2 {
-		t.Fatalf("%d rotations in 2s while slot %d was locked; the ring stalled", len(segs), next)
-	}
+	// itself cannot be reclaimed until the lock goes. The rates while it is
+	// locked are measured over a fixed amount of work, two seconds' worth
+	// at the rate before the lock, and at least two rotations.
+	c1, i1, t1 := completed.Load(), inserted.Load(), time.Now()
+	work := int64(2 * before)
+	var segs []int16
+	waitFor(t, fmt.Sprintf("two seconds' worth of work (%d jobs in and out) and two rotations while slot %d is locked", work, next), 30*time.Second, func() bool {
+		rows, _ := pool.Query(ctx, "SELECT segment FROM millrace.rotation WHERE id > $1 ORDER BY id", idLocked)
+		var err error
+		if segs, err = pgx.CollectRows(rows, pgx.RowTo[int16]); err != nil {
+			t.Fatal(err)
+		}
+		return len(segs) >= 2 && completed.Load()-c1 >= work && inserted.Load()-i1 >= work
+	}, func() string {
+		return fmt.Sprintf("rotations since the lock into slots %v, %d completed, %d inserted: the ring or the queue stalled",
+			segs, completed.Load()-c1, inserted.Load()-i1)
+	})
+	window := time.Since(t1).Seconds()
+	during := float64(completed.Load()-c1) / window
+	insertedDuring := float64(inserted.Load()-i1) / window
 	if int(segs[0]) != next {
 		t.Fatalf("the first rotation after slot %d was locked went into slot %d: the test locked the wrong slot", next, segs[0])
 	}
-	t.Logf("completed/s before lock %d, during 2s lock %.0f/s; inserted during lock %d", before, float64(during)/2, insertedDuring)
-	if float64(during)/2 < 0.5*float64(before) {
-		t.Errorf("consumers slowed while a segment was locked: %d/s before, %.0f/s during", before, float64(during)/2)
+	t.Logf("completed/s before lock %.0f, during %.1fs of lock %.0f/s; inserted/s during lock %.0f", before, window, during, insertedDuring)
+	if during < 0.5*before {
+		t.Errorf("consumers slowed while a segment was locked: %.0f/s before, %.0f/s during", before, during)
 	}
-	if float64(insertedDuring)/2 < 0.5*float64(before) {
-		t.Errorf("producers slowed while a segment was locked: %.0f/s inserted during", float64(insertedDuring)/2)
+	if insertedDuring < 0.5*before {
+		t.Errorf("producers slowed while a segment was locked: %.0f/s inserted during", insertedDuring)
 	}
 	ltx.Rollback(ctx)
 	waitFor(t, "rotation to resume after the lock is released", 20*time.Second, func() bool {

@@ -2,6 +2,7 @@ package millrace_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -190,22 +191,23 @@ func TestCrashStress(t *testing.T) {
 	var want []int
 	committed.Range(func(k, _ any) bool { want = append(want, k.(int)); return true })
 	// Wait until every committed job has finished at least once.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		var missing int
+	var missing int
+	waitFor(t, "every committed job to finish", 90*time.Second, func() bool {
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM unnest($1::int[]) w(n)
 			WHERE NOT EXISTS (SELECT 1 FROM stress_run r WHERE r.n = w.n AND r.event = 'finish')`, want).Scan(&missing); err != nil {
 			t.Fatal(err)
 		}
-		if missing == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d committed jobs never finished", missing, len(want))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	time.Sleep(2 * time.Second) // late duplicates would appear now
+		return missing == 0
+	}, func() string { return fmt.Sprintf("%d of %d committed jobs never finished", missing, len(want)) })
+	// Late duplicates come from the batches of killed processes, rescued
+	// once their leases lapse: wait until no job is left without its
+	// outcome, the ring has turned once more, and a sentinel has run.
+	sentinel := int(next.Add(1))
+	settle(t, pool, client, sentinel, func(n int) bool {
+		var done bool
+		pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM stress_run WHERE n = $1 AND event = 'finish')", n).Scan(&done)
+		return done
+	}, true)
 
 	var rb []int
 	rolledBack.Range(func(k, _ any) bool { rb = append(rb, k.(int)); return true })

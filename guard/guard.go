@@ -33,6 +33,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/cmdline"
+	"github.com/millrace/millrace/internal/testsignal"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -122,6 +123,9 @@ type Guard struct {
 	standbys []*standby
 	classes  map[string]*classState
 	logged   map[string]bool // warn and dry-run actions already logged
+
+	// pollDone fires after each poll of Run with its error (tests only).
+	pollDone testsignal.Signal[error]
 }
 
 type standby struct {
@@ -184,10 +188,12 @@ func (g *Guard) Run(ctx context.Context) error {
 	t := time.NewTicker(g.policy.Interval)
 	defer t.Stop()
 	for {
-		if _, err := g.Step(ctx); err != nil && ctx.Err() == nil {
+		_, err := g.Step(ctx)
+		if err != nil && ctx.Err() == nil {
 			g.metrics.pollErrors.Inc()
 			g.log.Error("guard: poll failed", "error", err)
 		}
+		g.pollDone.Fire(err)
 		select {
 		case <-ctx.Done():
 			return nil

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,10 +18,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // detectWithin is how quickly every holder must be found.
 const detectWithin = 2 * time.Second
@@ -83,24 +85,32 @@ func burn(t *testing.T, url string, n int) {
 // detectWithin. It returns the holder and the time it took.
 func waitHolder(t *testing.T, g *Guard, what string, pred func(*Holder) bool) (*Holder, time.Duration) {
 	t.Helper()
+	return waitHolderWithin(t, g, what, detectWithin, pred)
+}
+
+// waitHolderWithin is waitHolder with its own bound, for a condition that
+// takes time to come true, such as an age passing a limit.
+func waitHolderWithin(t *testing.T, g *Guard, what string, within time.Duration, pred func(*Holder) bool) (*Holder, time.Duration) {
+	t.Helper()
 	start := time.Now()
-	for {
-		snap, err := g.Discover(context.Background())
-		if err != nil {
+	var snap *Snapshot
+	var found *Holder
+	testkit.WaitFor(t, what, within, func() bool {
+		var err error
+		if snap, err = g.Discover(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		for i := range snap.Holders {
 			if pred(&snap.Holders[i]) {
-				d := time.Since(start)
-				t.Logf("%s detected in %v: %s, %d xids, %v", what, d.Round(time.Millisecond), snap.Holders[i].Describe(), snap.Holders[i].AgeXIDs, snap.Holders[i].Age.Round(time.Millisecond))
-				return &snap.Holders[i], d
+				found = &snap.Holders[i]
+				return true
 			}
 		}
-		if time.Since(start) > detectWithin {
-			t.Fatalf("%s not detected within %v; holders: %+v", what, detectWithin, snap.Holders)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	}, func() string { return fmt.Sprintf("holders: %+v", snap.Holders) })
+	d := time.Since(start)
+	t.Logf("%s detected in %v: %s, %d xids, %v", what, d.Round(time.Millisecond), found.Describe(), found.AgeXIDs, found.Age.Round(time.Millisecond))
+	return found, d
 }
 
 func alive(t *testing.T, pool *pgxpool.Pool, pids ...int) map[int]bool {
@@ -118,13 +128,7 @@ func alive(t *testing.T, pool *pgxpool.Pool, pids ...int) map[int]bool {
 
 func waitGone(t *testing.T, pool *pgxpool.Pool, p int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(t, pool, p)[p] {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d still alive", p)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.WaitFor(t, fmt.Sprintf("pid %d to end", p), 5*time.Second, func() bool { return !alive(t, pool, p)[p] })
 }
 
 func policy(t *testing.T, src string) *Policy {
@@ -174,13 +178,12 @@ func TestDiscoverRepeatableRead(t *testing.T) {
 	holder := connect(t, url, "rr-report")
 	exec(t, holder, "BEGIN ISOLATION LEVEL REPEATABLE READ", "SELECT 1 /*app='reports',action='monthly%20close'*/")
 	burn(t, url, 10)
-	time.Sleep(1100 * time.Millisecond)
-	h, _ := waitHolder(t, g, "repeatable read snapshot", func(h *Holder) bool { return h.Source == SourceSession && h.PID == pid(holder) })
+	isHolder := func(h *Holder) bool { return h.Source == SourceSession && h.PID == pid(holder) }
+	waitHolder(t, g, "repeatable read snapshot", isHolder)
+	// Its age grows with the transaction's: it passes a second.
+	h, _ := waitHolderWithin(t, g, "repeatable read snapshot a second old", 10*time.Second, func(h *Holder) bool { return isHolder(h) && h.Age >= time.Second })
 	if h.BackendXmin == 0 || h.BackendXID != 0 || h.AgeXIDs < 10 {
 		t.Errorf("xmin %d xid %d age %d: want a snapshot xmin only, age >= 10", h.BackendXmin, h.BackendXID, h.AgeXIDs)
-	}
-	if h.Age < time.Second {
-		t.Errorf("age %v, want >= 1s", h.Age)
 	}
 	if h.Tags["app"] != "reports" || h.Tags["action"] != "monthly close" {
 		t.Errorf("tags = %v", h.Tags)
@@ -229,15 +232,14 @@ classes:
 	for i := 0; i < 3; i++ {
 		c, d := reader(t, ctx, url, "analytics-reader")
 		conns, dones = append(conns, c), append(dones, d)
-		if i == 0 {
-			waitHolder(t, g, "first reader", func(h *Holder) bool { return h.PID == pid(c) })
-		}
-		time.Sleep(500 * time.Millisecond)
+		// The next reader starts once this one is half a second old.
+		waitHolderWithin(t, g, fmt.Sprintf("reader %d half a second old", i), 10*time.Second, func(h *Holder) bool {
+			return h.PID == pid(c) && h.Age >= 500*time.Millisecond
+		})
 	}
 	youngest := pid(conns[2])
-	start := time.Now()
 	var got *Action
-	for got == nil {
+	testkit.WaitFor(t, "horizon_window to trigger", 10*time.Second, func() bool {
 		acts, err := g.Step(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -249,11 +251,8 @@ classes:
 				t.Fatalf("unexpected action %+v", acts[i])
 			}
 		}
-		if time.Since(start) > 5*time.Second {
-			t.Fatal("horizon_window never triggered")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return got != nil
+	})
 	if got.PID != youngest || got.Kind != ActionCancel || !got.Done || got.Class != "analytics" {
 		t.Fatalf("action = %+v, want cancel of the youngest reader %d", got, youngest)
 	}
@@ -383,7 +382,15 @@ classes:
 	defer e.Close(ctx)
 	exec(t, e, "BEGIN ISOLATION LEVEL REPEATABLE READ", "SELECT 1")
 	all := []int{pid(m1), pid(m2), pid(u1), pid(u2), pid(e)}
-	time.Sleep(1200 * time.Millisecond)
+	// Both members pass their limits: m1 idle in its transaction, m2 open,
+	// for more than a second.
+	g := New(pool, nil, Options{})
+	waitHolderWithin(t, g, "batch-report idle in transaction over 1s", 10*time.Second, func(h *Holder) bool {
+		return h.PID == pid(m1) && h.IdleInTransaction() && h.IdleFor > time.Second
+	})
+	waitHolderWithin(t, g, "the tagged transaction open over 1s", 10*time.Second, func(h *Holder) bool {
+		return h.PID == pid(m2) && h.Age > time.Second
+	})
 
 	want := map[int]Action{
 		pid(m1): {Class: "batch", Rule: "max_idle_in_transaction", Kind: ActionTerminate, Configured: ActionCancel},
@@ -414,10 +421,18 @@ classes:
 		t.Fatal(err)
 	}
 	check(acts, true)
-	time.Sleep(300 * time.Millisecond)
+	// A dry run ends nothing: every session but m1 still answers its last
+	// statement again (a terminated backend would fail it; m1 must stay
+	// idle for the live run, which acts on it only if it is still there).
 	for p, ok := range alive(t, pool, all...) {
 		if !ok {
 			t.Errorf("dry run: pid %d was ended", p)
+		}
+	}
+	for c, last := range map[*pgx.Conn]string{m2: "SELECT txid_current() /*app='reports'*/", u1: "SELECT 1",
+		u2: "SELECT txid_current() /*app='billing'*/", e: "SELECT 1"} {
+		if _, err := c.Exec(ctx, last); err != nil {
+			t.Errorf("dry run: session %d no longer answers: %v", pid(c), err)
 		}
 	}
 	if v := counterValue(t, reg, "millrace_guard_actions_total", map[string]string{"class": "batch", "action": "would_terminate"}); v != 1 {
@@ -492,7 +507,9 @@ func TestPreparedTransaction(t *testing.T) {
 	if h.GID != "pay'42" || h.Database != "app" || h.User != "postgres" || h.AgeXIDs < 10 || h.Xmin == 0 {
 		t.Errorf("prepared holder = %+v", h)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	waitHolderWithin(t, g, "prepared transaction over prepared_max_age", 10*time.Second, func(h *Holder) bool {
+		return h.Source == SourcePrepared && h.Age > time.Second
+	})
 	count := func() int {
 		var n int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM pg_prepared_xacts").Scan(&n); err != nil {
@@ -569,9 +586,8 @@ classes:
 		t.Errorf("standby age %v, want the reader's transaction age %v", h.Age, h.StandbySession.Age)
 	}
 	// Enforcement on the standby through the direct connection.
-	deadline := time.Now().Add(5 * time.Second)
 	var act *Action
-	for act == nil && time.Now().Before(deadline) {
+	testkit.WaitFor(t, "an action on the standby reader", 10*time.Second, func() bool {
 		acts, err := g.Step(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -579,9 +595,9 @@ classes:
 		for i := range acts {
 			act = &acts[i]
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if act == nil || act.PID != pid(r) || act.Node == "" || act.Kind != ActionCancel || !act.Done || act.Source != SourceStandby {
+		return act != nil
+	})
+	if act.PID != pid(r) || act.Node == "" || act.Kind != ActionCancel || !act.Done || act.Source != SourceStandby {
 		t.Fatalf("standby action = %+v", act)
 	}
 	if err := <-done; !isCancel(err) {
@@ -597,20 +613,13 @@ classes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitFor(t, "the slot to get an xmin from the standby's feedback", 10*time.Second, func() bool {
 		var has bool
 		if err := c.QueryRow(ctx, "SELECT xmin IS NOT NULL FROM pg_replication_slots WHERE slot_name = 'guard_slot'").Scan(&has); err != nil {
 			t.Fatal(err)
 		}
-		if has {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("slot never got an xmin from the standby's feedback")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return has
+	})
 	sb2.Stop()
 	burn(t, cl.URL("postgres"), 10)
 	sg := New(pool, policy(t, "slot_max_age: 1s\n"), Options{})
@@ -620,7 +629,8 @@ classes:
 	if h.SlotType != "physical" || h.Xmin == 0 {
 		t.Errorf("slot holder = %+v", h)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	isOldSlot := func(h *Holder) bool { return h.Source == SourceSlot && h.Age > time.Second }
+	waitHolderWithin(t, sg, "inactive slot over slot_max_age", 10*time.Second, isOldSlot)
 	slotExists := func() bool {
 		var n int
 		c.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'guard_slot'").Scan(&n)
@@ -635,7 +645,7 @@ classes:
 	}
 	dg := New(pool, policy(t, "slot_max_age: 1s\ndrop_inactive_slots: true\n"), Options{})
 	waitHolder(t, dg, "inactive slot (new tracker)", func(h *Holder) bool { return h.Source == SourceSlot })
-	time.Sleep(1100 * time.Millisecond)
+	waitHolderWithin(t, dg, "inactive slot over slot_max_age (new tracker)", 10*time.Second, isOldSlot)
 	acts, err = dg.Step(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -648,6 +658,7 @@ classes:
 func TestCheck(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	pool := guardPool(t, url)
+	testkit.RequireServerVersion(t, pool, 150000) // pg_stat_force_next_flush
 	ctx := context.Background()
 	th := Thresholds{WarnAge: 500 * time.Millisecond, CritAge: time.Second}
 	g := New(pool, nil, Options{Thresholds: th})
@@ -661,14 +672,23 @@ func TestCheck(t *testing.T) {
 	pinner := connect(t, url, "psql")
 	exec(t, pinner, "BEGIN", "SELECT txid_current()")
 	exec(t, c, "DELETE FROM jobs", "SELECT pg_stat_force_next_flush()")
-	time.Sleep(600 * time.Millisecond)
-	st, line, _ = g.Check(ctx)
-	if st != Warning || !strings.HasPrefix(line, "WARNING: ") {
-		t.Errorf("pinned 0.6s: %v %q, want WARNING", st, line)
+	// As the pin ages, Check goes from OK to WARNING (past 0.5s), and only
+	// then to CRITICAL (past 1s).
+	var seen []Status
+	testkit.WaitFor(t, "CRITICAL", 10*time.Second, func() bool {
+		st, line, _ = g.Check(ctx)
+		if len(seen) == 0 || seen[len(seen)-1] != st {
+			seen = append(seen, st)
+			t.Log(line)
+		}
+		if st == Warning && !strings.HasPrefix(line, "WARNING: ") {
+			t.Errorf("pinned past WarnAge: %v %q, want WARNING", st, line)
+		}
+		return st == Critical
+	}, func() string { return fmt.Sprintf("statuses %v", seen) })
+	if !slices.Equal(seen, []Status{OK, Warning, Critical}) && !slices.Equal(seen, []Status{Warning, Critical}) {
+		t.Errorf("statuses as the pin aged: %v, want OK, WARNING, CRITICAL", seen)
 	}
-	time.Sleep(500 * time.Millisecond)
-	st, line, _ = g.Check(ctx)
-	t.Log(line)
 	want := fmt.Sprintf("(session pid %d idle in transaction, app=psql user=postgres", pid(pinner))
 	if st != Critical || !regexp.MustCompile(`^CRITICAL: oldest xmin [1-9][0-9]* s, [0-9]+ xids \(`).MatchString(line) || !strings.Contains(line, want) || !strings.HasSuffix(line, "holding 1000 dead tuples") {
 		t.Errorf("pinned: %v %q, want CRITICAL naming %q holding 1000 dead tuples", st, line, want)
@@ -687,12 +707,28 @@ func TestCheck(t *testing.T) {
 func TestRunStopsWithContext(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	p := policy(t, "interval: 100ms\n")
-	ctx, cancel := context.WithTimeout(context.Background(), 350*time.Millisecond)
-	defer cancel()
 	reg := prometheus.NewRegistry()
+	g := New(guardPool(t, url), p, Options{Registerer: reg})
+	g.pollDone.Arm()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	// Two polls: the first at once, the next an interval later.
+	for i := 0; i < 2; i++ {
+		if err := g.pollDone.Wait(t, 10*time.Second); err != nil {
+			t.Fatalf("poll %d: %v", i, err)
+		}
+	}
+	cancel()
 	start := time.Now()
-	if err := New(guardPool(t, url), p, Options{Registerer: reg}).Run(ctx); err != nil {
-		t.Fatal(err)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Run took %v to stop", d)

@@ -3,45 +3,19 @@ package millraceprom_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 	"github.com/millrace/millrace/millraceprom"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
 
-// exampleDatabase gives the example a fresh, migrated database on the test
-// server (the throwaway cluster, or DATABASE_URL).
-func exampleDatabase() *pgxpool.Pool {
-	ctx := context.Background()
-	base, err := pgtest.ServerURL()
-	if err != nil {
-		panic(err)
-	}
-	name := fmt.Sprintf("example_prom_%d", os.Getpid())
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		panic(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		panic(err)
-	}
-	pool, err := pgxpool.New(ctx, pgtest.WithDatabase(base, name))
-	if err != nil {
-		panic(err)
-	}
-	if err := millrace.Migrate(ctx, pool); err != nil {
-		panic(err)
-	}
-	return pool
-}
+// exampleDatabase gives the example a pool on a fresh database at the
+// current schema.
+var exampleDatabase = testkit.ExampleDB
 
 type ResizeArgs struct {
 	Image string `json:"image"`
@@ -73,6 +47,8 @@ func Example() {
 		panic(err)
 	}
 	detach := metrics.Attach(client, pool) // before Start: no outcome is missed
+	completedEvents, unsubscribe := client.Subscribe(millrace.EventCompleted)
+	defer unsubscribe()
 	if err := client.Start(ctx); err != nil {
 		panic(err)
 	}
@@ -85,9 +61,9 @@ func Example() {
 	defer cancel()
 	// A real program serves reg with
 	// http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})).
-	// Here: wait until the three outcomes are counted, then stop and read.
-	for completed(reg) < 3 && stopCtx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
+	// Here: wait for the three outcomes, then stop and read.
+	for range 3 {
+		<-completedEvents
 	}
 	if err := client.Stop(stopCtx); err != nil {
 		panic(err)
@@ -113,25 +89,6 @@ func Example() {
 	// millrace_job_outcomes_total{kind="resize",outcome="completed",queue="images"} 3
 	// millrace_job_wait_seconds{kind="resize",queue="images"} 3
 	// millrace_jobs_inserted_total{kind="resize",queue="images"} 3
-}
-
-// completed sums millrace_job_outcomes_total{outcome="completed"}.
-func completed(reg prometheus.Gatherer) float64 {
-	fams, _ := reg.Gather()
-	var n float64
-	for _, f := range fams {
-		if f.GetName() != "millrace_job_outcomes_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "outcome" && l.GetValue() == "completed" {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return n
 }
 
 // labels formats labels as the text exposition does.

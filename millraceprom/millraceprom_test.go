@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 	"github.com/millrace/millrace/millraceprom"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,26 +23,14 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
-func newDB(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 20
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := millrace.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
+// newDB and waitFor are the kit's: a pool on a fresh database at the
+// current schema, and a wait for a condition.
+var (
+	newDB   = testkit.DB
+	waitFor = testkit.WaitFor
+)
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -59,18 +46,6 @@ func (mixArgs) Kind() string { return "mix" }
 type uniqArgs struct{}
 
 func (uniqArgs) Kind() string { return "uniq" }
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // value is the value of the one series of family name whose labels
 // include want (counter, gauge, or a histogram's count); ok is false when

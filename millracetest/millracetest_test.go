@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 	"github.com/millrace/millrace/millracetest"
 )
 
@@ -41,18 +40,8 @@ func run(f func(t testing.TB)) string {
 	return r.msg
 }
 
-func newPool(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := millrace.Migrate(context.Background(), pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
+// newPool is the kit's: a pool on a fresh database at the current schema.
+var newPool = testkit.DB
 
 func TestRequire(t *testing.T) {
 	ctx := context.Background()

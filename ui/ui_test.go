@@ -17,11 +17,11 @@ import (
 	"github.com/millrace/millrace/guard"
 	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/ops/opstest"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 	"github.com/millrace/millrace/ui"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // client is an HTTP client that does not follow redirects.
 var client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -161,8 +161,8 @@ func TestPauseResumeAndSameOrigin(t *testing.T) {
 func TestActionsFollowTheRole(t *testing.T) {
 	_, pool := opstest.NewDatabase(t)
 	id := opstest.Enqueue(t, pool, "email", "mail", `{}`, 0)
-	worker := poolFor(t, opstest.LoginAs(t, pool, "millrace_worker"))
-	admin := poolFor(t, opstest.LoginAs(t, pool, "millrace_admin"))
+	worker := poolFor(t, testkit.LoginAs(t, pool, "millrace_worker"))
+	admin := poolFor(t, testkit.LoginAs(t, pool, "millrace_admin"))
 	ws := httptest.NewServer(ui.New(worker, ui.Options{}))
 	defer ws.Close()
 	as := httptest.NewServer(ui.New(admin, ui.Options{}))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	pgtest.Main(m)
+	testkit.Main(m)
 }
 
 func TestParseArgsAnywhere(t *testing.T) {

@@ -17,10 +17,11 @@ import (
 	_ "github.com/millrace/millrace/internal/bench/classic"
 	_ "github.com/millrace/millrace/internal/bench/native"
 	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestRunIdleXid runs two strategies through a short idle-xid schedule and
 // checks what the run writes: the phases, the pin seen in stress and gone

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // TestProbe checks the sampler's database half against known states: dead
@@ -24,6 +26,7 @@ func TestProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close(ctx)
+	testkit.RequireServerVersion(t, db, 150000) // pg_stat_force_next_flush
 	if _, err := db.Exec(ctx, `CREATE TABLE q (id int PRIMARY KEY); INSERT INTO q SELECT generate_series(1, 1000);
 		CREATE TABLE h (x text); INSERT INTO h SELECT repeat('x', 100) FROM generate_series(1, 1000)`); err != nil {
 		t.Fatal(err)
@@ -52,18 +55,17 @@ func TestProbe(t *testing.T) {
 	}
 	_, _ = db.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
 
+	// Each read counts the WAL written since the one before.
 	var s Sample
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var wal int64
+	testkit.Until(10*time.Second, func() bool {
 		s = Sample{Completed: 10}
 		if err := p.read(ctx, &s); err != nil {
 			t.Fatal(err)
 		}
-		if s.Tables["public.q"].DeadTuples >= 1000 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		wal += s.WALBytes
+		return s.Tables["public.q"].DeadTuples >= 1000
+	})
 	if got := s.Tables["public.q"]; got.DeadTuples < 1000 || got.HeapBytes == 0 || got.IndexBytes == 0 {
 		t.Errorf("table stats = %+v, want 1000 dead tuples VACUUM could not remove", got)
 	}
@@ -81,19 +83,24 @@ func TestProbe(t *testing.T) {
 	if !strings.Contains(s.XminHolder, "idle in transaction") || !strings.Contains(s.XminHolder, AppLongrunner) {
 		t.Errorf("holder = %q, want the idle session", s.XminHolder)
 	}
-	if s.WALBytes <= 0 || s.WALBytesPerJob <= 0 {
-		t.Errorf("WAL %d bytes, %.1f per job", s.WALBytes, s.WALBytesPerJob)
+	if wal <= 0 || s.WALBytesPerJob != float64(s.WALBytes)/10 {
+		t.Errorf("WAL %d bytes over the reads, the last %d, %.1f per job", wal, s.WALBytes, s.WALBytesPerJob)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	var later Sample
+	testkit.WaitFor(t, "the holder's age to grow by a second", 10*time.Second, func() bool {
+		later = Sample{}
+		if err := p.read(ctx, &later); err != nil {
+			t.Fatal(err)
+		}
+		return later.XminAgeS >= s.XminAgeS+1 && later.XminAge >= 1
+	}, func() string {
+		return fmt.Sprintf("held %.2fs then %.2fs (%d xids): the age does not grow", s.XminAgeS, later.XminAgeS, later.XminAge)
+	})
 	if _, err := db.Exec(ctx, `SELECT count(*) FROM generate_series(1, 3000000)`); err != nil {
 		t.Fatal(err)
 	}
-	var later Sample
 	if err := p.read(ctx, &later); err != nil {
 		t.Fatal(err)
-	}
-	if later.XminAgeS < s.XminAgeS+1 || later.XminAge < 1 {
-		t.Errorf("held %.2fs then %.2fs (%d xids): the age does not grow", s.XminAgeS, later.XminAgeS, later.XminAge)
 	}
 	if p.postmaster != 0 && later.PgCPUPct <= 0 {
 		t.Errorf("pg cpu %.1f%%, want > 0 after a VACUUM and queries", later.PgCPUPct)
@@ -118,11 +125,7 @@ func TestProbe(t *testing.T) {
 		burner.Close(ctx)
 		// Its /proc entry goes when the postmaster reaps it and adds its CPU
 		// to cutime and cstime.
-		for deadline := time.Now().Add(10 * time.Second); procStat(pid) != nil; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("backend %d not reaped after 10s", pid)
-			}
-		}
+		testkit.WaitFor(t, fmt.Sprintf("backend %d to be reaped", pid), 10*time.Second, func() bool { return procStat(pid) == nil })
 		var after Sample
 		if err := p.read(ctx, &after); err != nil {
 			t.Fatal(err)

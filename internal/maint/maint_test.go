@@ -18,9 +18,10 @@ import (
 	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/schema"
 	"github.com/millrace/millrace/internal/storage"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 type lockedBuffer struct {
 	mu sync.Mutex
@@ -38,14 +39,11 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 // LogEvery, which backend holds the slot it cannot reclaim.
 func TestRotationHeldBackIsLogged(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
+	pool, err := pgxpool.New(ctx, testkit.DBURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := schema.Up(ctx, pool, 0); err != nil {
-		t.Fatal(err)
-	}
 	s := &storage.Store{Pool: pool}
 	tx, err := pool.Begin(ctx)
 	if err != nil {

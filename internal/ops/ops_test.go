@@ -2,15 +2,16 @@ package ops_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/ops/opstest"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func TestListJobsFilters(t *testing.T) {
 	_, pool := opstest.NewDatabase(t)
@@ -46,22 +47,16 @@ func TestSampleCountsCompleted(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now().Add(-time.Second)
 	opstest.Work(t, pool, "work", 50)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s, err := ops.SampleSince(ctx, pool, start)
-		if err != nil {
+	var s ops.Sample
+	testkit.WaitFor(t, "20 completed attempts in history", 20*time.Second, func() bool {
+		var err error
+		if s, err = ops.SampleSince(ctx, pool, start); err != nil {
 			t.Fatal(err)
 		}
-		if s.Completed >= 20 {
-			if s.RunP50 <= 0 || s.WaitP50 <= 0 || s.RunP95 < s.RunP50 {
-				t.Errorf("latencies: %+v", s)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than 20 completed attempts in history after 20 s: %+v", s)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return s.Completed >= 20
+	}, func() string { return fmt.Sprintf("sample %+v", s) })
+	if s.RunP50 <= 0 || s.WaitP50 <= 0 || s.RunP95 < s.RunP50 {
+		t.Errorf("latencies: %+v", s)
 	}
 	qs, err := ops.Queues(ctx, pool)
 	if err != nil || len(qs) != 1 || qs[0].Rate <= 0 || qs[0].Completed <= 0 {

@@ -1,17 +1,19 @@
-package pgtest
+package pgtest_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-func TestMain(m *testing.M) { Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func TestNewDatabaseIsolated(t *testing.T) {
 	ctx := context.Background()
-	a, b := NewDatabase(t), NewDatabase(t)
+	a, b := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
 	if a == b {
 		t.Fatal("two databases share a URL")
 	}

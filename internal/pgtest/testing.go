@@ -24,10 +24,15 @@ var (
 // Call it from TestMain: func TestMain(m *testing.M) { pgtest.Main(m) }.
 func Main(m *testing.M) {
 	code := m.Run()
+	StopShared()
+	os.Exit(code)
+}
+
+// StopShared stops the package-wide cluster if one was started.
+func StopShared() {
 	if sharedCluster != nil {
 		sharedCluster.Stop()
 	}
-	os.Exit(code)
 }
 
 // Shared returns the package-wide cluster, starting it on first use. It is

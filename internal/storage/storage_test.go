@@ -9,11 +9,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/millrace/millrace/internal/pgtest"
-	"github.com/millrace/millrace/internal/schema"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // newStore makes a migrated database and a Store on it.
 func newStore(t *testing.T) (*Store, *pgxpool.Pool) { return newStoreB(t) }
@@ -21,15 +20,11 @@ func newStore(t *testing.T) (*Store, *pgxpool.Pool) { return newStoreB(t) }
 // newStoreB is newStore for tests and benchmarks.
 func newStoreB(t testing.TB) (*Store, *pgxpool.Pool) {
 	t.Helper()
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
+	pool, err := pgxpool.New(context.Background(), testkit.DBURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := schema.Up(ctx, pool, 0); err != nil {
-		t.Fatal(err)
-	}
 	return &Store{Pool: pool}, pool
 }
 
@@ -75,19 +70,13 @@ func lockSlot(t *testing.T, tx pgx.Tx, slot int) {
 // waitBlocked waits until some backend waits for a lock.
 func waitBlocked(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	for i := 0; ; i++ {
+	testkit.WaitFor(t, "a backend to wait for a lock", 10*time.Second, func() bool {
 		var waiting bool
 		if err := pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted)").Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
-		if waiting {
-			return
-		}
-		if i > 1000 {
-			t.Fatal("nothing ever waited for the lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return waiting
+	})
 }
 
 func rotate(t *testing.T, s *Store, after time.Duration) []RingAction {
@@ -438,6 +427,7 @@ func TestRotationSerializedBetweenLeaders(t *testing.T) {
 func TestRotationIgnoresScheduledJobs(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
+	testkit.RequireServerVersion(t, pool, 150000) // pg_stat_force_next_flush
 	const n = 20000
 	jobs := make([]NewJob, n)
 	for i := range jobs {

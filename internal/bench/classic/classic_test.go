@@ -2,6 +2,7 @@ package classic
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -9,9 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/bench"
 	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 var names = []string{"que", "skiplocked", "skiplocked-batch", "skiplocked-lifo", "cursor"}
 
@@ -53,13 +55,8 @@ func (c *counter) worked() int {
 // waitFor polls until at least n distinct jobs have run.
 func (c *counter) waitFor(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for c.worked() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d jobs ran", c.worked(), n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, fmt.Sprintf("%d jobs to run", n), time.Minute, func() bool { return c.worked() >= n },
+		func() string { return fmt.Sprintf("%d ran", c.worked()) })
 }
 
 // check fails unless jobs 0..n-1 each ran exactly once, a claim was
@@ -159,7 +156,7 @@ func TestEachJobOnce(t *testing.T) {
 			enqueue(t, s, 0, n, 250)
 			c.waitFor(t, n)
 			took := time.Since(start)
-			time.Sleep(50 * time.Millisecond) // let the last deletes commit
+			waitEmpty(t, s) // the last deletes have committed
 			stop()
 			c.check(t, s, n)
 			t.Logf("%s: %d jobs in %v, %d claims", name, n, took, c.claims)
@@ -190,7 +187,7 @@ func TestCancelLosesNothing(t *testing.T) {
 			}
 			stop = startWork(t, s, env)
 			c.waitFor(t, n)
-			time.Sleep(50 * time.Millisecond)
+			waitEmpty(t, s)
 			stop()
 			c.check(t, s, n)
 			t.Logf("%s: %d jobs before the cancel; Work returned %v after it", name, first, took)
@@ -219,27 +216,19 @@ func TestReconnect(t *testing.T) {
 				c.waitFor(t, at)
 				// Right after a kill the workers may be between connections:
 				// try again until one has reconnected.
-				var killed int
-				for try := 0; killed == 0 && try < 500; try++ {
-					if try > 0 {
-						time.Sleep(10 * time.Millisecond)
-					}
+				testkit.WaitFor(t, fmt.Sprintf("a worker connection to terminate after %d jobs", at), 5*time.Second, func() bool {
+					var killed int
 					err := killer.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 						WHERE application_name = 'millrace-bench' AND datname = current_database()`).Scan(&killed)
 					if err != nil {
 						t.Fatal(err)
 					}
-				}
-				if killed == 0 {
-					t.Fatalf("no worker connection to terminate after %d jobs", at)
-				}
+					return killed > 0
+				})
 			}
 			c.waitFor(t, n)
-			time.Sleep(50 * time.Millisecond)
+			waitEmpty(t, s)
 			stop()
-			if rem, err := s.Remaining(context.Background()); err != nil || len(rem) != 0 {
-				t.Errorf("Remaining = %v, %v; want none", rem, err)
-			}
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			again := 0
@@ -255,20 +244,14 @@ func TestReconnect(t *testing.T) {
 // job's DELETE has committed.
 func waitEmpty(t *testing.T, s bench.Strategy) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		rem, err := s.Remaining(context.Background())
-		if err != nil {
+	var rem []int64
+	testkit.WaitFor(t, "no job left stored", 30*time.Second, func() bool {
+		var err error
+		if rem, err = s.Remaining(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if len(rem) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs still stored", len(rem))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(rem) == 0
+	}, func() string { return fmt.Sprintf("%d jobs still stored", len(rem)) })
 }
 
 // TestProcesses splits 6 workers into 3 processes: every job runs once,

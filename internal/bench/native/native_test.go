@@ -10,9 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/bench"
 	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestEachJobOnce puts jobs in by single inserts and COPY while workers run,
 // and checks every job is worked exactly once and nothing remains.
@@ -60,20 +61,8 @@ func TestEachJobOnce(t *testing.T) {
 	if err := s.Enqueue(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		mu.Lock()
-		got := len(runs)
-		mu.Unlock()
-		if got == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d jobs ran", got, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // let the last acks flush
+	testkit.WaitFor(t, "every job to run", time.Minute, func() bool { mu.Lock(); defer mu.Unlock(); return len(runs) == n })
+	testkit.WaitFor(t, "every ack", time.Minute, func() bool { rem, err := s.Remaining(ctx); return err == nil && len(rem) == 0 })
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -102,16 +91,6 @@ func setup(t *testing.T) (*Strategy, string) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s, url
-}
-
-// waitFor polls cond every 10 ms until it holds or 60 s have passed.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 }
 
 // TestTablesAndRotations checks the sampler's view of the schema: every
@@ -229,7 +208,7 @@ func TestProcesses(t *testing.T) {
 		names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
 		return names
 	}
-	waitFor(t, "a connection of each process", func() bool { return len(apps()) == 3 })
+	testkit.WaitFor(t, "a connection of each process", time.Minute, func() bool { return len(apps()) == 3 })
 	if got := apps(); !slices.Equal(got, []string{"millrace-bench-p0", "millrace-bench-p1", "millrace-bench-p2"}) {
 		t.Errorf("process connections %v", got)
 	}
@@ -240,8 +219,8 @@ func TestProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "every job to run", func() bool { mu.Lock(); defer mu.Unlock(); return len(runs) == n })
-	waitFor(t, "every ack", func() bool { rem, err := s.Remaining(ctx); return err == nil && len(rem) == 0 })
+	testkit.WaitFor(t, "every job to run", time.Minute, func() bool { mu.Lock(); defer mu.Unlock(); return len(runs) == n })
+	testkit.WaitFor(t, "every ack", time.Minute, func() bool { rem, err := s.Remaining(ctx); return err == nil && len(rem) == 0 })
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -282,7 +261,7 @@ func TestServe(t *testing.T) {
 	if err := s.EnqueueQueue(ctx, "side", []bench.Job{{ID: 2}, {ID: 3}, {ID: 4}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the side queue's jobs", func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) == 3 })
+	testkit.WaitFor(t, "the side queue's jobs", time.Minute, func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) == 3 })
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -8,31 +8,25 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-// NewDatabase creates a migrated database for one test and returns its URL
-// and a pool (closed at the end of the test).
+// NewDatabase creates a database at the current schema for one test
+// (testkit.DBURL) and returns its URL and a pool (closed at the end of the
+// test).
 func NewDatabase(t testing.TB) (string, *pgxpool.Pool) {
 	t.Helper()
-	ctx := context.Background()
-	u := pgtest.NewDatabase(t)
-	pool, err := pgxpool.New(ctx, u)
+	u := testkit.DBURL(t)
+	pool, err := pgxpool.New(context.Background(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := Prepare(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
 	return u, pool
 }
 
@@ -103,46 +97,14 @@ func Discard(t testing.TB, db *pgxpool.Pool, queue, why string) int64 {
 	defer cancel()
 	client.Stop(sctx)
 	// The discard is recorded by the acker's flush: wait until history has it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitFor(t, fmt.Sprintf("job %d in history as discarded", id), 10*time.Second, func() bool {
 		var n int
 		if err := db.QueryRow(ctx, "SELECT count(*) FROM millrace.history WHERE id = $1 AND state = 'discarded'", id).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
-			return id
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %d is not in history as discarded", id)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-var roleN atomic.Int64
-
-// LoginAs creates a login role, member of role, and returns a URL that
-// connects as it. The role is dropped at the end of the test.
-func LoginAs(t testing.TB, db *pgxpool.Pool, role string) string {
-	t.Helper()
-	ctx := context.Background()
-	name := fmt.Sprintf("%s_%s_%d", role, db.Config().ConnConfig.Database, roleN.Add(1))
-	if len(name) > 63 {
-		name = name[len(name)-63:]
-	}
-	id := pgx.Identifier{name}.Sanitize()
-	if _, err := db.Exec(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN IN ROLE %s", id, role)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db.Exec(context.Background(), fmt.Sprintf("DROP OWNED BY %[1]s; DROP ROLE %[1]s", id))
+		return n > 0
 	})
-	u, err := url.Parse(db.Config().ConnString())
-	if err != nil || u.Scheme == "" {
-		t.Fatalf("LoginAs needs a URL-form connection string: %v", err)
-	}
-	u.User = url.User(name)
-	return u.String()
+	return id
 }
 
 // WorkArgs are the arguments of a job that takes Millis milliseconds and
