@@ -160,24 +160,23 @@ func TestHoldersNamedWithRoleAndAge(t *testing.T) {
 		var logs lockedBuffer
 		m := New(Config{Store: &storage.Store{Pool: pool}, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 			RotateAfter: time.Nanosecond, LogEvery: time.Nanosecond})
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		var found, out string
+		testkit.WaitFor(t, "a warning naming the holder "+readerRole+" held for 2 s or more", 30*time.Second, func() bool {
 			m.Step(ctx)
 			logs.mu.Lock()
-			out := logs.b.String()
+			out = logs.b.String()
 			logs.mu.Unlock()
 			for _, line := range strings.Split(out, "\n") {
 				if sm := want.FindStringSubmatch(line); sm != nil && strings.Contains(line, readerRole) {
 					if n, _ := strconv.Atoi(sm[1]); n >= 2 {
-						return line
+						found = line
+						return true
 					}
 				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no warning named the holder as wanted (%s, %s):\n%s", readerRole, want, out)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return false
+		}, func() string { return "the log:\n" + out })
+		return found
 	}
 	t.Log(lead(regexp.MustCompile(`holders=".*seen holding slot \d+ for (\d+) s`)))
 	if _, err := owner.Exec(ctx, "GRANT pg_read_all_stats TO "+pgx.Identifier{"leader_" + owner.Config().ConnConfig.Database}.Sanitize()); err != nil {
@@ -266,16 +265,9 @@ func TestStoppedListenerIsEnded(t *testing.T) {
 	if !strings.Contains(out, fmt.Sprintf("pid=%d", pid)) || !strings.Contains(out, "process=987654") {
 		t.Fatalf("the log does not name the backend and its process:\n%s", out)
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		var usage float64
+	var usage float64
+	testkit.WaitFor(t, "the notification queue to empty", 30*time.Second, func() bool {
 		owner.QueryRow(ctx, "SELECT pg_notification_queue_usage()").Scan(&usage)
-		if usage == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the notification queue did not empty (usage %v)", usage)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return usage == 0
+	}, func() string { return fmt.Sprintf("usage %v", usage) })
 }

@@ -1,7 +1,9 @@
-package pgcluster
+package pgcluster_test
 
 import (
 	"context"
+	"github.com/millrace/millrace/internal/testkit"
+	"github.com/millrace/millrace/millracetest/pgcluster"
 	"os"
 	"os/exec"
 	"strconv"
@@ -17,7 +19,7 @@ func TestClusterStartQueryStop(t *testing.T) {
 		t.Skip("DATABASE_URL set: the harness's own cluster is not used")
 	}
 	ctx := context.Background()
-	c, err := Start(ctx, Options{Settings: map[string]string{"work_mem": "'7MB'"}})
+	c, err := pgcluster.Start(ctx, pgcluster.Options{Settings: map[string]string{"work_mem": "'7MB'"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,12 +56,12 @@ func TestStandbyFeedbackPinsPrimary(t *testing.T) {
 		t.Skip("DATABASE_URL set: standby tests need the harness's own cluster")
 	}
 	ctx := context.Background()
-	c, err := Start(ctx, Options{})
+	c, err := pgcluster.Start(ctx, pgcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	s, err := c.AddStandby(ctx, Options{})
+	s, err := c.AddStandby(ctx, pgcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,18 +90,11 @@ func TestStandbyFeedbackPinsPrimary(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		pconn.Exec(ctx, "SELECT pg_current_xact_id()")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.WaitFor(t, "the primary to see the standby's feedback xmin age", 10*time.Second, func() bool {
 		var age *int
 		pconn.QueryRow(ctx, "SELECT max(age(backend_xmin)) FROM pg_stat_replication").Scan(&age)
-		if age != nil && *age >= 10 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("primary never saw the standby's feedback xmin age")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return age != nil && *age >= 10
+	})
 	tx.Rollback(ctx)
 	sconn.Close(ctx)
 	spid := s.PID()
@@ -116,7 +111,7 @@ func TestServerDiesWithParent(t *testing.T) {
 		t.Skip("DATABASE_URL set")
 	}
 	if os.Getenv("PGCLUSTER_CHILD") == "1" {
-		c, err := Start(context.Background(), Options{})
+		c, err := pgcluster.Start(context.Background(), pgcluster.Options{})
 		if err != nil {
 			os.Exit(3)
 		}
@@ -142,12 +137,8 @@ func TestServerDiesWithParent(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	deadline := time.Now().Add(15 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("postmaster %d outlived its killed parent", pid)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testkit.Until(15*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("postmaster %d outlived its killed parent", pid)
 	}
 }
