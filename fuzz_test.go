@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -90,6 +91,54 @@ func FuzzEnqueueRules(f *testing.F) {
 			if j.Kind != kind || j.Queue != queue || j.Priority != priority || j.MaxAttempts != maxAttempts || !reflect.DeepEqual(want, got) {
 				t.Fatalf("job %d stored as %+v; given kind %q queue %q priority %d max %d args %s", id, j, kind, queue, priority, maxAttempts, args)
 			}
+		}
+	})
+}
+
+// FuzzUniqueArgs inserts two jobs unique by arguments, a then b: b is a
+// duplicate of a exactly when Postgres holds them for the same JSON value
+// (a::jsonb = b::jsonb). Two different values never share a key, however
+// large or precise their numbers.
+func FuzzUniqueArgs(f *testing.F) {
+	ctx := context.Background()
+	pool := newDB(f)
+	client, err := millrace.NewClient(pool, millrace.Config{Logger: quietLogger()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range [][2]string{
+		{`{"order_id":1234567890123456789}`, `{"order_id":1234567890123456700}`},
+		{`9007199254740993`, `9007199254740992`},
+		{`[1.0, 1e2]`, `[1, 100]`},
+		{`{"a":0.1}`, `{"a":0.1000000000000000055511151231257827}`},
+		{`{"a":-0}`, `{"a":0}`},
+		{`{"b":1,"a":2}`, `{"a":2,"b":1}`},
+		{`{"a":1,"a":2}`, `{"a":2}`},
+		{`"\u00e9"`, `"é"`},
+		{`1e400`, `1e401`},
+	} {
+		f.Add(s[0], s[1])
+	}
+	var n int
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		n++
+		opts := &millrace.InsertOpts{Queue: fmt.Sprintf("fz%d", n), Unique: &millrace.UniqueOpts{ByArgs: true, ByQueue: true}}
+		ra, err := client.Insert(ctx, rawArgs{"u", a}, opts)
+		if err != nil {
+			return
+		}
+		rb, err := client.Insert(ctx, rawArgs{"u", b}, opts)
+		if err != nil {
+			return
+		}
+		var same bool
+		if err := pool.QueryRow(ctx, "SELECT $1::jsonb = $2::jsonb", a, b).Scan(&same); err != nil {
+			t.Fatal(err)
+		}
+		if rb.Duplicate != same || (same && rb.ID != ra.ID) {
+			t.Fatalf("%s then %s: duplicate %v (jobs %d, %d); Postgres says the same value: %v", a, b, rb.Duplicate, ra.ID, rb.ID, same)
 		}
 	})
 }

@@ -46,7 +46,10 @@ type InsertOptser interface {
 // transaction. Unique inserts need READ COMMITTED.
 type UniqueOpts struct {
 	// ByArgs includes the job's encoded arguments in the key; ArgKeys, if
-	// set, only those top-level keys of them.
+	// set, only those top-level keys of them. Arguments are compared as
+	// JSON values: object key order, spacing and the spelling of a number
+	// (1.0, 1, 1e0) do not matter, and numbers are exact (two 64-bit
+	// integers that a float64 cannot tell apart are two keys).
 	ByArgs  bool
 	ArgKeys []string
 	// ByPeriod includes the period the job is inserted in (time truncated
@@ -199,22 +202,26 @@ func uniqueKey(j storage.NewJob, u *UniqueOpts, now time.Time) (string, int, tim
 			}
 			keys := slices.Clone(u.ArgKeys)
 			slices.Sort(keys)
-			sub := map[string]any{}
+			keys = slices.Compact(keys)
+			sub := []byte{'{'}
 			for _, k := range keys {
-				if v, ok := m[k]; ok {
-					var x any
-					if err := json.Unmarshal(v, &x); err != nil {
-						return "", 0, time.Time{}, err
-					}
-					sub[k] = x
+				v, ok := m[k]
+				if !ok {
+					continue
 				}
+				c, err := canonicalJSON(v)
+				if err != nil {
+					return "", 0, time.Time{}, fmt.Errorf("millrace: unique args: %w", err)
+				}
+				if len(sub) > 1 {
+					sub = append(sub, ',')
+				}
+				name, _ := json.Marshal(k)
+				sub = append(append(append(sub, name...), ':'), c...)
 			}
-			canon, err = json.Marshal(sub)
+			canon = append(sub, '}')
 		} else {
-			var x any
-			if err = json.Unmarshal(j.Args, &x); err == nil {
-				canon, err = json.Marshal(x) // object keys sorted: one encoding per value
-			}
+			canon, err = canonicalJSON(j.Args) // object keys sorted, numbers exact: one encoding per value
 		}
 		if err != nil {
 			return "", 0, time.Time{}, fmt.Errorf("millrace: unique args: %w", err)
