@@ -2,7 +2,11 @@ package millrace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/millrace/millrace/internal/storage"
 )
 
 // CancelResult says what Cancel did.
@@ -41,6 +45,25 @@ func Retry(ctx context.Context, db DB, id int64) (int64, string, error) {
 		return n, r, nil
 	}
 	return 0, r, nil
+}
+
+// SetRetention sets how long history keeps completed jobs (at most 70h)
+// and every other finished attempt (at most 31 days), for every process
+// of the database; 0 keeps a value as it is. It returns the retention now.
+// The role needs millrace_admin's rights (or to own the schema): the
+// worker role expires history by this setting and cannot change it.
+func SetRetention(ctx context.Context, db DB, completed, discarded time.Duration) (time.Duration, time.Duration, error) {
+	if completed < 0 || discarded < 0 {
+		return 0, 0, errors.New("millrace: retention must not be negative")
+	}
+	return storage.SetRetention(ctx, db, completed, discarded)
+}
+
+// Retention is how long history keeps completed jobs and every other
+// finished attempt (DefaultCompletedRetention and DefaultDiscardedRetention
+// until an administrator sets it).
+func Retention(ctx context.Context, db DB) (completed, discarded time.Duration, err error) {
+	return storage.Retention(ctx, db)
 }
 
 // PauseQueue stops every process from claiming jobs of queue, from its

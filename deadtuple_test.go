@@ -526,7 +526,7 @@ func semanticPaths(t *testing.T, pool *pgxpool.Pool) {
 	if _, err := millrace.QueueCounts(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, "SELECT millrace.expire_history('1 hour', '1 hour')"); err != nil {
+	if _, err := pool.Exec(ctx, "SELECT millrace.set_retention('1 hour', '1 hour'); SELECT millrace.expire_history()"); err != nil {
 		t.Fatal(err)
 	}
 }

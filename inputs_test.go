@@ -1,11 +1,39 @@
 package millrace_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
 )
+
+// logBuffer captures a client's log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
 
 // chargeArgs is a job whose argument is a 64-bit integer.
 type chargeArgs struct {
@@ -46,5 +74,95 @@ func TestUniqueByArgsKeepsIntegersApart(t *testing.T) {
 	b := mustInsert(t, c, rawArgs{"n", `{"m":[100],"n":1}`}, opts)
 	if !b.Duplicate || b.ID != a.ID {
 		t.Errorf("the same value spelled twice made two jobs: %d and %d", a.ID, b.ID)
+	}
+}
+
+// TestRetentionIsTheAdministrators: the worker role expires history by the
+// retention the database holds and cannot shorten it (as the worker,
+// expire_history('0', '0') emptied history: a cancelled job then showed
+// running and could not be retried). An administrator sets it; a client
+// configured with a retention sets it when its role may, and otherwise
+// leaves the database's.
+func TestRetentionIsTheAdministrators(t *testing.T) {
+	ctx := context.Background()
+	owner := newDB(t)
+	c, err := millrace.NewClient(owner, millrace.Config{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := mustInsert(t, c, chargeArgs{1}, nil)
+	if r, err := millrace.Cancel(ctx, owner, job.ID); err != nil || r != millrace.Cancelled {
+		t.Fatalf("cancel: %v, %v", r, err)
+	}
+	worker, err := pgxpool.New(ctx, loginAs(t, owner, "millrace_worker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Close()
+	for _, q := range []string{
+		"SELECT millrace.expire_history('0', '0')",
+		"SELECT millrace.expire_history('0 s'::interval, '0 s'::interval)",
+		"SELECT millrace.set_retention('0', '0')",
+	} {
+		if _, err := worker.Exec(ctx, q); err == nil {
+			t.Errorf("the worker role ran %s", q)
+		}
+	}
+	if _, _, err := millrace.SetRetention(ctx, worker, time.Second, time.Second); !isDenied(err) {
+		t.Errorf("the worker role set the retention: %v", err)
+	}
+	var n int
+	if err := worker.QueryRow(ctx, "SELECT millrace.expire_history()").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("expire_history as the worker: %d buckets, %v; want 0 (nothing is older than a week)", n, err)
+	}
+	if st := jobState(t, worker, job.ID); st != millrace.JobCancelled {
+		t.Fatalf("the cancelled job is %q after the worker's expiry", st)
+	}
+
+	// A worker client configured with a retention leaves the database's,
+	// and says so.
+	logs := &logBuffer{}
+	wc, err := millrace.NewClient(worker, millrace.Config{Logger: logs.logger(), CompletedRetention: time.Minute,
+		DiscardedRetention: time.Minute, Workers: millrace.NewWorkers(), Queues: map[string]millrace.QueueConfig{"w": {MaxWorkers: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wc.StopAndCancel(ctx)
+	if completed, other, err := millrace.Retention(ctx, worker); err != nil || completed != millrace.DefaultCompletedRetention ||
+		other != millrace.DefaultDiscardedRetention {
+		t.Fatalf("retention after a worker's client started: %v, %v, %v; want the defaults", completed, other, err)
+	}
+	if !strings.Contains(logs.String(), "not applied") {
+		t.Errorf("the worker's client did not say its retention was not applied: %s", logs)
+	}
+
+	// The administrator sets it: a client of the schema's owner, then
+	// millrace_admin.
+	oc, err := millrace.NewClient(owner, millrace.Config{Logger: quietLogger(), DiscardedRetention: 48 * time.Hour,
+		Workers: millrace.NewWorkers(), Queues: map[string]millrace.QueueConfig{"o": {MaxWorkers: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	oc.StopAndCancel(ctx)
+	if completed, other, err := millrace.Retention(ctx, worker); err != nil || completed != millrace.DefaultCompletedRetention ||
+		other != 48*time.Hour {
+		t.Fatalf("retention after the owner's client started: %v, %v, %v; want 24h and 48h", completed, other, err)
+	}
+	admin, err := pgxpool.New(ctx, loginAs(t, owner, "millrace_admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, _, err := millrace.SetRetention(ctx, admin, 100*time.Hour, 0); err == nil {
+		t.Error("a completed retention of 100h was accepted")
+	}
+	if completed, other, err := millrace.SetRetention(ctx, admin, time.Hour, 0); err != nil || completed != time.Hour || other != 48*time.Hour {
+		t.Fatalf("set_retention as millrace_admin: %v, %v, %v", completed, other, err)
 	}
 }

@@ -250,7 +250,62 @@ $function$;
 COMMENT ON FUNCTION millrace.queue_counts() IS
     'queue_counts is the number of jobs per queue and state: live ones (derived from live_jobs), discarded and completed ones still in history (the tally, plus the rows written since its newest round), and whether the queue is paused. Nothing is counted in a row.';
 
-CREATE OR REPLACE FUNCTION millrace.expire_history(p_completed interval, p_other interval)
+CREATE OR REPLACE FUNCTION millrace.setting_value(p_name text)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT s.value FROM millrace.setting s WHERE s.name = p_name ORDER BY s.id DESC LIMIT 1
+$function$;
+COMMENT ON FUNCTION millrace.setting_value(p_name text) IS
+    'setting_value is the newest value of setting p_name (NULL when it was never set): settings are appended, the newest wins.';
+
+CREATE OR REPLACE FUNCTION millrace.retention(OUT completed interval, OUT other interval)
+ RETURNS record
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT coalesce(millrace.setting_value('retention.completed')::interval, interval '24 hours'),
+           coalesce(millrace.setting_value('retention.other')::interval, interval '7 days')
+$function$;
+COMMENT ON FUNCTION millrace.retention(OUT completed interval, OUT other interval) IS
+    'retention is how long history keeps completed jobs and every other finished attempt: the administrator''s setting (set_retention), else 24 hours and 7 days.';
+
+CREATE OR REPLACE FUNCTION millrace.set_retention(p_completed interval, p_other interval, OUT completed interval, OUT other interval)
+ RETURNS record
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    v_now record;
+BEGIN
+    IF p_completed IS NOT NULL AND (p_completed < interval '0' OR p_completed > interval '70 hours') THEN
+        RAISE EXCEPTION 'millrace: completed retention must be 0 to 70 hours' USING ERRCODE = '22023';
+    END IF;
+    IF p_other IS NOT NULL AND (p_other < interval '0' OR p_other > interval '31 days') THEN
+        RAISE EXCEPTION 'millrace: discarded retention must be 0 to 31 days' USING ERRCODE = '22023';
+    END IF;
+    -- Serialized, so that two concurrent calls never both append the same value.
+    PERFORM pg_advisory_xact_lock(millrace.maint_space(), 1);
+    v_now := millrace.retention();
+    IF p_completed IS NOT NULL AND p_completed <> v_now.completed THEN
+        INSERT INTO millrace.setting (name, value) VALUES ('retention.completed', p_completed::text);
+    END IF;
+    IF p_other IS NOT NULL AND p_other <> v_now.other THEN
+        INSERT INTO millrace.setting (name, value) VALUES ('retention.other', p_other::text);
+    END IF;
+    SELECT r.completed, r.other INTO completed, other FROM millrace.retention() r;
+END $function$;
+COMMENT ON FUNCTION millrace.set_retention(p_completed interval, p_other interval, OUT completed interval, OUT other interval) IS
+    'set_retention sets how long history keeps completed jobs (0 to 70 hours) and every other finished attempt (0 to 31 days); NULL keeps a value as it is. It appends a setting row only when a value changes, and returns the retention now. An administrator''s action (millrace_admin): a worker expires history by this setting, it cannot choose it.';
+
+CREATE OR REPLACE FUNCTION millrace.expire_history()
  RETURNS integer
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -261,10 +316,11 @@ AS $function$
 DECLARE
     v_max timestamptz;
     v_n int := 0;
+    v_keep record := millrace.retention();
 BEGIN
     FOR b IN 0 .. 67 LOOP
         EXECUTE format('SELECT max(finished_at) FROM millrace.%I', 'finished_' || b) INTO v_max;
-        CONTINUE WHEN v_max IS NULL OR v_max >= now() - CASE WHEN b < 36 THEN p_completed ELSE p_other END;
+        CONTINUE WHEN v_max IS NULL OR v_max >= now() - CASE WHEN b < 36 THEN v_keep.completed ELSE v_keep.other END;
         BEGIN
             EXECUTE format('LOCK TABLE millrace.%I, millrace.%I IN ACCESS EXCLUSIVE MODE NOWAIT', 'finished_' || b, 'tally_' || b);
             EXECUTE format('TRUNCATE millrace.%I, millrace.%I', 'finished_' || b, 'tally_' || b);
@@ -276,5 +332,5 @@ BEGIN
     DELETE FROM millrace.periodic p WHERE p.at < now() - interval '7 days';
     RETURN v_n;
 END $function$;
-COMMENT ON FUNCTION millrace.expire_history(p_completed interval, p_other interval) IS
-    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (completed: p_completed; others: p_other), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week. It returns the buckets truncated.';
+COMMENT ON FUNCTION millrace.expire_history() IS
+    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (retention(): the administrator''s setting), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week. It returns the buckets truncated. It takes no durations: whoever may run maintenance (the worker role) cannot shorten retention.';

@@ -28,3 +28,18 @@ CREATE TABLE millrace.mark (
     at   timestamptz NOT NULL
 );
 INSERT INTO millrace.mark (name, at) VALUES ('history_v6', millrace.history_v6());
+
+-- Issue 20.9: history's retention is the administrator's setting, not an
+-- argument of whoever runs maintenance (as the worker role,
+-- expire_history('0', '0') emptied history). setting holds settings by
+-- name, appended and read newest first (they change rarely: no row is
+-- ever updated); set_retention (millrace_admin) writes the retention, and
+-- expire_history takes no durations.
+CREATE TABLE millrace.setting (
+    id    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name  text NOT NULL,
+    value text NOT NULL,
+    at    timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX setting_name ON millrace.setting (name, id DESC);
+DROP FUNCTION millrace.expire_history(interval, interval);
