@@ -34,7 +34,9 @@ func Cancel(ctx context.Context, db DB, id int64) (CancelResult, error) {
 // with the same kind, queue, arguments, priority and max attempts (the
 // finished one stays in history as it ended), and returns the new job's
 // id. It returns 0 and the reason ("not finished", "completed",
-// "unknown") when there is nothing to retry.
+// "unknown") when there is nothing to retry. It is idempotent: a retry of
+// a job already retried (one after the other or at once, from any
+// process) returns the job that retry made and makes no other.
 func Retry(ctx context.Context, db DB, id int64) (int64, string, error) {
 	var r string
 	if err := db.QueryRow(ctx, "SELECT millrace.retry($1)", id).Scan(&r); err != nil {

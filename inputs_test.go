@@ -166,3 +166,94 @@ func TestRetentionIsTheAdministrators(t *testing.T) {
 		t.Fatalf("set_retention as millrace_admin: %v, %v, %v", completed, other, err)
 	}
 }
+
+// TestRetryIsIdempotent: a retry of a job already retried answers with the
+// job it made, one after the other or at once (two retries of job 1 made
+// jobs 2, 3, 4 and 5).
+func TestRetryIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	c, err := millrace.NewClient(pool, millrace.Config{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled := func() int64 {
+		job := mustInsert(t, c, chargeArgs{7}, &millrace.InsertOpts{Queue: "r"})
+		if r, err := millrace.Cancel(ctx, pool, job.ID); err != nil || r != millrace.Cancelled {
+			t.Fatalf("cancel: %v, %v", r, err)
+		}
+		return job.ID
+	}
+	live := func() (n int) {
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM millrace.jobs WHERE queue = 'r' AND state = 'available'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	// One after the other.
+	id := cancelled()
+	first, r, err := millrace.Retry(ctx, pool, id)
+	if err != nil || first == 0 {
+		t.Fatalf("retry: %d %q %v", first, r, err)
+	}
+	for i := 0; i < 2; i++ {
+		if again, r, err := millrace.Retry(ctx, pool, id); err != nil || again != first {
+			t.Fatalf("retry again: job %d (%q, %v); want job %d, the one the first retry made", again, r, err, first)
+		}
+	}
+	if n := live(); n != 1 {
+		t.Fatalf("%d jobs waiting after three retries of one job; want 1", n)
+	}
+
+	// At once: the second waits for the first and answers with its job.
+	id = cancelled()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var r1 string
+	if err := tx.QueryRow(ctx, "SELECT millrace.retry($1)", id).Scan(&r1); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
+	second := make(chan string, 1)
+	go func() {
+		var r2 string
+		if err := conn.QueryRow(ctx, "SELECT millrace.retry($1)", id).Scan(&r2); err != nil {
+			r2 = err.Error()
+		}
+		second <- r2
+	}()
+	// Commit the first once the second waits for it (or has answered
+	// without waiting, which is the defect).
+	var r2 string
+	waitFor(t, "the second retry to wait or answer", 10*time.Second, func() bool {
+		select {
+		case r2 = <-second:
+			return true
+		default:
+		}
+		var waiting bool
+		pool.QueryRow(ctx, "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", pid).Scan(&waiting)
+		return waiting
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r2 == "" {
+		r2 = <-second
+	}
+	if r2 != r1 {
+		t.Fatalf("two retries at once: %q and %q; want the same job", r1, r2)
+	}
+	if n := live(); n != 2 {
+		t.Fatalf("%d jobs waiting after retries of two jobs; want 2", n)
+	}
+}

@@ -330,7 +330,10 @@ BEGIN
         END;
     END LOOP;
     DELETE FROM millrace.periodic p WHERE p.at < now() - interval '7 days';
+    -- A retry's record is needed while its job's history may exist: at
+    -- most 31 days of retention plus one daily bucket.
+    DELETE FROM millrace.retried r WHERE r.at < now() - interval '33 days';
     RETURN v_n;
 END $function$;
 COMMENT ON FUNCTION millrace.expire_history() IS
-    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (retention(): the administrator''s setting), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week. It returns the buckets truncated. It takes no durations: whoever may run maintenance (the worker role) cannot shorten retention.';
+    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (retention(): the administrator''s setting), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week and retry records older than 33 days (longer than any job''s history lives). It returns the buckets truncated. It takes no durations: whoever may run maintenance (the worker role) cannot shorten retention.';

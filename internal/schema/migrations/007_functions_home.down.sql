@@ -45,3 +45,25 @@ BEGIN
     END IF;
 END $$;
 DROP TABLE millrace.setting;
+
+-- Issue 20.11, reverted: retry keeps no record (version 6's body).
+CREATE OR REPLACE FUNCTION millrace.retry(p_id bigint) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off AS $$
+DECLARE
+    v_h millrace.finished;
+    v_s smallint := millrace.final_state(p_id);
+    v_id bigint;
+BEGIN
+    IF v_s IS NULL THEN
+        RETURN CASE WHEN millrace.pending(p_id) THEN 'not finished' ELSE 'unknown' END;
+    END IF;
+    IF v_s = 1 THEN
+        RETURN 'completed';
+    END IF;
+    SELECT * INTO v_h FROM millrace.finished h WHERE h.id = p_id AND h.state IN (3, 4) LIMIT 1;
+    SELECT i.id INTO v_id FROM millrace.insert_many(ARRAY[v_h.kind], ARRAY[v_h.args], ARRAY[v_h.queue], ARRAY[v_h.priority::int],
+                                                    ARRAY[NULL::timestamptz], ARRAY[v_h.max_attempts]) i;
+    RETURN 'retried as job ' || v_id;
+END $$;
+DROP FUNCTION millrace.retry_space();
+DROP TABLE millrace.retried;

@@ -43,3 +43,14 @@ CREATE TABLE millrace.setting (
 );
 CREATE INDEX setting_name ON millrace.setting (name, id DESC);
 DROP FUNCTION millrace.expire_history(interval, interval);
+
+-- Issue 20.11: retry is idempotent. retried records each retry (the
+-- finished job, the job the retry made), appended; a retry of a job
+-- already retried answers with the job it made. Rows are deleted 33 days
+-- after the retry, longer than any history lives (expire_history).
+CREATE TABLE millrace.retried (
+    job_id bigint PRIMARY KEY,
+    new_id bigint NOT NULL,
+    at     timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX retried_at ON millrace.retried (at);
