@@ -3,14 +3,17 @@ package millrace_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/ops"
 )
 
 // logBuffer captures a client's log lines.
@@ -255,5 +258,75 @@ func TestRetryIsIdempotent(t *testing.T) {
 	}
 	if n := live(); n != 2 {
 		t.Fatalf("%d jobs waiting after retries of two jobs; want 2", n)
+	}
+}
+
+// TestRunAtRules: a due time is finite, in years 1 to 9999, in SQL and in
+// Go with the same message ('infinity' made `millrace jobs list`, the
+// dashboard and its API fail for as long as the job existed, and the job
+// never came due). A row written before the rule is still listed.
+func TestRunAtRules(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	c, err := millrace.NewClient(pool, millrace.Config{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const msg = "millrace: run_at must be a finite time in years 1 to 9999 (UTC)"
+	for _, q := range []string{
+		"SELECT millrace.enqueue('k', '{}', p_run_at => 'infinity')",
+		"SELECT millrace.enqueue('k', '{}', p_run_at => '-infinity')",
+		"SELECT millrace.enqueue('k', '{}', p_run_at => '10000-01-01 00:00:00+00')",
+		"SELECT millrace.enqueue('k', '{}', p_run_at => '200000-06-01 00:00:00+00')",
+		"SELECT millrace.enqueue('k', '{}', p_run_at => '0001-12-31 23:59:59+00 BC')",
+		"SELECT millrace.enqueue_many('{k,k}', '{\"{}\",\"{}\"}', '{q,q}', '{0,0}', '{NULL,infinity}', '{1,1}')",
+	} {
+		_, err := pool.Exec(ctx, q)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Message != msg {
+			t.Errorf("%s: %v; want %q", q, err, msg)
+		}
+	}
+	for _, at := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 0, 0, 0, time.FixedZone("", -3600))} {
+		if _, err := c.Insert(ctx, chargeArgs{1}, &millrace.InsertOpts{RunAt: at}); err == nil || err.Error() != msg {
+			t.Errorf("Insert at %v: %v; want %q", at, err, msg)
+		}
+	}
+	last := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	job := mustInsert(t, c, chargeArgs{1}, &millrace.InsertOpts{RunAt: last})
+	if !job.ScheduledAt.Equal(last) {
+		t.Fatalf("a job due at %v is due at %v", last, job.ScheduledAt)
+	}
+
+	// A row of the schedule written with 'infinity' (as version 6 let
+	// anyone): every reader lists it, due at the end of year 9999.
+	var old int64
+	if err := pool.QueryRow(ctx, `INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at)
+		VALUES (millrace.current_gen(), nextval('millrace.job_id_seq'), 'default', 'k', '{}', 0, 0, 1, now(), 'infinity') RETURNING id`).Scan(&old); err != nil {
+		t.Fatal(err)
+	}
+	end := time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	jobs, err := ops.ListJobs(ctx, pool, ops.Filter{})
+	if err != nil {
+		t.Fatalf("jobs list: %v", err)
+	}
+	found := false
+	for _, j := range jobs {
+		if j.ID == old {
+			found = j.RunAt != nil && j.RunAt.Equal(end)
+		}
+	}
+	if !found {
+		t.Errorf("jobs list: the job due at infinity is not listed due at %v: %+v", end, jobs)
+	}
+	if d, err := ops.GetJob(ctx, pool, old); err != nil || d.Live == nil || d.Live.RunAt == nil || !d.Live.RunAt.Equal(end) {
+		t.Errorf("jobs show: %+v, %v", d, err)
+	}
+	if j, err := millrace.JobByID(ctx, pool, old); err != nil || j.State != millrace.JobScheduled || !j.RunAt.Equal(end) {
+		t.Errorf("JobByID: %+v, %v", j, err)
+	}
+	if _, err := millrace.QueueCounts(ctx, pool); err != nil {
+		t.Errorf("QueueCounts: %v", err)
 	}
 }

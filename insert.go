@@ -20,7 +20,7 @@ import (
 type InsertOpts struct {
 	Queue       string    // default "default"
 	Priority    int       // 0..32767, lower runs first (see Config.StarveAfter); default 0
-	RunAt       time.Time // zero: now
+	RunAt       time.Time // zero: now; else in years 1 to 9999 (UTC)
 	MaxAttempts int       // default: the kind's KindOpts.MaxAttempts, else Config.MaxAttempts
 	// Timeout cancels the job's context after this long (0: the kind's
 	// KindOpts.Timeout).
@@ -171,6 +171,9 @@ func (c *Client) newJob(p *InsertParams) (storage.NewJob, error) {
 	}
 	if o.Timeout < 0 || o.Timeout > 24*time.Hour*24 {
 		return j, errors.New("millrace: timeout must be 0 to 24 days")
+	}
+	if y := o.RunAt.UTC().Year(); !o.RunAt.IsZero() && (y < 1 || y > 9999) {
+		return j, errors.New("millrace: run_at must be a finite time in years 1 to 9999 (UTC)")
 	}
 	if o.Unique != nil {
 		key, states, until, err := uniqueKey(j, o.Unique, time.Now())

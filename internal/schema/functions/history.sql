@@ -127,6 +127,18 @@ $function$;
 COMMENT ON FUNCTION millrace.live_since(p_id bigint) IS
     'live_since is when live job p_id was created, from its newest job or schedule row; NULL when it has none (it finished, or never existed).';
 
+CREATE OR REPLACE FUNCTION millrace.due_shown(p_at timestamp with time zone)
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+    SELECT CASE WHEN p_at < '0001-01-01 00:00:00+00'::timestamptz THEN '0001-01-01 00:00:00+00'::timestamptz
+                WHEN p_at >= '10000-01-01 00:00:00+00'::timestamptz THEN '9999-12-31 23:59:59.999999+00'::timestamptz
+                ELSE p_at END
+$function$;
+COMMENT ON FUNCTION millrace.due_shown(p_at timestamp with time zone) IS
+    'due_shown is a due time as the read surface shows it: within years 1 to 9999, so that every client can scan it (a row written before version 7 with ''infinity'' made `millrace jobs list` fail). Inlined: no SET clause.';
+
 CREATE OR REPLACE FUNCTION millrace.live_job(p_id bigint)
  RETURNS TABLE(queue text, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, run_at timestamp with time zone)
  LANGUAGE sql
@@ -135,7 +147,7 @@ CREATE OR REPLACE FUNCTION millrace.live_job(p_id bigint)
  SET jit TO 'off'
 AS $function$
     SELECT x.queue, x.kind, x.args, x.priority, x.attempt, x.max_attempts, x.created_at, x.run_at FROM (
-        (SELECT s.queue, s.kind, s.args, s.priority, s.attempt, s.max_attempts, s.created_at, s.due_at AS run_at, 1 AS o
+        (SELECT s.queue, s.kind, s.args, s.priority, s.attempt, s.max_attempts, s.created_at, millrace.due_shown(s.due_at) AS run_at, 1 AS o
          FROM millrace.sched s WHERE s.id = p_id AND millrace.job_state(p_id) = 'scheduled' ORDER BY s.due_at DESC LIMIT 1)
         UNION ALL
         (SELECT j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at, NULL, 2
@@ -173,7 +185,7 @@ AS $function$
     SELECT * FROM running
     UNION ALL
     SELECT s.id, s.queue, s.kind, s.args, s.priority, s.attempt, s.max_attempts, s.created_at,
-           'scheduled', s.due_at, NULL, NULL
+           'scheduled', millrace.due_shown(s.due_at), NULL, NULL
     FROM millrace.sched s LEFT JOIN lastp ON true
     WHERE NOT (coalesce(pg_visible_in_snapshot(s.txid, lastp.snap), false) AND s.due_at <= lastp.upto)
       AND NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = s.id)

@@ -54,3 +54,14 @@ CREATE TABLE millrace.retried (
     at     timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE INDEX retried_at ON millrace.retried (at);
+
+-- Issue 20.12: a due time is finite, in years 1 to 9999 (insert_many
+-- refuses others, flush keeps a retry's time in them). A scheduled job
+-- written before with 'infinity' (it never came due, and no client could
+-- scan it: `millrace jobs list` failed while it existed) is due at the
+-- last instant of year 9999; one before year 1 at its first, which it
+-- was already past.
+UPDATE millrace.sched
+SET due_at = CASE WHEN due_at < '0001-01-01 00:00:00+00'::timestamptz THEN '0001-01-01 00:00:00+00'::timestamptz
+                  ELSE '9999-12-31 23:59:59.999999+00'::timestamptz END
+WHERE due_at < '0001-01-01 00:00:00+00'::timestamptz OR due_at >= '10000-01-01 00:00:00+00'::timestamptz;
