@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -328,5 +329,46 @@ func TestRunAtRules(t *testing.T) {
 	}
 	if _, err := millrace.QueueCounts(ctx, pool); err != nil {
 		t.Errorf("QueueCounts: %v", err)
+	}
+}
+
+// TestErrorAfterCompleteTxIsReportedAsSuch: a worker that commits
+// CompleteTx and then returns an error is not logged "job failed;
+// retrying" (the job completed and is not retried): the log says it
+// completed in its transaction and gives the error returned after.
+func TestErrorAfterCompleteTxIsReportedAsSuch(t *testing.T) {
+	pool := newDB(t)
+	var handled atomic.Int64
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[chargeArgs]) error {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		if err := millrace.CompleteTx(ctx, tx, j); err != nil {
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return err
+		}
+		return errors.New("notifying the shop failed after the commit")
+	}))
+	logs := &logBuffer{}
+	c := startClient(t, pool, workers, millrace.Config{Logger: logs.logger(),
+		ErrorHandler: func(context.Context, *millrace.JobError) { handled.Add(1) }})
+	job := mustInsert(t, c, chargeArgs{3}, nil)
+	waitFor(t, "the error's log line", 10*time.Second, func() bool {
+		return strings.Contains(logs.String(), "notifying the shop failed")
+	})
+	out := logs.String()
+	if strings.Contains(out, "job failed") || !strings.Contains(out, "completed in its own transaction") {
+		t.Errorf("log of a job completed in its transaction whose worker then returned an error:\n%s", out)
+	}
+	if n := handled.Load(); n != 0 {
+		t.Errorf("ErrorHandler told of %d failed attempts; the attempt completed", n)
+	}
+	if st := jobState(t, pool, job.ID); st != millrace.JobCompleted {
+		t.Errorf("job is %q", st)
 	}
 }
