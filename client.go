@@ -63,8 +63,9 @@ type Config struct {
 	// more than the queue's MaxWorkers): a bulk insert is shared by every
 	// process working its queue.
 	MaxBatchJobs int
-	// MaxBatchBytes caps the bytes of arguments one claim takes (default
-	// 8 MiB; a claim takes at least one job).
+	// MaxBatchBytes caps the bytes of arguments one claim takes, counted
+	// as the worker receives them (their JSON text, not their compressed
+	// size in storage; default 8 MiB; a claim takes at least one job).
 	MaxBatchBytes int64
 	// MaintenanceEvery is the leader's maintenance cadence (default 1s).
 	MaintenanceEvery time.Duration

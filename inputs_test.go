@@ -372,3 +372,37 @@ func TestErrorAfterCompleteTxIsReportedAsSuch(t *testing.T) {
 		t.Errorf("job is %q", st)
 	}
 }
+
+// TestBatchBytesCountWhatTheWorkerHolds: a claim's byte cap counts the
+// arguments as the worker receives them, not as Postgres stores them
+// (compressed): a claim capped at 8 MiB returned 198 MB of highly
+// compressible arguments.
+func TestBatchBytesCountWhatTheWorkerHolds(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	const n, size = 40, 900000 // each about 10 KB once compressed
+	if _, err := pool.Exec(ctx, `SELECT millrace.enqueue_many(array_fill('big'::text, ARRAY[$1::int]),
+		array_fill(jsonb_build_object('pad', repeat('a', $2::int)), ARRAY[$1::int]), array_fill('big'::text, ARRAY[$1::int]),
+		array_fill(0, ARRAY[$1::int]), array_fill(NULL::timestamptz, ARRAY[$1::int]), array_fill(1, ARRAY[$1::int]))`, n, size); err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	if err := pool.QueryRow(ctx, "SELECT pg_column_size(args) FROM millrace.job WHERE queue = 'big' LIMIT 1").Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored > size/10 {
+		t.Fatalf("args of %d bytes are stored in %d: not compressed, the test shows nothing", size, stored)
+	}
+	const cap = 8 << 20
+	var jobs int
+	var bytes int64
+	if err := pool.QueryRow(ctx, "SELECT count(*), coalesce(sum(octet_length(args::text)), 0) FROM millrace.claim('big', 1, 1, false, 1000, $1)",
+		cap).Scan(&jobs, &bytes); err != nil {
+		t.Fatal(err)
+	}
+	one := int64(size + len(`{"pad": ""}`))
+	if jobs == 0 || bytes > cap+one {
+		t.Fatalf("a claim capped at %d bytes returned %d jobs, %d bytes of args", cap, jobs, bytes)
+	}
+	t.Logf("a claim capped at %d bytes returned %d jobs, %d bytes of args (%d stored each)", cap, jobs, bytes, stored)
+}

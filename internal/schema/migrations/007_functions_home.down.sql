@@ -71,3 +71,5 @@ DROP TABLE millrace.retried;
 -- Issue 20.12: nothing to revert. due_shown stays (live_jobs, live_job and
 -- insert_many, as version 7 left them, call it), and so do the due times
 -- moved into years 1 to 9999.
+
+-- Issue 20.7: nothing to revert (claims count args by their text).
