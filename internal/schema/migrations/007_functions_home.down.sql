@@ -73,3 +73,5 @@ DROP TABLE millrace.retried;
 -- moved into years 1 to 9999.
 
 -- Issue 20.7: nothing to revert (claims count args by their text).
+
+-- Issue 20.6: nothing to revert (a reclaim forgets idle lanes).
