@@ -2,7 +2,9 @@ package millrace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -62,7 +64,9 @@ func Cancel(ctx context.Context, db DB, id int64) (CancelResult, error) {
 // with the same kind, queue, arguments, priority and max attempts (the
 // finished one stays in history as it ended), and returns the new job's
 // id. It returns 0 and the reason ("not finished", "completed",
-// "unknown") when there is nothing to retry.
+// "unknown") when there is nothing to retry. It is idempotent: a retry of
+// a job already retried (one after the other or at once, from any
+// process) returns the job that retry made and makes no other.
 func Retry(ctx context.Context, db DB, id int64) (int64, string, error) {
 	var r string
 	if err := readCommitted(ctx, db, "SELECT millrace.retry($1)", id, &r); err != nil {
@@ -73,6 +77,25 @@ func Retry(ctx context.Context, db DB, id int64) (int64, string, error) {
 		return n, r, nil
 	}
 	return 0, r, nil
+}
+
+// SetRetention sets how long history keeps completed jobs (at most 70h)
+// and every other finished attempt (at most 31 days), for every process
+// of the database; 0 keeps a value as it is. It returns the retention now.
+// The role needs millrace_admin's rights (or to own the schema): the
+// worker role expires history by this setting and cannot change it.
+func SetRetention(ctx context.Context, db DB, completed, discarded time.Duration) (time.Duration, time.Duration, error) {
+	if completed < 0 || discarded < 0 {
+		return 0, 0, errors.New("millrace: retention must not be negative")
+	}
+	return storage.SetRetention(ctx, db, completed, discarded)
+}
+
+// Retention is how long history keeps completed jobs and every other
+// finished attempt (DefaultCompletedRetention and DefaultDiscardedRetention
+// until an administrator sets it).
+func Retention(ctx context.Context, db DB) (completed, discarded time.Duration, err error) {
+	return storage.Retention(ctx, db)
 }
 
 // PauseQueue stops every process from claiming jobs of queue, from its

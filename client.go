@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/maint"
 	"github.com/millrace/millrace/internal/notifier"
@@ -71,8 +72,9 @@ type Config struct {
 	// more than the queue's MaxWorkers): a bulk insert is shared by every
 	// process working its queue.
 	MaxBatchJobs int
-	// MaxBatchBytes caps the bytes of arguments one claim takes (default
-	// 8 MiB; a claim takes at least one job).
+	// MaxBatchBytes caps the bytes of arguments one claim takes, counted
+	// as the worker receives them (their JSON text, not their compressed
+	// size in storage; default 8 MiB; a claim takes at least one job).
 	MaxBatchBytes int64
 	// MaintenanceEvery is the leader's maintenance cadence (default 1s).
 	MaintenanceEvery time.Duration
@@ -88,11 +90,16 @@ type Config struct {
 	// (default 5s): priorities order the work, and none starves.
 	StarveAfter time.Duration
 	// CompletedRetention is how long completed jobs stay in history
-	// (default 24h, at most 70h); DiscardedRetention the same for every
-	// other finished attempt: failed, snoozed, cancelled and discarded
-	// (default 7 days, at most 31 days). History goes away by TRUNCATE of
-	// whole buckets (2 hours for completed, a day for the others), so a
-	// row may outlive its retention by up to one bucket.
+	// (at most 70h); DiscardedRetention the same for every other finished
+	// attempt: failed, snoozed, cancelled and discarded (at most 31 days).
+	// Retention is a setting of the database (millrace.set_retention,
+	// 24h and 7 days until set), which whoever runs maintenance obeys and
+	// cannot shorten: Start sets it when these fields are set and the
+	// role may (the schema's owner or millrace_admin, see SetRetention);
+	// otherwise it logs that the database's retention applies. 0 leaves
+	// it as it is. History goes away by TRUNCATE of whole buckets (2
+	// hours for completed, a day for the others), so a row may outlive
+	// its retention by up to one bucket.
 	CompletedRetention time.Duration
 	DiscardedRetention time.Duration
 	// Periodic jobs are enqueued by the leader at each slot of their
@@ -155,8 +162,8 @@ const (
 	DefaultMaxBatchJobs       = 1000               // Config.MaxBatchJobs
 	DefaultMaxBatchBytes      = 8 << 20            // Config.MaxBatchBytes
 	DefaultStarveAfter        = 5 * time.Second    // Config.StarveAfter
-	DefaultCompletedRetention = 24 * time.Hour     // Config.CompletedRetention
-	DefaultDiscardedRetention = 7 * 24 * time.Hour // Config.DiscardedRetention
+	DefaultCompletedRetention = 24 * time.Hour     // the database's retention until an administrator sets it
+	DefaultDiscardedRetention = 7 * 24 * time.Hour // the same, for every other finished attempt
 )
 
 // ErrNotMigrated is returned by Start when the database's schema is
@@ -208,8 +215,6 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.MaintenanceEvery, DefaultMaintenanceEvery)
 	def(&cfg.StuckAfter, DefaultStuckAfter)
 	def(&cfg.StarveAfter, DefaultStarveAfter)
-	def(&cfg.CompletedRetention, DefaultCompletedRetention)
-	def(&cfg.DiscardedRetention, DefaultDiscardedRetention)
 	if cfg.CompletedRetention > 70*time.Hour {
 		return cfg, errors.New("millrace: Config.CompletedRetention must be at most 70h")
 	}
@@ -291,6 +296,9 @@ func (c *Client) Start(ctx context.Context) error {
 	if err := schema.Check(ctx, c.pool); err != nil {
 		return err
 	}
+	if err := c.applyRetention(ctx); err != nil {
+		return err
+	}
 	queues := map[string]int{}
 	for name, q := range c.cfg.Queues {
 		queues[name] = q.MaxWorkers
@@ -338,9 +346,7 @@ func (c *Client) Start(ctx context.Context) error {
 			}
 			go promoter.Run(ctx)
 			maint.Run(ctx, maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
-				RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter,
-				CompletedRetention: c.cfg.CompletedRetention, DiscardedRetention: c.cfg.DiscardedRetention,
-				Periodic: periodic})
+				RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter, Periodic: periodic})
 		},
 	})
 	if err != nil {
@@ -351,6 +357,28 @@ func (c *Client) Start(ctx context.Context) error {
 	c.session = sess
 	c.started = true
 	c.workers.Start()
+	return nil
+}
+
+// applyRetention sets the database's history retention to the one
+// configured, if any. A role that may not (a worker) is told so in the
+// log, with the retention that applies.
+func (c *Client) applyRetention(ctx context.Context) error {
+	if c.cfg.CompletedRetention == 0 && c.cfg.DiscardedRetention == 0 {
+		return nil
+	}
+	_, _, err := storage.SetRetention(ctx, c.pool, c.cfg.CompletedRetention, c.cfg.DiscardedRetention)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+		completed, other, rerr := storage.Retention(ctx, c.pool)
+		c.cfg.Logger.Warn("millrace: Config.CompletedRetention and DiscardedRetention not applied: history's retention is "+
+			"an administrator's setting (millrace.SetRetention, as millrace_admin); the database's applies",
+			"completed", completed, "discarded", other, "err", errors.Join(err, rerr))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("millrace: setting history's retention: %w", err)
+	}
 	return nil
 }
 

@@ -20,7 +20,7 @@ import (
 type InsertOpts struct {
 	Queue       string    // default "default"
 	Priority    int       // 0..32767, lower runs first (see Config.StarveAfter); default 0
-	RunAt       time.Time // zero: now
+	RunAt       time.Time // zero: now; else in years 1 to 9999 (UTC)
 	MaxAttempts int       // default: the kind's KindOpts.MaxAttempts, else Config.MaxAttempts
 	// Timeout cancels the job's context after this long (0: the kind's
 	// KindOpts.Timeout).
@@ -46,7 +46,10 @@ type InsertOptser interface {
 // transaction. Unique inserts need READ COMMITTED.
 type UniqueOpts struct {
 	// ByArgs includes the job's encoded arguments in the key; ArgKeys, if
-	// set, only those top-level keys of them.
+	// set, only those top-level keys of them. Arguments are compared as
+	// JSON values: object key order, spacing and the spelling of a number
+	// (1.0, 1, 1e0) do not matter, and numbers are exact (two 64-bit
+	// integers that a float64 cannot tell apart are two keys).
 	ByArgs  bool
 	ArgKeys []string
 	// ByPeriod includes the period the job is inserted in (time truncated
@@ -169,6 +172,9 @@ func (c *Client) newJob(p *InsertParams) (storage.NewJob, error) {
 	if o.Timeout < 0 || o.Timeout > 24*time.Hour*24 {
 		return j, errors.New("millrace: timeout must be 0 to 24 days")
 	}
+	if y := o.RunAt.UTC().Year(); !o.RunAt.IsZero() && (y < 1 || y > 9999) {
+		return j, errors.New("millrace: run_at must be a finite time in years 1 to 9999 (UTC)")
+	}
 	if o.Unique != nil {
 		key, states, until, err := uniqueKey(j, o.Unique, time.Now())
 		if err != nil {
@@ -199,22 +205,26 @@ func uniqueKey(j storage.NewJob, u *UniqueOpts, now time.Time) (string, int, tim
 			}
 			keys := slices.Clone(u.ArgKeys)
 			slices.Sort(keys)
-			sub := map[string]any{}
+			keys = slices.Compact(keys)
+			sub := []byte{'{'}
 			for _, k := range keys {
-				if v, ok := m[k]; ok {
-					var x any
-					if err := json.Unmarshal(v, &x); err != nil {
-						return "", 0, time.Time{}, err
-					}
-					sub[k] = x
+				v, ok := m[k]
+				if !ok {
+					continue
 				}
+				c, err := canonicalJSON(v)
+				if err != nil {
+					return "", 0, time.Time{}, fmt.Errorf("millrace: unique args: %w", err)
+				}
+				if len(sub) > 1 {
+					sub = append(sub, ',')
+				}
+				name, _ := json.Marshal(k)
+				sub = append(append(append(sub, name...), ':'), c...)
 			}
-			canon, err = json.Marshal(sub)
+			canon = append(sub, '}')
 		} else {
-			var x any
-			if err = json.Unmarshal(j.Args, &x); err == nil {
-				canon, err = json.Marshal(x) // object keys sorted: one encoding per value
-			}
+			canon, err = canonicalJSON(j.Args) // object keys sorted, numbers exact: one encoding per value
 		}
 		if err != nil {
 			return "", 0, time.Time{}, fmt.Errorf("millrace: unique args: %w", err)

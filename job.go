@@ -186,7 +186,10 @@ var ErrNotRunning = errors.New("millrace: CompleteTx needs the job a worker rece
 // job's completion commits together with everything else tx does, or not
 // at all (exactly once for the job's database effects). Call it last in
 // tx, commit, and return nil from the worker. It fails if the job's batch
-// was released to another process meanwhile (then roll back).
+// was released to another process meanwhile (then roll back). A worker
+// that returns an error after tx committed leaves the job completed: the
+// error is logged as returned after the completion, not as a failed
+// attempt (nothing is retried, and Config.ErrorHandler is not called).
 func CompleteTx[T JobArgs](ctx context.Context, tx pgx.Tx, job *Job[T]) error {
 	if job == nil || job.run == nil {
 		return ErrNotRunning

@@ -228,7 +228,7 @@ func TestQueueCountsFromTally(t *testing.T) {
 	want("after refused rounds", "a", 37, 4)
 
 	// Expiring every bucket truncates history and tally together.
-	if _, err := pool.Exec(ctx, "SELECT millrace.expire_history('0s', '0s')"); err != nil {
+	if _, err := pool.Exec(ctx, "SELECT millrace.set_retention('0s', '0s'); SELECT millrace.expire_history()"); err != nil {
 		t.Fatal(err)
 	}
 	want("after expiry", "a", 0, 0)

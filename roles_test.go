@@ -44,7 +44,8 @@ var forbidden = []string{
 }
 
 // adminOnly are operator actions only millrace_admin may take.
-var adminOnly = []string{`SELECT millrace.pause('default')`, `SELECT millrace.cancel(1)`, `SELECT millrace.retry(1)`}
+var adminOnly = []string{`SELECT millrace.pause('default')`, `SELECT millrace.cancel(1)`, `SELECT millrace.retry(1)`,
+	`SELECT millrace.set_retention('0s', '0s')`}
 
 // TestRoles checks each role: what it must do succeeds, every other write
 // fails with permission denied.
@@ -85,6 +86,8 @@ func TestRoles(t *testing.T) {
 				`SELECT count(*) FROM millrace.jobs`,
 				`SELECT * FROM millrace.queue_counts()`,
 				`SELECT * FROM millrace.ring_stats()`,
+				`SELECT millrace.expire_history()`,
+				`SELECT * FROM millrace.retention()`,
 			},
 			append([]string{`SELECT * FROM millrace.job`}, append(adminOnly, forbidden...)...)},
 		{"millrace_admin",

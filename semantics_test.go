@@ -735,9 +735,11 @@ func TestHistoryRetention(t *testing.T) {
 		FROM millrace.finished WHERE id = $1`, r.ID); err != nil {
 		t.Fatal(err)
 	}
+	// The leader's own round may truncate the old bucket first: then this
+	// one finds nothing to do.
 	var n int
-	if err := pool.QueryRow(ctx, "SELECT millrace.expire_history('24 hours', '7 days')").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("expire_history = %d, %v; want 1 bucket truncated", n, err)
+	if err := pool.QueryRow(ctx, "SELECT millrace.expire_history()").Scan(&n); err != nil || n > 1 {
+		t.Fatalf("expire_history = %d, %v; want at most 1 bucket truncated", n, err)
 	}
 	if jobState(t, pool, r.ID) != millrace.JobCompleted {
 		t.Fatal("a recent completed job left history")

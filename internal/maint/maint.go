@@ -38,11 +38,6 @@ type Config struct {
 	OnRotate func([]storage.RingAction)
 	// OnRelease observes each batch released to other claimers.
 	OnRelease func(storage.Released)
-	// CompletedRetention and DiscardedRetention bound how long history
-	// keeps completed jobs and every other finished attempt (defaults 24h
-	// and 7 days); expired buckets are truncated about once a minute.
-	CompletedRetention time.Duration
-	DiscardedRetention time.Duration
 	// Periodic jobs to enqueue at each slot of their schedule.
 	Periodic []Periodic
 	// TallyEvery is the least time between two tally rounds of history
@@ -92,12 +87,6 @@ func (cfg *Config) defaults() {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.CompletedRetention <= 0 {
-		cfg.CompletedRetention = 24 * time.Hour
-	}
-	if cfg.DiscardedRetention <= 0 {
-		cfg.DiscardedRetention = 7 * 24 * time.Hour
 	}
 	if cfg.TallyEvery <= 0 {
 		cfg.TallyEvery = 10 * time.Second
@@ -190,9 +179,11 @@ func (m *Maintainer) Step(ctx context.Context) {
 			}
 		}
 	}
+	// History expires by the retention the database holds (the
+	// administrator's), about once a minute.
 	if time.Since(m.expired) >= time.Minute {
 		m.expired = time.Now()
-		if n, err := cfg.Store.ExpireHistory(ctx, cfg.CompletedRetention, cfg.DiscardedRetention); err != nil {
+		if n, err := cfg.Store.ExpireHistory(ctx); err != nil {
 			if ctx.Err() == nil {
 				cfg.Logger.Warn("millrace: expiring history failed", "err", err)
 			}

@@ -495,6 +495,15 @@ func (p *Pool) run(it item) {
 		// released with the lease and runs again elsewhere.
 		return
 	}
+	if err != nil && run.completedTx.Load() && p.completedInTx(&it.job) {
+		// The handler completed the job in its own transaction, which
+		// committed, and then returned an error: the job is completed and
+		// runs no more. The error is the handler's, reported as such, not
+		// as a failed attempt.
+		p.cfg.Logger.Warn("millrace: job completed in its own transaction; its worker then returned an error, which changes nothing",
+			"job", it.job.ID, "kind", it.job.Kind, "queue", it.job.Queue, "attempt", it.job.Attempt+1, "err", firstLine(err.Error()))
+		err = nil
+	}
 	a := p.outcome(&it, err, cause, pol)
 	a.Started, a.Finished = run.Started, time.Now()
 	if run.completedTx.Load() {
@@ -504,6 +513,26 @@ func (p *Pool) run(it item) {
 		a.IfAbsent = true
 	}
 	p.ack(it.batch, a)
+}
+
+// completedInTx says the handler's own transaction committed the job's
+// completion (CompleteTx): the job is completed in the database. When
+// that cannot be read, the attempt's outcome stands as decided (its ack
+// is written only if the transaction did not complete the job).
+func (p *Pool) completedInTx(j *storage.Job) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := p.cfg.Store.JobState(ctx, j.ID)
+	return err == nil && st == "completed"
+}
+
+// firstLine is s up to its first newline (a panic's stack stays in the
+// stored error).
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // outcome decides what one attempt of a job leads to, in one place: the
@@ -592,10 +621,7 @@ func (p *Pool) logFailure(j *storage.Job, err error, panicked, discarded bool, r
 	}
 	p.failLogged++
 	p.failMu.Unlock()
-	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i] // a panic's stack stays in the stored error
-	}
+	msg := firstLine(err.Error())
 	attrs := []any{"job", j.ID, "kind", j.Kind, "queue", j.Queue, "attempt", j.Attempt + 1, "max_attempts", j.MaxAttempts,
 		"panic", panicked, "err", msg}
 	if discarded {

@@ -111,12 +111,34 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, error) {
 	return *t, nil
 }
 
-// ExpireHistory truncates the history buckets older than their retention
-// and returns how many it emptied.
-func (s *Store) ExpireHistory(ctx context.Context, completed, other time.Duration) (int, error) {
+// ExpireHistory truncates the history buckets older than the retention
+// the database holds (millrace.retention) and returns how many it emptied.
+func (s *Store) ExpireHistory(ctx context.Context) (int, error) {
 	var n int
-	err := s.tx(ctx, scanOne(&n), "SELECT millrace.expire_history($1, $2)", completed, other)
+	err := s.tx(ctx, scanOne(&n), "SELECT millrace.expire_history()")
 	return n, err
+}
+
+// SetRetention sets history's retention (millrace.set_retention, an
+// administrator's action); a zero duration keeps that value as it is. It
+// returns the retention now.
+func SetRetention(ctx context.Context, q Querier, completed, other time.Duration) (time.Duration, time.Duration, error) {
+	var c, o *time.Duration
+	if completed != 0 {
+		c = &completed
+	}
+	if other != 0 {
+		o = &other
+	}
+	err := q.QueryRow(ctx, "SELECT completed, other FROM millrace.set_retention($1, $2)", c, o).Scan(&completed, &other)
+	return completed, other, err
+}
+
+// Retention is history's retention as the database holds it.
+func Retention(ctx context.Context, q Querier) (time.Duration, time.Duration, error) {
+	var c, o time.Duration
+	err := q.QueryRow(ctx, "SELECT completed, other FROM millrace.retention()").Scan(&c, &o)
+	return c, o, err
 }
 
 // Tally runs a tally round of history counts (millrace.tally) if the

@@ -346,6 +346,16 @@ func Complete(ctx context.Context, tx Querier, owner int32, b *Batch, j *Job, st
 	return rows.Err()
 }
 
+// JobState is where job id stands (millrace.job_state): "completed",
+// "running", ..., or "" when it is unknown.
+func (s *Store) JobState(ctx context.Context, id int64) (string, error) {
+	var st *string
+	if err := s.tx(ctx, scanOne(&st), "SELECT millrace.job_state($1)", id); err != nil || st == nil {
+		return "", err
+	}
+	return *st, nil
+}
+
 // Cancelled returns those of ids that have a cancellation request.
 func (s *Store) Cancelled(ctx context.Context, ids []int64) ([]int64, error) {
 	var got []int64

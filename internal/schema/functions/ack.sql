@@ -63,7 +63,11 @@ BEGIN
     INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, last_error, timeout_ms)
     SELECT millrace.current_gen(), u.j, u.q, u.kd, u.ar, u.p, CASE WHEN u.s = 5 THEN u.a - 1 ELSE u.a END, u.m,
            least(u.c, now()),  -- a job is never created later than now: lookups bound its history by it
-           u.r, u.e,
+           -- a due time every reader can scan: years 1 to 9999 (as insert_many's rule)
+           CASE WHEN u.r < '0001-01-01 00:00:00+00'::timestamptz THEN '0001-01-01 00:00:00+00'::timestamptz
+                WHEN u.r >= '10000-01-01 00:00:00+00'::timestamptz THEN '9999-12-31 23:59:59.999999+00'::timestamptz
+                ELSE u.r END,
+           u.e,
            coalesce(u.tm, 0)
     FROM unnest(p_job, p_state, p_attempt, p_error, p_retry_at, p_queue, p_kind, p_args, p_priority,
                 p_max_attempts, p_created_at, p_timeout_ms) WITH ORDINALITY AS u(j, s, a, e, r, q, kd, ar, p, m, c, tm, i)

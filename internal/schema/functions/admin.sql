@@ -81,6 +81,14 @@ END $function$;
 COMMENT ON FUNCTION millrace.resume(p_queue text) IS
     'resume lets p_queue be claimed again and wakes its claimers.';
 
+CREATE OR REPLACE FUNCTION millrace.retry_space()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$ SELECT 1836412280 $function$;
+COMMENT ON FUNCTION millrace.retry_space() IS
+    'retry_space is the advisory lock space of retries (second key: job id modulo 2^31-1): retries of one job run one at a time.';
+
 CREATE OR REPLACE FUNCTION millrace.retry(p_id bigint)
  RETURNS text
  LANGUAGE plpgsql
@@ -90,9 +98,17 @@ CREATE OR REPLACE FUNCTION millrace.retry(p_id bigint)
 AS $function$
 DECLARE
     v_h millrace.finished;
-    v_s smallint := millrace.final_state(p_id);
+    v_s smallint;
     v_id bigint;
 BEGIN
+    -- Retries of one job wait for each other, and each reads the ledger
+    -- after the lock (a statement of its own: a snapshot taken after it).
+    PERFORM pg_advisory_xact_lock(millrace.retry_space(), (p_id % 2147483647)::int);
+    SELECT r.new_id INTO v_id FROM millrace.retried r WHERE r.job_id = p_id;
+    IF FOUND THEN
+        RETURN 'retried as job ' || v_id;
+    END IF;
+    v_s := millrace.final_state(p_id);
     IF v_s IS NULL THEN
         RETURN CASE WHEN millrace.pending(p_id) THEN 'not finished' ELSE 'unknown' END;
     END IF;
@@ -102,7 +118,8 @@ BEGIN
     SELECT * INTO v_h FROM millrace.finished h WHERE h.id = p_id AND h.state IN (3, 4) LIMIT 1;
     SELECT i.id INTO v_id FROM millrace.insert_many(ARRAY[v_h.kind], ARRAY[v_h.args], ARRAY[v_h.queue], ARRAY[v_h.priority::int],
                                                     ARRAY[NULL::timestamptz], ARRAY[v_h.max_attempts]) i;
+    INSERT INTO millrace.retried (job_id, new_id) VALUES (p_id, v_id);
     RETURN 'retried as job ' || v_id;
 END $function$;
 COMMENT ON FUNCTION millrace.retry(p_id bigint) IS
-    'retry queues a discarded or cancelled job to run again now, as a new job (a new id: the finished one stays finished in history) with the same kind, queue, args, priority and max attempts: ''retried as job N'', ''not finished'' (it is still live), ''completed'' (it succeeded: nothing is done) or ''unknown''.';
+    'retry queues a discarded or cancelled job to run again now, as a new job (a new id: the finished one stays finished in history) with the same kind, queue, args, priority and max attempts: ''retried as job N'', ''not finished'' (it is still live), ''completed'' (it succeeded: nothing is done) or ''unknown''. It is idempotent: retries of one job are serialized by an advisory lock, each is recorded in millrace.retried, and a retry of a job already retried answers with the job it made (''retried as job N'' again) and makes none. The record outlives the job''s history (it is deleted after 33 days, see expire_history).';

@@ -107,7 +107,7 @@ BEGIN
                    ORDER BY j.txid, j.id LOOP
             RETURN NEXT v_r;
             v_n := v_n + 1;
-            v_bytes := v_bytes + pg_column_size(v_r.args);
+            v_bytes := v_bytes + octet_length(v_r.args::text);
             IF v_n >= p_max_jobs OR v_bytes >= p_max_bytes THEN
                 RETURN;
             END IF;
@@ -124,14 +124,14 @@ BEGIN
                ORDER BY j.txid, j.id LOOP
         RETURN NEXT v_r;
         v_n := v_n + 1;
-        v_bytes := v_bytes + pg_column_size(v_r.args);
+        v_bytes := v_bytes + octet_length(v_r.args::text);
         IF v_n >= p_max_jobs OR v_bytes >= p_max_bytes THEN
             RETURN;
         END IF;
     END LOOP;
 END $function$;
 COMMENT ON FUNCTION millrace.range_jobs(p_queue text, p_priority smallint, p_prev pg_snapshot, p_snap pg_snapshot, p_after_txid xid8, p_after_id bigint, p_upto_txid xid8, p_upto_id bigint, p_max_jobs integer, p_max_bytes bigint) IS
-    'range_jobs returns the jobs of lane (p_queue, p_priority) visible in p_snap and not in p_prev with key (txid, id) above p_after and at most p_upto (NULL: unbounded), in key order, stopping after p_max_jobs jobs or once p_max_bytes of args are reached (at least one job).';
+    'range_jobs returns the jobs of lane (p_queue, p_priority) visible in p_snap and not in p_prev with key (txid, id) above p_after and at most p_upto (NULL: unbounded), in key order, stopping after p_max_jobs jobs or once p_max_bytes of args are reached (at least one job). Args are counted as the worker receives them, their text (octet_length(args::text)), not as stored: a compressed value of 10 KB can be 1 MB in the worker.';
 
 CREATE OR REPLACE FUNCTION millrace.lane_take(p_queue text, p_priority smallint, p_snap pg_snapshot, p_tick bigint, p_owner integer, p_req bigint, p_max_jobs integer, p_max_bytes bigint, p_peek boolean)
  RETURNS SETOF millrace.job
@@ -170,7 +170,7 @@ BEGIN
         FOR v_r IN SELECT * FROM millrace.range_jobs(p_queue, p_priority, v_prev, v_snap, v_after_txid, v_after_id,
                                                      NULL, NULL, p_max_jobs, p_max_bytes) LOOP
             v_n := v_n + 1;
-            v_bytes := v_bytes + pg_column_size(v_r.args);
+            v_bytes := v_bytes + octet_length(v_r.args::text);
             v_upto_txid := v_r.txid;
             v_upto_id := v_r.id;
             RETURN NEXT v_r;
@@ -295,7 +295,7 @@ BEGIN
         v_n := 0;
         FOR v_r IN SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false) LOOP
             v_n := v_n + 1;
-            v_bytes := v_bytes - pg_column_size(v_r.args);
+            v_bytes := v_bytes - octet_length(v_r.args::text);
             tick_id := v_tick; token := v_tick; id := v_r.id; kind := v_r.kind; args := v_r.args;
             priority := v_r.priority; attempt := v_r.attempt; max_attempts := v_r.max_attempts;
             created_at := v_r.created_at; ready_at := v_r.ready_at; timeout_ms := v_r.timeout_ms;

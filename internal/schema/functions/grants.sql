@@ -6,7 +6,7 @@
 --   millrace_worker    what a worker process needs: claim, flush, register,
 --                      release, maintenance when it leads, the read surface
 --   millrace_admin     the worker's rights, plus reading every table and the
---                      operator actions (cancel, pause, resume, retry)
+--                      operator actions (cancel, pause, resume, retry, set_retention)
 
 REVOKE ALL ON ALL TABLES IN SCHEMA millrace FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA millrace FROM PUBLIC;
@@ -22,7 +22,7 @@ BEGIN
             millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[], p_notify boolean),
             millrace.schema_version()
         TO millrace_producer;
-        GRANT SELECT ON millrace.migration TO millrace_producer;
+        GRANT SELECT ON millrace.migration, millrace.function_set TO millrace_producer;
     END IF;
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'millrace_worker') THEN
         GRANT USAGE ON SCHEMA millrace TO millrace_worker;
@@ -32,7 +32,7 @@ BEGIN
             millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer),
             millrace.enqueue(p_kind text, p_args jsonb, p_queue text, p_priority integer, p_run_at timestamp with time zone, p_max_attempts integer, p_notify boolean, p_unique_key text, p_unique_states integer, p_unique_until timestamp with time zone, p_timeout_ms integer),
             millrace.enqueue_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_notify boolean, p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[]),
-            millrace.expire_history(p_completed interval, p_other interval),
+            millrace.expire_history(),
             millrace.flush(p_owner integer, p_seq bigint, p_job bigint[], p_tick bigint[], p_token bigint[], p_state smallint[], p_attempt integer[], p_error text[], p_retry_at timestamp with time zone[], p_queue text[], p_kind text[], p_args jsonb[], p_priority smallint[], p_max_attempts integer[], p_created_at timestamp with time zone[], p_timeout_ms integer[], p_started timestamp with time zone[], p_finished timestamp with time zone[], p_done_tick bigint[], p_done_token bigint[], p_done_queue text[], p_replay boolean),
             millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[], p_notify boolean),
             millrace.job_state(p_id bigint),
@@ -44,6 +44,7 @@ BEGIN
             millrace.promote(p_compact_min bigint),
             millrace.queue_counts(),
             millrace.queue_paused(p_queue text),
+            millrace.retention(OUT completed interval, OUT other interval),
             millrace.register(p_name text, p_host text, p_pid integer),
             millrace.release(p_owner integer),
             millrace.rescue(p_stuck interval),
@@ -52,7 +53,7 @@ BEGIN
             millrace.schema_version(),
             millrace.tally(p_every interval)
         TO millrace_worker;
-        GRANT SELECT ON millrace.migration, millrace.jobs, millrace.history TO millrace_worker;
+        GRANT SELECT ON millrace.migration, millrace.function_set, millrace.jobs, millrace.history TO millrace_worker;
     END IF;
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'millrace_admin') THEN
         GRANT USAGE ON SCHEMA millrace TO millrace_admin;
@@ -60,7 +61,8 @@ BEGIN
             millrace.cancel(p_id bigint),
             millrace.pause(p_queue text),
             millrace.resume(p_queue text),
-            millrace.retry(p_id bigint)
+            millrace.retry(p_id bigint),
+            millrace.set_retention(p_completed interval, p_other interval, OUT completed interval, OUT other interval)
         TO millrace_admin;
         GRANT SELECT ON ALL TABLES IN SCHEMA millrace TO millrace_admin;
     END IF;

@@ -127,6 +127,18 @@ $function$;
 COMMENT ON FUNCTION millrace.live_since(p_id bigint) IS
     'live_since is when live job p_id was created, from its newest job or schedule row; NULL when it has none (it finished, or never existed).';
 
+CREATE OR REPLACE FUNCTION millrace.due_shown(p_at timestamp with time zone)
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+    SELECT CASE WHEN p_at < '0001-01-01 00:00:00+00'::timestamptz THEN '0001-01-01 00:00:00+00'::timestamptz
+                WHEN p_at >= '10000-01-01 00:00:00+00'::timestamptz THEN '9999-12-31 23:59:59.999999+00'::timestamptz
+                ELSE p_at END
+$function$;
+COMMENT ON FUNCTION millrace.due_shown(p_at timestamp with time zone) IS
+    'due_shown is a due time as the read surface shows it: within years 1 to 9999, so that every client can scan it (a row written before version 7 with ''infinity'' made `millrace jobs list` fail). Inlined: no SET clause.';
+
 CREATE OR REPLACE FUNCTION millrace.live_job(p_id bigint)
  RETURNS TABLE(queue text, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, run_at timestamp with time zone)
  LANGUAGE sql
@@ -135,7 +147,7 @@ CREATE OR REPLACE FUNCTION millrace.live_job(p_id bigint)
  SET jit TO 'off'
 AS $function$
     SELECT x.queue, x.kind, x.args, x.priority, x.attempt, x.max_attempts, x.created_at, x.run_at FROM (
-        (SELECT s.queue, s.kind, s.args, s.priority, s.attempt, s.max_attempts, s.created_at, s.due_at AS run_at, 1 AS o
+        (SELECT s.queue, s.kind, s.args, s.priority, s.attempt, s.max_attempts, s.created_at, millrace.due_shown(s.due_at) AS run_at, 1 AS o
          FROM millrace.sched s WHERE s.id = p_id AND millrace.job_state(p_id) = 'scheduled' ORDER BY s.due_at DESC LIMIT 1)
         UNION ALL
         (SELECT j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at, NULL, 2
@@ -173,7 +185,7 @@ AS $function$
     SELECT * FROM running
     UNION ALL
     SELECT s.id, s.queue, s.kind, s.args, s.priority, s.attempt, s.max_attempts, s.created_at,
-           'scheduled', s.due_at, NULL, NULL
+           'scheduled', millrace.due_shown(s.due_at), NULL, NULL
     FROM millrace.sched s LEFT JOIN lastp ON true
     WHERE NOT (coalesce(pg_visible_in_snapshot(s.txid, lastp.snap), false) AND s.due_at <= lastp.upto)
       AND NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = s.id)
@@ -250,7 +262,62 @@ $function$;
 COMMENT ON FUNCTION millrace.queue_counts() IS
     'queue_counts is the number of jobs per queue and state: live ones (derived from live_jobs), discarded and completed ones still in history (the tally, plus the rows written since its newest round), and whether the queue is paused. Nothing is counted in a row.';
 
-CREATE OR REPLACE FUNCTION millrace.expire_history(p_completed interval, p_other interval)
+CREATE OR REPLACE FUNCTION millrace.setting_value(p_name text)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT s.value FROM millrace.setting s WHERE s.name = p_name ORDER BY s.id DESC LIMIT 1
+$function$;
+COMMENT ON FUNCTION millrace.setting_value(p_name text) IS
+    'setting_value is the newest value of setting p_name (NULL when it was never set): settings are appended, the newest wins.';
+
+CREATE OR REPLACE FUNCTION millrace.retention(OUT completed interval, OUT other interval)
+ RETURNS record
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT coalesce(millrace.setting_value('retention.completed')::interval, interval '24 hours'),
+           coalesce(millrace.setting_value('retention.other')::interval, interval '7 days')
+$function$;
+COMMENT ON FUNCTION millrace.retention(OUT completed interval, OUT other interval) IS
+    'retention is how long history keeps completed jobs and every other finished attempt: the administrator''s setting (set_retention), else 24 hours and 7 days.';
+
+CREATE OR REPLACE FUNCTION millrace.set_retention(p_completed interval, p_other interval, OUT completed interval, OUT other interval)
+ RETURNS record
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    v_now record;
+BEGIN
+    IF p_completed IS NOT NULL AND (p_completed < interval '0' OR p_completed > interval '70 hours') THEN
+        RAISE EXCEPTION 'millrace: completed retention must be 0 to 70 hours' USING ERRCODE = '22023';
+    END IF;
+    IF p_other IS NOT NULL AND (p_other < interval '0' OR p_other > interval '31 days') THEN
+        RAISE EXCEPTION 'millrace: discarded retention must be 0 to 31 days' USING ERRCODE = '22023';
+    END IF;
+    -- Serialized, so that two concurrent calls never both append the same value.
+    PERFORM pg_advisory_xact_lock(millrace.maint_space(), 1);
+    v_now := millrace.retention();
+    IF p_completed IS NOT NULL AND p_completed <> v_now.completed THEN
+        INSERT INTO millrace.setting (name, value) VALUES ('retention.completed', p_completed::text);
+    END IF;
+    IF p_other IS NOT NULL AND p_other <> v_now.other THEN
+        INSERT INTO millrace.setting (name, value) VALUES ('retention.other', p_other::text);
+    END IF;
+    SELECT r.completed, r.other INTO completed, other FROM millrace.retention() r;
+END $function$;
+COMMENT ON FUNCTION millrace.set_retention(p_completed interval, p_other interval, OUT completed interval, OUT other interval) IS
+    'set_retention sets how long history keeps completed jobs (0 to 70 hours) and every other finished attempt (0 to 31 days); NULL keeps a value as it is. It appends a setting row only when a value changes, and returns the retention now. An administrator''s action (millrace_admin): a worker expires history by this setting, it cannot choose it.';
+
+CREATE OR REPLACE FUNCTION millrace.expire_history()
  RETURNS integer
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -261,10 +328,11 @@ AS $function$
 DECLARE
     v_max timestamptz;
     v_n int := 0;
+    v_keep record := millrace.retention();
 BEGIN
     FOR b IN 0 .. 67 LOOP
         EXECUTE format('SELECT max(finished_at) FROM millrace.%I', 'finished_' || b) INTO v_max;
-        CONTINUE WHEN v_max IS NULL OR v_max >= now() - CASE WHEN b < 36 THEN p_completed ELSE p_other END;
+        CONTINUE WHEN v_max IS NULL OR v_max >= now() - CASE WHEN b < 36 THEN v_keep.completed ELSE v_keep.other END;
         BEGIN
             EXECUTE format('LOCK TABLE millrace.%I, millrace.%I IN ACCESS EXCLUSIVE MODE NOWAIT', 'finished_' || b, 'tally_' || b);
             EXECUTE format('TRUNCATE millrace.%I, millrace.%I', 'finished_' || b, 'tally_' || b);
@@ -274,7 +342,10 @@ BEGIN
         END;
     END LOOP;
     DELETE FROM millrace.periodic p WHERE p.at < now() - interval '7 days';
+    -- A retry's record is needed while its job's history may exist: at
+    -- most 31 days of retention plus one daily bucket.
+    DELETE FROM millrace.retried r WHERE r.at < now() - interval '33 days';
     RETURN v_n;
 END $function$;
-COMMENT ON FUNCTION millrace.expire_history(p_completed interval, p_other interval) IS
-    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (completed: p_completed; others: p_other), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week. It returns the buckets truncated.';
+COMMENT ON FUNCTION millrace.expire_history() IS
+    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (retention(): the administrator''s setting), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week and retry records older than 33 days (longer than any job''s history lives). It returns the buckets truncated. It takes no durations: whoever may run maintenance (the worker role) cannot shorten retention.';

@@ -92,6 +92,13 @@ BEGIN
     IF p_timeout_ms IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(p_timeout_ms) t WHERE t < 0) THEN
         RAISE EXCEPTION 'millrace: timeout must not be negative' USING ERRCODE = '22023';
     END IF;
+    -- A due time is a time every client can read and write back: finite,
+    -- years 1 to 9999 (RFC 3339, JSON, Go's time.Time). 'infinity' would
+    -- never come due, and no reader could scan it.
+    IF EXISTS (SELECT 1 FROM unnest(p_run_at) r
+               WHERE r < '0001-01-01 00:00:00+00'::timestamptz OR r >= '10000-01-01 00:00:00+00'::timestamptz) THEN
+        RAISE EXCEPTION 'millrace: run_at must be a finite time in years 1 to 9999 (UTC)' USING ERRCODE = '22023';
+    END IF;
     v_slot := millrace.txn_slot();
     v_gen := millrace.current_gen();
 
@@ -126,7 +133,7 @@ BEGIN
                 IF FOUND AND millrace.uniq_blocks(v_u.job_id, v_u.states, v_u.until, v_u.at) THEN
                     id := v_u.job_id;
                     duplicate := true;
-                    SELECT s.due_at INTO run_at FROM millrace.sched s WHERE s.id = v_u.job_id ORDER BY s.due_at DESC LIMIT 1;
+                    SELECT millrace.due_shown(s.due_at) INTO run_at FROM millrace.sched s WHERE s.id = v_u.job_id ORDER BY s.due_at DESC LIMIT 1;
                     scheduled := FOUND AND run_at > v_now;
                     IF NOT scheduled THEN
                         run_at := NULL;
@@ -160,7 +167,7 @@ BEGIN
     END IF;
 END $function$;
 COMMENT ON FUNCTION millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[], p_notify boolean) IS
-    'insert_many inserts jobs (parallel arrays; NULL run_at means now) and returns, in order, each job''s id, whether it was a duplicate of a unique job (its id is then the existing job''s and nothing was inserted), whether it is scheduled for later, and when it is due. A job with a unique key is inserted only if no job holding the same key still blocks it (see uniq); keys are locked for the rest of the transaction, and unique inserts need READ COMMITTED (a REPEATABLE READ snapshot could not see a concurrent insert of the same key). One NOTIFY per queue with a job due now (a NOTIFY serializes commits: scheduled jobs send none, the leader''s promoter polls the schedule).';
+    'insert_many inserts jobs (parallel arrays; NULL run_at means now; a run_at must be finite, in years 1 to 9999) and returns, in order, each job''s id, whether it was a duplicate of a unique job (its id is then the existing job''s and nothing was inserted), whether it is scheduled for later, and when it is due. A job with a unique key is inserted only if no job holding the same key still blocks it (see uniq); keys are locked for the rest of the transaction, and unique inserts need READ COMMITTED (a REPEATABLE READ snapshot could not see a concurrent insert of the same key). One NOTIFY per queue with a job due now (a NOTIFY serializes commits: scheduled jobs send none, the leader''s promoter polls the schedule).';
 
 CREATE OR REPLACE FUNCTION millrace.enqueue(p_kind text, p_args jsonb DEFAULT '{}'::jsonb, p_queue text DEFAULT 'default'::text, p_priority integer DEFAULT 0, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 25, p_notify boolean DEFAULT true, p_unique_key text DEFAULT NULL::text, p_unique_states integer DEFAULT 0, p_unique_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_timeout_ms integer DEFAULT 0)
  RETURNS bigint

@@ -187,7 +187,10 @@ CREATE OR REPLACE FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallin
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
+-- Plans are made for each call's slot, so that a statement that reads
+-- the other slots (slot <> p_slot) never reads this one's partitions.
 DECLARE
     v_n bigint;
     v_total bigint := 0;
@@ -213,7 +216,17 @@ BEGIN
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_total := v_total + v_n;
 
-    -- Open batches' ticks, and each lane's newest tick as its frontier.
+    -- Open batches' ticks, and each lane's newest tick as its frontier,
+    -- unless the lane is idle. A lane whose newest tick is in this slot
+    -- has not been claimed since the slot stopped being current (the
+    -- rotation window); if it also has no job row outside this slot (its
+    -- unclaimed jobs and open batches' jobs were copied into p_into
+    -- above), its frontier is forgotten: the lane starts again as a fresh
+    -- lane, whose first claim takes every job of the lane visible to it
+    -- (from snapshot '1:1:'). That skips nothing, late commits included;
+    -- and it takes nothing twice, since every job the forgotten tick
+    -- covered had its row in this slot, now truncated. A job row another
+    -- transaction is inserting now is not seen here, and is new.
     INSERT INTO millrace.tick (slot, queue, priority, tick_id, prev_snap, snap, after_txid, after_id, upto_txid, upto_id,
                                more, owner, req, njobs, carried, at)
     SELECT p_into, t.queue, t.priority, t.tick_id, t.prev_snap, t.snap, t.after_txid, t.after_id, t.upto_txid, t.upto_id,
@@ -222,11 +235,12 @@ BEGIN
     WHERE t.slot = p_slot
       AND ((NOT t.carried AND t.tick_id = ANY (v_open))
            OR t.tick_id IN (
-               -- each lane's newest tick in this slot, if it is the lane's newest anywhere
+               -- each lane's newest tick in this slot, if it is the lane's newest anywhere and the lane is not idle
                SELECT l.tick_id FROM (SELECT DISTINCT ON (x.queue, x.priority) x.queue, x.priority, x.tick_id FROM millrace.tick x
                                       WHERE x.slot = p_slot ORDER BY x.queue, x.priority, x.tick_id DESC) l
                WHERE l.tick_id = (SELECT n.tick_id FROM millrace.tick n WHERE n.queue = l.queue AND n.priority = l.priority
-                                  ORDER BY n.tick_id DESC LIMIT 1)));
+                                  ORDER BY n.tick_id DESC LIMIT 1)
+                 AND EXISTS (SELECT 1 FROM millrace.job j WHERE j.slot <> p_slot AND j.queue = l.queue AND j.priority = l.priority)));
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_total := v_total + v_n;
 
@@ -279,7 +293,7 @@ BEGIN
     RETURN v_total;
 END $function$;
 COMMENT ON FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallint) IS
-    'reclaim_slot empties slot p_slot into slot p_into. The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick, the newest promotion round, cancellations of unfinished jobs and unique keys that still block. Then the partitions are truncated. It returns the rows copied.';
+    'reclaim_slot empties slot p_slot into slot p_into. The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick unless the lane is idle (no job outside this slot: its frontier is forgotten and it starts again as a fresh lane, which skips nothing and takes nothing twice), the newest promotion round, cancellations of unfinished jobs and unique keys that still block. Then the partitions are truncated. It returns the rows copied.';
 
 CREATE OR REPLACE FUNCTION millrace.rotate(p_after interval, p_max_carry bigint DEFAULT 5000)
  RETURNS TABLE(action text, segment smallint, detail text)

@@ -28,3 +28,40 @@ CREATE TABLE millrace.mark (
     at   timestamptz NOT NULL
 );
 INSERT INTO millrace.mark (name, at) VALUES ('history_v6', millrace.history_v6());
+
+-- Issue 20.9: history's retention is the administrator's setting, not an
+-- argument of whoever runs maintenance (as the worker role,
+-- expire_history('0', '0') emptied history). setting holds settings by
+-- name, appended and read newest first (they change rarely: no row is
+-- ever updated); set_retention (millrace_admin) writes the retention, and
+-- expire_history takes no durations.
+CREATE TABLE millrace.setting (
+    id    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name  text NOT NULL,
+    value text NOT NULL,
+    at    timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX setting_name ON millrace.setting (name, id DESC);
+DROP FUNCTION millrace.expire_history(interval, interval);
+
+-- Issue 20.11: retry is idempotent. retried records each retry (the
+-- finished job, the job the retry made), appended; a retry of a job
+-- already retried answers with the job it made. Rows are deleted 33 days
+-- after the retry, longer than any history lives (expire_history).
+CREATE TABLE millrace.retried (
+    job_id bigint PRIMARY KEY,
+    new_id bigint NOT NULL,
+    at     timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX retried_at ON millrace.retried (at);
+
+-- Issue 20.12: a due time is finite, in years 1 to 9999 (insert_many
+-- refuses others, flush keeps a retry's time in them). A scheduled job
+-- written before with 'infinity' (it never came due, and no client could
+-- scan it: `millrace jobs list` failed while it existed) is due at the
+-- last instant of year 9999; one before year 1 at its first, which it
+-- was already past.
+UPDATE millrace.sched
+SET due_at = CASE WHEN due_at < '0001-01-01 00:00:00+00'::timestamptz THEN '0001-01-01 00:00:00+00'::timestamptz
+                  ELSE '9999-12-31 23:59:59.999999+00'::timestamptz END
+WHERE due_at < '0001-01-01 00:00:00+00'::timestamptz OR due_at >= '10000-01-01 00:00:00+00'::timestamptz;
