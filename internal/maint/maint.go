@@ -1,7 +1,9 @@
 // Package maint runs the protocol's maintenance in the leader process, at
-// maintenance cadence: promote due scheduled jobs, release the batches of
-// dead or stuck holders to any claimer, and rotate and reclaim the ring.
-// Nothing here runs per job.
+// maintenance cadence: renew the leader's term, promote due scheduled jobs,
+// release the batches of dead or stuck holders to any claimer, and rotate
+// and reclaim the ring. Every step passes the leader's term, and the first
+// step refused for it (the term is over) ends the loop. Nothing here runs
+// per job.
 package maint
 
 import (
@@ -16,6 +18,14 @@ import (
 type Config struct {
 	Store  *storage.Store
 	Logger *slog.Logger
+	// Owner is the leading process and Term its leader term (0: an
+	// operator's rounds, not fenced, never renewed).
+	Owner int32
+	Term  int64
+	// LeaderLease is how long each renewal extends the term (default
+	// storage.DefaultLeaderLease). A round renews it first, at most once a
+	// second: a leader that stops making rounds loses its term.
+	LeaderLease time.Duration
 	// Every is the maintenance cadence (default 1s).
 	Every time.Duration
 	// RotateAfter is the life of a slot as current, and the grace before
@@ -85,20 +95,31 @@ func (cfg *Config) defaults() {
 	if cfg.TallyEvery <= 0 {
 		cfg.TallyEvery = 10 * time.Second
 	}
+	if cfg.LeaderLease <= 0 {
+		cfg.LeaderLease = storage.DefaultLeaderLease
+	}
 }
 
-// Run loops until ctx ends. It is called only while this process holds the
-// leader lock; errors are logged and retried at the next round.
-func Run(ctx context.Context, cfg Config) {
+// ErrLostLead is returned by Run and Step when the leader's term is over
+// (another process took over, or the lease ran out before a renewal): the
+// process must stop leading.
+var ErrLostLead = storage.ErrFenced
+
+// Run loops until ctx ends or the term is over (it returns ErrLostLead).
+// It is called only while this process holds a leader term; other errors
+// are logged and retried at the next round.
+func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	m := New(cfg)
 	t := time.NewTicker(cfg.Every)
 	defer t.Stop()
 	for {
-		m.Step(ctx)
+		if err := m.Step(ctx); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case <-t.C:
 		}
 	}
@@ -120,34 +141,58 @@ func New(cfg Config) *Maintainer {
 	return &Maintainer{cfg: cfg, logged: map[string]time.Time{}, started: time.Now(), last: map[string]time.Time{}}
 }
 
-// Step runs one round of maintenance.
-func (m *Maintainer) Step(ctx context.Context) {
+// Step runs one round of maintenance: it renews the leader's term, then
+// runs each step under it. It returns ErrLostLead (and does nothing more)
+// once the term is over.
+func (m *Maintainer) Step(ctx context.Context) error {
 	cfg := &m.cfg
-	if n, err := cfg.Store.Promote(ctx, cfg.CompactMin); err != nil {
+	if cfg.Term != 0 {
+		got, err := cfg.Store.Lead(ctx, cfg.Owner, cfg.Term, cfg.LeaderLease)
+		if err != nil {
+			if ctx.Err() == nil {
+				cfg.Logger.Warn("millrace: renewing the leader term failed", "term", cfg.Term, "err", err)
+			}
+			// Not renewed: the next round tries again, and the steps below
+			// are refused if the term ran out meanwhile.
+		} else if got == 0 {
+			return ErrLostLead
+		}
+	}
+	fencedErr := func(err error) bool { return storage.IsFenced(err) }
+	if n, err := cfg.Store.Promote(ctx, cfg.Term, cfg.CompactMin); fencedErr(err) {
+		return ErrLostLead
+	} else if err != nil {
 		if ctx.Err() == nil {
 			cfg.Logger.Warn("millrace: promoting scheduled jobs failed", "err", err)
 		}
 	} else if n > 0 {
 		cfg.Logger.Debug("millrace: promoted scheduled jobs", "n", n)
 	}
-	released, err := cfg.Store.Rescue(ctx, cfg.StuckAfter)
+	released, err := cfg.Store.Rescue(ctx, cfg.Term, cfg.StuckAfter)
+	if fencedErr(err) {
+		return ErrLostLead
+	}
 	if err != nil && ctx.Err() == nil {
 		cfg.Logger.Warn("millrace: rescue failed", "err", err)
 	}
 	for _, r := range released {
 		lvl := slog.LevelInfo
-		if r.Reason == "stuck" {
+		if r.Reason == "stuck" || r.Charged > 0 {
 			lvl = slog.LevelWarn
 		}
 		cfg.Logger.Log(ctx, lvl, "millrace: released a batch to other claimers", "queue", r.Queue, "tick", r.TickID,
-			"holder", r.Owner, "reason", r.Reason)
+			"holder", r.Owner, "reason", r.Reason, "running_jobs_charged_an_attempt", r.Charged)
 		if cfg.OnRelease != nil {
 			cfg.OnRelease(r)
 		}
 	}
-	m.runPeriodic(ctx)
+	if err := m.runPeriodic(ctx); err != nil {
+		return err
+	}
 	if time.Since(m.tallied) >= cfg.TallyEvery {
-		if n, ran, err := cfg.Store.Tally(ctx, cfg.TallyEvery); err != nil {
+		if n, ran, err := cfg.Store.Tally(ctx, cfg.Term, cfg.TallyEvery); fencedErr(err) {
+			return ErrLostLead
+		} else if err != nil {
 			if ctx.Err() == nil {
 				cfg.Logger.Warn("millrace: tallying history failed", "err", err)
 			}
@@ -160,7 +205,9 @@ func (m *Maintainer) Step(ctx context.Context) {
 	}
 	if time.Since(m.expired) >= time.Minute {
 		m.expired = time.Now()
-		if n, err := cfg.Store.ExpireHistory(ctx, cfg.CompletedRetention, cfg.DiscardedRetention); err != nil {
+		if n, err := cfg.Store.ExpireHistory(ctx, cfg.Term, cfg.CompletedRetention, cfg.DiscardedRetention); fencedErr(err) {
+			return ErrLostLead
+		} else if err != nil {
 			if ctx.Err() == nil {
 				cfg.Logger.Warn("millrace: expiring history failed", "err", err)
 			}
@@ -169,15 +216,18 @@ func (m *Maintainer) Step(ctx context.Context) {
 		}
 	}
 	start := time.Now()
-	actions, err := cfg.Store.Rotate(ctx, cfg.RotateAfter)
+	actions, err := cfg.Store.Rotate(ctx, cfg.Term, cfg.RotateAfter)
 	if took := time.Since(start); took > 100*time.Millisecond {
 		cfg.Logger.Info("millrace: slow rotation round", "took", took.Round(time.Millisecond), "actions", len(actions))
+	}
+	if fencedErr(err) {
+		return ErrLostLead
 	}
 	if err != nil {
 		if ctx.Err() == nil {
 			cfg.Logger.Warn("millrace: rotation failed", "err", err)
 		}
-		return
+		return nil
 	}
 	for _, a := range actions {
 		switch a.Action {
@@ -195,6 +245,7 @@ func (m *Maintainer) Step(ctx context.Context) {
 	if cfg.OnRotate != nil {
 		cfg.OnRotate(actions)
 	}
+	return nil
 }
 
 // warnBehind logs why the ring could not move and how far behind it is.
@@ -210,8 +261,9 @@ func (m *Maintainer) warnBehind(ctx context.Context, a storage.RingAction) {
 // runPeriodic enqueues the due slot of every periodic job: the latest slot
 // at or before now that comes after the newest one enqueued (slots missed
 // while no leader ran are skipped, not replayed). The database's primary
-// key on (name, slot) makes each slot run once across leaders.
-func (m *Maintainer) runPeriodic(ctx context.Context) {
+// key on (name, slot) makes each slot run once across leaders. It returns
+// ErrLostLead when the term is over.
+func (m *Maintainer) runPeriodic(ctx context.Context) error {
 	now := time.Now()
 	for _, p := range m.cfg.Periodic {
 		last, ok := m.last[p.Name]
@@ -244,7 +296,10 @@ func (m *Maintainer) runPeriodic(ctx context.Context) {
 			m.last[p.Name] = slot
 			continue
 		}
-		id, inserted, err := m.cfg.Store.PeriodicRun(ctx, p.Name, slot, j)
+		id, inserted, err := m.cfg.Store.PeriodicRun(ctx, m.cfg.Term, p.Name, slot, j)
+		if storage.IsFenced(err) {
+			return ErrLostLead
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				m.cfg.Logger.Warn("millrace: enqueuing periodic job failed", "name", p.Name, "slot", slot, "err", err)
@@ -256,6 +311,7 @@ func (m *Maintainer) runPeriodic(ctx context.Context) {
 			m.cfg.Logger.Debug("millrace: periodic job enqueued", "name", p.Name, "slot", slot, "job", id)
 		}
 	}
+	return nil
 }
 
 // Promoter promotes scheduled jobs as they fall due: it sleeps until the
@@ -297,12 +353,15 @@ func (p *Promoter) Kick() {
 	}
 }
 
-// Run promotes until ctx ends.
-func (p *Promoter) Run(ctx context.Context) {
+// Run promotes under leader term term until ctx ends, or until the term
+// is over (it returns ErrLostLead).
+func (p *Promoter) Run(ctx context.Context, term int64) error {
 	for ctx.Err() == nil {
 		wait := p.MaxWait
 		round := time.Now()
-		if _, err := p.Store.Promote(ctx, p.CompactMin); err != nil {
+		if _, err := p.Store.Promote(ctx, term, p.CompactMin); storage.IsFenced(err) {
+			return ErrLostLead
+		} else if err != nil {
 			if ctx.Err() == nil {
 				p.Logger.Warn("millrace: promoting scheduled jobs failed", "err", err)
 			}
@@ -313,7 +372,7 @@ func (p *Promoter) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return ctx.Err()
 		case <-p.kick:
 			// A schedule changed: promote soon, but not more often than
 			// every MinGap.
@@ -322,7 +381,7 @@ func (p *Promoter) Run(ctx context.Context) {
 				select {
 				case <-ctx.Done():
 					t.Stop()
-					return
+					return ctx.Err()
 				case <-t.C:
 				}
 			}
@@ -330,4 +389,5 @@ func (p *Promoter) Run(ctx context.Context) {
 		}
 		t.Stop()
 	}
+	return ctx.Err()
 }

@@ -1,14 +1,17 @@
-// Package session is a client process's presence in the database: one
-// long-lived connection that carries its identity (a session advisory lock
-// the leader reads to tell a dead process from a slow one), LISTENs for
-// notifications, competes for the maintenance leader lock, and, when the
-// connection fails, registers a new identity and starts over.
+// Package session is a client process's presence in the database: its
+// identity and liveness (a lease renewed by heartbeats), its leadership (a
+// leader term taken over when the last one ran out, renewed by the
+// leader's maintenance rounds), and one long-lived connection that LISTENs
+// for notifications and is simply reconnected when it fails. Liveness and
+// leadership go through the pool and do not depend on any connection: a
+// connection closed by the server or held by a pooler changes neither.
 package session
 
 import (
 	"context"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,113 +20,128 @@ import (
 	"github.com/millrace/millrace/internal/storage"
 )
 
-// Register records a new client process and takes its liveness lock on conn.
-// While the lock is held the process is alive; when the connection ends
-// (exit, crash, kill, network loss, Postgres restart) the lock goes with it
-// and the leader releases the process's unfinished batches to other
-// claimers. A process never reuses its id.
-func Register(ctx context.Context, conn *pgx.Conn, name string) (int32, error) {
+// Register records a new client process whose lease lasts lease and
+// returns its id (millrace.register). The process stays alive while it
+// renews its lease (storage.Store.Beat); a process never reuses its id.
+func Register(ctx context.Context, s *storage.Store, name string, lease time.Duration) (int32, error) {
 	host, _ := os.Hostname()
-	var id int32
-	err := conn.QueryRow(ctx, "SELECT millrace.register($1, $2, $3)", name, host, os.Getpid()).Scan(&id)
-	return id, err
-}
-
-// TryLead tries to become the maintenance leader on conn (a session lock
-// held until the connection ends). It reports whether this process leads.
-func TryLead(ctx context.Context, conn *pgx.Conn) (bool, error) {
-	var ok bool
-	err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, 0)", storage.LockSpace).Scan(&ok)
-	return ok, err
+	return s.Register(ctx, name, host, os.Getpid(), lease)
 }
 
 // Config configures a Session.
 type Config struct {
-	// Connect opens a new connection for the session.
+	// Connect opens a new connection for notifications (LISTEN).
 	Connect func(ctx context.Context) (*pgx.Conn, error)
+	// Store carries registration, heartbeats and leadership (through the
+	// pool: none of them needs a session of its own).
+	Store *storage.Store
 	// Name is the process name recorded in millrace.process.
 	Name   string
 	Logger *slog.Logger
+	// ProcessLease is how long the process stays alive in others' eyes
+	// without a heartbeat (default storage.DefaultProcessLease); it beats
+	// every seventh of it.
+	ProcessLease time.Duration
+	// LeaderLease is how long a leader term lasts without renewal (default
+	// storage.DefaultLeaderLease). A process that does not lead tries to
+	// take over every second, or every tenth of it if that is shorter.
+	LeaderLease time.Duration
 	// SetOwner is told each identity the session registers (0 while it has
 	// none).
 	SetOwner func(id int32)
+	// Lost is told an identity the process lost: its lease ran out (the
+	// process was stopped, cut off or starved for longer than its lease),
+	// so others may have taken its batches. What still runs under it must
+	// stop; its batches were released when Lost is called.
+	Lost func(old int32)
 	// Notify is called with the channel and payload of every notification;
 	// WakeAll after a reconnect (notifications may have been missed).
 	Notify  func(channel, payload string)
 	WakeAll func()
-	// Lead runs the leader's maintenance until ctx ends; it is started when
-	// this process wins the leader lock and stopped when the connection
-	// holding the lock fails.
-	Lead func(ctx context.Context)
+	// Lead runs the leader's maintenance as process owner under leader
+	// term term until ctx ends or the term is over; it is started when
+	// this process takes a term.
+	Lead func(ctx context.Context, owner int32, term int64)
 }
 
 // Session is a running process presence.
 type Session struct {
-	cfg     Config
-	done    chan struct{}
-	id      int32 // the identity registered now
-	leading atomic.Bool
+	cfg      Config
+	done     chan struct{}
+	id       atomic.Int32 // the identity registered now
+	lastBeat atomic.Int64 // unix nanoseconds of the last renewal of the lease that succeeded
+	leading  atomic.Bool
+	term     atomic.Int64
 }
 
-// Leading says whether this process holds the leader lock now.
+// Leading says whether this process holds a leader term now.
 func (s *Session) Leading() bool { return s.leading.Load() }
 
-// Start connects, registers an identity, and keeps the session alive in
-// the background until ctx ends. It returns once the first identity is
-// registered.
+// ID is the process identity registered now.
+func (s *Session) ID() int32 { return s.id.Load() }
+
+// Fresh says the process's lease was renewed within the last half of its
+// length: a process that was stopped or cut off for longer does not claim
+// work until a heartbeat tells it whether it is still alive.
+func (s *Session) Fresh() bool {
+	return time.Since(time.Unix(0, s.lastBeat.Load())) < s.cfg.ProcessLease/2
+}
+
+// Start registers an identity and connects for notifications, then keeps
+// the process's presence in the background until runCtx ends. It returns
+// once the identity is registered.
 func Start(ctx context.Context, runCtx context.Context, cfg Config) (*Session, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.ProcessLease <= 0 {
+		cfg.ProcessLease = storage.DefaultProcessLease
+	}
+	if cfg.LeaderLease <= 0 {
+		cfg.LeaderLease = storage.DefaultLeaderLease
+	}
+	if cfg.Lost == nil {
+		cfg.Lost = func(int32) {}
+	}
 	s := &Session{cfg: cfg, done: make(chan struct{})}
-	conn, err := s.connect(ctx)
+	id, err := Register(ctx, cfg.Store, cfg.Name, cfg.ProcessLease)
 	if err != nil {
 		return nil, err
 	}
-	go s.supervise(runCtx, conn)
+	s.lastBeat.Store(time.Now().UnixNano())
+	s.id.Store(id)
+	cfg.SetOwner(id)
+	conn, err := cfg.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.supervise(runCtx, conn) }()
+	go func() { defer wg.Done(); s.leases(runCtx) }()
+	go func() { wg.Wait(); close(s.done) }()
 	return s, nil
 }
 
 // Done is closed when the session has ended (its run context ended).
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-func (s *Session) connect(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := s.cfg.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	id, err := Register(ctx, conn, s.cfg.Name)
-	if err != nil {
-		conn.Close(ctx)
-		return nil, err
-	}
-	if old := s.id; old != 0 {
-		// The old identity is gone: give what it held to any claimer now
-		// rather than when the leader next looks (its backend may linger,
-		// half-open, and hold its liveness lock for a while).
-		if _, err := conn.Exec(ctx, "SELECT millrace.release($1)", old); err != nil {
-			s.cfg.Logger.Warn("millrace: releasing the batches of the lost identity failed; the leader releases them", "err", err)
-		}
-	}
-	s.id = id
-	s.cfg.SetOwner(id)
-	return conn, nil
-}
-
-// supervise keeps the session connection (which carries the liveness lock)
-// alive: when it fails, the process's identity is gone, so it registers a
-// new one and the leader releases what the old identity held.
+// supervise keeps the notification connection alive: when it fails (the
+// server closed it, a pooler dropped it, the network), it connects again.
+// The process's identity does not change: liveness is not a connection.
 func (s *Session) supervise(ctx context.Context, conn *pgx.Conn) {
-	defer close(s.done)
 	backoff := 100 * time.Millisecond
+	var logged time.Time
 	for {
-		err := s.listen(ctx, conn)
+		err := notifier.Listen(ctx, conn, time.Second, s.cfg.Notify, nil)
 		conn.Close(context.Background())
 		if ctx.Err() != nil {
 			return
 		}
-		s.cfg.Logger.Warn("millrace: lost the session connection; registering again", "err", err)
-		s.cfg.SetOwner(0)
+		if time.Since(logged) >= time.Minute {
+			logged = time.Now()
+			s.cfg.Logger.Info("millrace: lost the notification connection; connecting again", "err", err)
+		}
 		for {
 			select {
 			case <-ctx.Done():
@@ -131,7 +149,7 @@ func (s *Session) supervise(ctx context.Context, conn *pgx.Conn) {
 			case <-time.After(backoff):
 			}
 			var cerr error
-			conn, cerr = s.connect(ctx)
+			conn, cerr = s.cfg.Connect(ctx)
 			if cerr == nil {
 				backoff = 100 * time.Millisecond
 				break
@@ -142,36 +160,148 @@ func (s *Session) supervise(ctx context.Context, conn *pgx.Conn) {
 	}
 }
 
-// listen runs the notifier on conn and, when this process wins the leader
-// lock, the maintenance beside it.
-func (s *Session) listen(ctx context.Context, conn *pgx.Conn) error {
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	leading := false
+// leases renews the process's lease every seventh of its length and, while
+// the process does not lead, tries to take over leadership every second
+// (or every tenth of the leader lease). On exit it resigns a term it
+// holds, so that another process takes over at once.
+func (s *Session) leases(ctx context.Context) {
+	beatEvery := max(s.cfg.ProcessLease/7, 50*time.Millisecond)
+	tryEvery := min(time.Second, max(s.cfg.LeaderLease/10, 50*time.Millisecond))
+	nextBeat := time.Now().Add(beatEvery)
+	nextTry := time.Now()
 	var leadDone chan struct{}
+	var cancelLead context.CancelFunc
 	defer func() {
-		cancel()
-		if leadDone != nil {
-			<-leadDone
+		if leadDone == nil {
+			return
 		}
-		s.leading.Store(false)
+		cancelLead()
+		<-leadDone
+		if s.cfg.Lead != nil {
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := s.cfg.Store.Resign(rctx, s.id.Load(), s.term.Load()); err != nil {
+				s.cfg.Logger.Debug("millrace: resigning the leader term failed; another process takes over when it runs out", "err", err)
+			}
+			cancel()
+		}
 	}()
-	tick := func(ctx context.Context, conn *pgx.Conn) error {
-		if leading || s.cfg.Lead == nil {
-			return nil
+	for {
+		if leadDone != nil {
+			select {
+			case <-leadDone:
+				leadDone = nil
+				cancelLead()
+				s.leading.Store(false)
+				nextTry = time.Now() // another term may be free now
+			default:
+			}
 		}
-		ok, err := TryLead(ctx, conn)
-		if err != nil || !ok {
-			return err
+		now := time.Now()
+		if !now.Before(nextBeat) {
+			nextBeat = now.Add(beatEvery)
+			s.beat(ctx)
 		}
-		leading = true
-		s.leading.Store(true)
-		leadDone = make(chan struct{})
-		go func() {
-			defer close(leadDone)
-			s.cfg.Lead(lctx)
-		}()
-		return nil
+		if leadDone == nil && s.cfg.Lead != nil && !now.Before(nextTry) {
+			nextTry = now.Add(tryEvery)
+			if term := s.tryLead(ctx); term != 0 {
+				leadDone, cancelLead = s.startLead(ctx, term)
+			}
+		}
+		wait := time.Until(nextBeat)
+		if leadDone == nil && s.cfg.Lead != nil {
+			wait = min(wait, time.Until(nextTry))
+		}
+		t := time.NewTimer(max(wait, time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-leadDone: // nil while not leading: never ready
+		case <-t.C:
+		}
+		t.Stop()
 	}
-	return notifier.Listen(lctx, conn, time.Second, s.cfg.Notify, tick)
+}
+
+// startLead runs the leader's maintenance under term in the background;
+// done is closed when it returns.
+func (s *Session) startLead(ctx context.Context, term int64) (done chan struct{}, cancel context.CancelFunc) {
+	lctx, cancel := context.WithCancel(ctx)
+	done = make(chan struct{})
+	owner := s.id.Load()
+	s.term.Store(term)
+	s.leading.Store(true)
+	go func() {
+		defer close(done)
+		s.cfg.Lead(lctx, owner, term)
+	}()
+	return done, cancel
+}
+
+// beat renews the lease; when the server says the identity is dead (its
+// lease ran out: the process was stopped or cut off for longer), the
+// process takes a new identity and gives up what the old one held.
+func (s *Session) beat(ctx context.Context) {
+	id := s.id.Load()
+	bctx, cancel := context.WithTimeout(ctx, s.cfg.ProcessLease/2)
+	ok, err := s.cfg.Store.Beat(bctx, id, s.cfg.ProcessLease)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.cfg.Logger.Warn("millrace: renewing the process lease failed", "process", id, "err", err)
+		}
+		return
+	}
+	if ok {
+		s.lastBeat.Store(time.Now().UnixNano())
+		return
+	}
+	s.cfg.Logger.Warn("millrace: this process's lease ran out (it was stopped, cut off or starved for longer than its lease); its batches go to others and it registers again",
+		"process", id, "lease", s.cfg.ProcessLease)
+	s.cfg.SetOwner(0)
+	backoff := 100 * time.Millisecond
+	for {
+		nid, err := Register(ctx, s.cfg.Store, s.cfg.Name, s.cfg.ProcessLease)
+		if err == nil {
+			s.lastBeat.Store(time.Now().UnixNano())
+			if _, err := s.cfg.Store.Release(ctx, id); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn("millrace: releasing the batches of the lost identity failed; the leader releases them", "err", err)
+			}
+			s.cfg.Lost(id)
+			s.id.Store(nid)
+			s.cfg.SetOwner(nid)
+			s.cfg.WakeAll()
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.cfg.Logger.Warn("millrace: registering again failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// tryLead tries to take a leader term; it returns it, or 0.
+func (s *Session) tryLead(ctx context.Context) int64 {
+	if !s.Fresh() {
+		return 0 // not sure to be alive: the server would refuse anyway
+	}
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	term, err := s.cfg.Store.Lead(tctx, s.id.Load(), 0, s.cfg.LeaderLease)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.cfg.Logger.Debug("millrace: trying to lead failed", "err", err)
+		}
+		return 0
+	}
+	if term != 0 {
+		s.cfg.Logger.Info("millrace: this process leads", "process", s.id.Load(), "term", term, "lease", s.cfg.LeaderLease)
+	}
+	return term
 }
