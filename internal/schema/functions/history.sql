@@ -250,7 +250,7 @@ $function$;
 COMMENT ON FUNCTION millrace.queue_counts() IS
     'queue_counts is the number of jobs per queue and state: live ones (derived from live_jobs), discarded and completed ones still in history (the tally, plus the rows written since its newest round), and whether the queue is paused. Nothing is counted in a row.';
 
-CREATE OR REPLACE FUNCTION millrace.expire_history(p_completed interval, p_other interval)
+CREATE OR REPLACE FUNCTION millrace.expire_history(p_completed interval, p_other interval, p_term bigint DEFAULT NULL::bigint)
  RETURNS integer
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -262,6 +262,8 @@ DECLARE
     v_max timestamptz;
     v_n int := 0;
 BEGIN
+    PERFORM pg_advisory_xact_lock(millrace.maint_space(), 4);
+    PERFORM millrace.fence_leader(p_term);
     FOR b IN 0 .. 67 LOOP
         EXECUTE format('SELECT max(finished_at) FROM millrace.%I', 'finished_' || b) INTO v_max;
         CONTINUE WHEN v_max IS NULL OR v_max >= now() - CASE WHEN b < 36 THEN p_completed ELSE p_other END;
@@ -276,5 +278,5 @@ BEGIN
     DELETE FROM millrace.periodic p WHERE p.at < now() - interval '7 days';
     RETURN v_n;
 END $function$;
-COMMENT ON FUNCTION millrace.expire_history(p_completed interval, p_other interval) IS
-    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (completed: p_completed; others: p_other), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week. It returns the buckets truncated.';
+COMMENT ON FUNCTION millrace.expire_history(p_completed interval, p_other interval, p_term bigint) IS
+    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (completed: p_completed; others: p_other), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week. It returns the buckets truncated. Rounds run one at a time; p_term is the calling leader''s term (fence_leader).';
