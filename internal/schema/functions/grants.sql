@@ -23,7 +23,7 @@ BEGIN
             millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[], p_notify boolean),
             millrace.schema_version()
         TO millrace_producer;
-        GRANT SELECT ON millrace.migration TO millrace_producer;
+        GRANT SELECT ON millrace.migration, millrace.function_set TO millrace_producer;
     END IF;
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'millrace_worker') THEN
         GRANT USAGE ON SCHEMA millrace TO millrace_worker;
@@ -57,7 +57,7 @@ BEGIN
             millrace.schema_version(),
             millrace.tally(p_every interval, p_term bigint)
         TO millrace_worker;
-        GRANT SELECT ON millrace.migration, millrace.jobs, millrace.history TO millrace_worker;
+        GRANT SELECT ON millrace.migration, millrace.function_set, millrace.jobs, millrace.history TO millrace_worker;
     END IF;
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'millrace_admin') THEN
         GRANT USAGE ON SCHEMA millrace TO millrace_admin;
