@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestLeaderTermFencing: a leader term is a lease. While it runs, nobody
@@ -186,5 +188,62 @@ func TestRescueChargesStartedJobs(t *testing.T) {
 	adopted, err := s.claimBatch(ctx, "q", 9, 1, false, noLimit)
 	if err != nil || adopted == nil || len(adopted.Jobs) != 1 || adopted.Jobs[0].ID != ids[2] || adopted.Jobs[0].Attempt != 0 {
 		t.Fatalf("adoption: %v %+v; want only job %d, no attempt used", err, adopted, ids[2])
+	}
+}
+
+// TestLeaseCallsSurviveALostConnection: the pool's only connection is
+// ended by the server while idle (as idle_session_timeout or a pooler's
+// restart would) just before each lease call. Each call is a protocol
+// transaction sent again on a lost connection: it succeeds on a new one,
+// instead of costing the process a heartbeat or the leader a renewal.
+func TestLeaseCallsSurviveALostConnection(t *testing.T) {
+	ctx := context.Background()
+	_, admin := newStore(t)
+	cfg := admin.Config().Copy()
+	cfg.MaxConns = 1
+	one, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	s := &Store{Pool: one}
+	// cut ends the backend of the pool's connection and waits until it
+	// is gone; the pool does not know yet.
+	cut := func() {
+		t.Helper()
+		var pid int32
+		if err := one.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		var ended bool
+		if err := admin.QueryRow(ctx, "SELECT pg_terminate_backend($1, 5000)", pid).Scan(&ended); err != nil || !ended {
+			t.Fatalf("ending backend %d: %v %v", pid, ended, err)
+		}
+	}
+	cut()
+	p, err := s.Register(ctx, "p", "h", 1, time.Hour)
+	if err != nil {
+		t.Fatalf("register after a lost connection: %v", err)
+	}
+	cut()
+	if ok, err := s.Beat(ctx, p, time.Hour); err != nil || !ok {
+		t.Fatalf("heartbeat after a lost connection: %v %v", ok, err)
+	}
+	term, err := s.Lead(ctx, p, 0, time.Hour)
+	if err != nil || term == 0 {
+		t.Fatalf("takeover: %d %v", term, err)
+	}
+	cut()
+	if got, err := s.Lead(ctx, p, term, time.Hour); err != nil || got != term {
+		t.Fatalf("renewal after a lost connection: %d %v", got, err)
+	}
+	cut()
+	if err := s.Resign(ctx, p, term); err != nil {
+		t.Fatalf("resignation after a lost connection: %v", err)
+	}
+	var until, now time.Time
+	admin.QueryRow(ctx, "SELECT until, clock_timestamp() FROM millrace.leader ORDER BY id DESC LIMIT 1").Scan(&until, &now)
+	if until.After(now) {
+		t.Errorf("the term still runs after the resignation")
 	}
 }
