@@ -40,9 +40,10 @@ type Config struct {
 	// SessionURL is where the process's session connection goes, when the
 	// pool does not reach PostgreSQL directly (a connection pooler such as
 	// PgBouncer in transaction mode stands between them). The session
-	// connection holds session-level state that a pooler would leave on a
-	// pooled server connection after the process died: the process's
-	// liveness lock, the leader lock, and LISTEN. Empty: the pool's own
+	// connection LISTENs, which needs a server session of its own: through
+	// a pooler the LISTEN would stay on a pooled server connection that no
+	// client reads. Liveness and leadership are leases renewed through the
+	// pool, which may go through the pooler. Empty: the pool's own
 	// connection settings. Start fails with ErrThroughPooler if the session
 	// connection does not reach a backend of its own. See docs/deploy.md.
 	SessionURL string
@@ -65,9 +66,27 @@ type Config struct {
 	// StuckAfter is how long a claimed batch may stay unfinished, its
 	// holder alive, before the leader releases it to other claimers (the
 	// holder's late acks are then dropped and the jobs run again). It
-	// rescues work from a process that is stopped or hung. Default 1h;
+	// rescues work from a process that is alive but hung. Default 1h;
 	// keep it well above the longest job.
 	StuckAfter time.Duration
+	// ProcessLease is how long this process stays alive in the others'
+	// eyes without renewing its lease (default 15s, 1s to 1h); it renews
+	// it every seventh of that. A process that is killed, stopped (SIGSTOP,
+	// a paused VM), cut off or starved for longer is dead: the leader
+	// releases its batches to other claimers (the jobs it was running use
+	// an attempt) at most ProcessLease plus a maintenance round after its
+	// last renewal. If it comes back, it takes a new identity; the jobs it
+	// still runs under the old one are cancelled (ErrIdentityLost) and
+	// their outcomes dropped.
+	ProcessLease time.Duration
+	// LeaderLease is how long the maintenance leader's term lasts without
+	// renewal (default 10s, 1s to 1h); the leader renews it at each
+	// maintenance round. If the leader stops making rounds (killed,
+	// stopped, cut off, stuck), another process takes over at most
+	// LeaderLease plus a second after its last renewal, and the old
+	// leader, should it resume, is refused every maintenance step and
+	// steps down.
+	LeaderLease time.Duration
 	// MaxBatchJobs caps the jobs one claim takes (default 1000, and never
 	// more than the queue's MaxWorkers): a bulk insert is shared by every
 	// process working its queue.
@@ -159,6 +178,8 @@ const (
 	DefaultRotateAfter        = 10 * time.Second   // Config.RotateAfter
 	DefaultMaintenanceEvery   = time.Second        // Config.MaintenanceEvery
 	DefaultStuckAfter         = time.Hour          // Config.StuckAfter
+	DefaultProcessLease       = 15 * time.Second   // Config.ProcessLease
+	DefaultLeaderLease        = 10 * time.Second   // Config.LeaderLease
 	DefaultMaxBatchJobs       = 1000               // Config.MaxBatchJobs
 	DefaultMaxBatchBytes      = 8 << 20            // Config.MaxBatchBytes
 	DefaultStarveAfter        = 5 * time.Second    // Config.StarveAfter
@@ -194,7 +215,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		v    time.Duration
 	}{{"PollInterval", cfg.PollInterval}, {"RotateAfter", cfg.RotateAfter}, {"MaintenanceEvery", cfg.MaintenanceEvery},
 		{"StuckAfter", cfg.StuckAfter}, {"StarveAfter", cfg.StarveAfter}, {"CompletedRetention", cfg.CompletedRetention},
-		{"DiscardedRetention", cfg.DiscardedRetention}} {
+		{"DiscardedRetention", cfg.DiscardedRetention}, {"ProcessLease", cfg.ProcessLease}, {"LeaderLease", cfg.LeaderLease}} {
 		if d.v < 0 {
 			return cfg, fmt.Errorf("millrace: Config.%s must not be negative", d.name)
 		}
@@ -215,6 +236,16 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.MaintenanceEvery, DefaultMaintenanceEvery)
 	def(&cfg.StuckAfter, DefaultStuckAfter)
 	def(&cfg.StarveAfter, DefaultStarveAfter)
+	def(&cfg.ProcessLease, DefaultProcessLease)
+	def(&cfg.LeaderLease, DefaultLeaderLease)
+	for _, l := range []struct {
+		name string
+		v    time.Duration
+	}{{"ProcessLease", cfg.ProcessLease}, {"LeaderLease", cfg.LeaderLease}} {
+		if l.v < time.Second || l.v > time.Hour {
+			return cfg, fmt.Errorf("millrace: Config.%s must be 1s to 1h", l.name)
+		}
+	}
 	if cfg.CompletedRetention > 70*time.Hour {
 		return cfg, errors.New("millrace: Config.CompletedRetention must be at most 70h")
 	}
@@ -305,13 +336,21 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	ws := c.cfg.Workers
 	handle := c.wrapWork(ws.handle)
+	var sess *session.Session
+	fresh := func() bool { return sess == nil || sess.Fresh() }
 	c.workers = pool.New(pool.Config{Store: c.store, Queues: queues, Handle: handle, Logger: c.cfg.Logger,
 		Backoff: c.cfg.Backoff, Poll: c.cfg.PollInterval, OnClaim: c.cfg.OnClaim,
 		MaxBatchJobs: c.cfg.MaxBatchJobs, MaxBatchBytes: c.cfg.MaxBatchBytes, OnFailure: c.onFailure,
-		Policy: ws.policy, OnAcked: c.events.publishAcks, Starve: c.cfg.StarveAfter})
+		Policy: ws.policy, OnAcked: c.events.publishAcks, Starve: c.cfg.StarveAfter, Fresh: fresh})
 	promoter := maint.NewPromoter(c.store, c.cfg.Logger)
 	runCtx, cancel := context.WithCancel(context.Background())
 	sess, err := session.Start(ctx, runCtx, session.Config{
+		Store: c.store, ProcessLease: c.cfg.ProcessLease, LeaderLease: c.cfg.LeaderLease,
+		Lost: func(old int32) {
+			if n := c.workers.Abandon(old); n > 0 {
+				c.cfg.Logger.Warn("millrace: jobs of the lost identity were cancelled; they run again elsewhere", "jobs", n)
+			}
+		},
 		Connect: func(ctx context.Context) (*pgx.Conn, error) {
 			// The session sets what it needs (TCP keepalives, no idle
 			// timeout) with statements once connected, not as startup
@@ -339,14 +378,29 @@ func (c *Client) Start(ctx context.Context) error {
 				c.workers.Wake(payload)
 			}
 		},
-		Lead: func(ctx context.Context) {
+		Lead: func(ctx context.Context, owner int32, term int64) {
 			periodic, err := c.periodicJobs()
 			if err != nil {
 				c.cfg.Logger.Error("millrace: periodic jobs not run", "err", err)
 			}
-			go promoter.Run(ctx)
-			maint.Run(ctx, maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
-				RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter, Periodic: periodic})
+			lctx, stop := context.WithCancel(ctx)
+			defer stop()
+			promoted := make(chan error, 1)
+			go func() {
+				err := promoter.Run(lctx, term)
+				stop() // a refused term ends the rounds too
+				promoted <- err
+			}()
+			err = maint.Run(lctx, maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
+				RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter,
+				Periodic: periodic, Owner: owner, Term: term, LeaderLease: c.cfg.LeaderLease})
+			stop()
+			if perr := <-promoted; errors.Is(perr, maint.ErrLostLead) {
+				err = perr
+			}
+			if errors.Is(err, maint.ErrLostLead) {
+				c.cfg.Logger.Warn("millrace: this process no longer leads (its term is over); stepping down", "process", owner, "term", term)
+			}
 		},
 	})
 	if err != nil {

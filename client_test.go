@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv("MILLRACE_STRESS_WORKER"); url != "" {
 		stressWorker(url) // a worker process of TestCrashStress; never returns
 	}
+	if url := os.Getenv("MILLRACE_LEASE_CHILD"); url != "" {
+		leaseChild(url) // a client process of lease_test.go; never returns
+	}
 	if url := os.Getenv("MILLRACE_TEST_WORKER"); url != "" {
 		testWorker(url, os.Getenv("MILLRACE_TEST_QUEUE")) // a worker process of faults_test.go; never returns
 	}

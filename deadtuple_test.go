@@ -103,48 +103,17 @@ func TestDeadTupleContract(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A second process whose connections are killed while it holds a
-	// batch: its jobs must be rescued by the leader.
-	vcfg, _ := pgxpool.ParseConfig(url)
-	vcfg.ConnConfig.RuntimeParams["application_name"] = "victim"
-	vpool, err := pgxpool.NewWithConfig(ctx, vcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vpool.Close()
-	release := make(chan struct{})
-	var victimStarted atomic.Int64
-	var victimKilled atomic.Bool
-	vworkers := millrace.NewWorkers()
-	millrace.AddWorker(vworkers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
-		if victimKilled.Load() {
-			// The victim lives on under a new identity and may adopt its
-			// own released batch: that run counts like any other.
-			if _, dup := ran.LoadOrStore(j.Args.N, true); !dup {
-				completed.Add(1)
-			}
-			return nil
-		}
-		victimStarted.Add(1)
-		<-release
-		return nil
-	}))
-	victim, _ := millrace.NewClient(vpool, millrace.Config{Workers: vworkers, Logger: quietLogger(),
-		Queues: map[string]millrace.QueueConfig{"victim": {MaxWorkers: 100}}, MaintenanceEvery: time.Hour})
-	if err := victim.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// A second process, killed (SIGKILL) while it runs jobs: its batches
+	// must be rescued by the leader once its lease runs out, the jobs it
+	// was running charged an attempt.
 	for i := 0; i < 50; i++ {
-		if _, err := victim.Insert(ctx, countArgs{N: total + i}, &millrace.InsertOpts{Queue: "victim"}); err != nil {
+		if _, err := client.Insert(ctx, countArgs{N: total + i}, &millrace.InsertOpts{Queue: "victim"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the victim to start its jobs", 20*time.Second, func() bool { return victimStarted.Load() == 50 })
-	// "Kill" the victim process: all its connections end at once.
-	victimKilled.Store(true)
-	if _, err := pool.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'victim'"); err != nil {
-		t.Fatal(err)
-	}
+	victim := startWorkerProcess(t, pool, "victim", 10, "MILLRACE_TEST_LEASE=2s")
+	victim.Process.Kill()
+	victim.Wait()
 	if err := client.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +194,6 @@ func TestDeadTupleContract(t *testing.T) {
 			}
 			return fmt.Sprintf("%d of %d completed; first missing: %v", completed.Load(), want, missing)
 		})
-	close(release) // the victim's stale handlers return now: their acks must be fenced
 	var rotations int64
 	waitFor(t, "four rotations", 30*time.Second, func() bool {
 		st, err := millrace.ReadStats(ctx, pool)
@@ -242,9 +210,6 @@ func TestDeadTupleContract(t *testing.T) {
 	if err := client.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	victim.Stop(sctx)
-	cancel()
 	for i := 0; i < total+50; i++ {
 		if _, ok := ran.Load(i); !ok && !(i < total && i%100 == 2) {
 			t.Fatalf("job %d never completed", i)
@@ -263,7 +228,6 @@ func TestDeadTupleContract(t *testing.T) {
 	// fails the test rather than let it pass.
 	client.Stop(ctx)
 	pool.Reset()
-	vpool.Close()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -403,17 +367,18 @@ func protocolPaths(t *testing.T, pool *pgxpool.Pool) {
 			t.Fatal(err)
 		}
 	}
-	conn, err := pgx.Connect(ctx, pool.Config().ConnString())
+	live, err := s.Register(ctx, "live", "h", 1, time.Hour) // a live holder
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	conn.Exec(ctx, "SELECT pg_advisory_lock($1, 900002)", storage.LockSpace) // a live holder
-	stuck, err := claimOne(s, ctx, "paths-stuck", 900002, 1, false, lim)
+	if ok, err := s.Beat(ctx, live, time.Hour); err != nil || !ok {
+		t.Fatalf("heartbeat: %v %v", ok, err)
+	}
+	stuck, err := claimOne(s, ctx, "paths-stuck", live, 1, false, lim)
 	if err != nil || stuck == nil {
 		t.Fatalf("claim: %v", err)
 	}
-	if rel, err := s.Rescue(ctx, time.Nanosecond); err != nil || len(rel) == 0 {
+	if rel, err := s.Rescue(ctx, 0, time.Nanosecond); err != nil || len(rel) == 0 {
 		t.Fatalf("stuck release: %v %+v", err, rel)
 	}
 	adopted, err := claimOne(s, ctx, "paths-stuck", 900003, 1, false, lim)
@@ -424,7 +389,7 @@ func protocolPaths(t *testing.T, pool *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	var gens int
-	if _, err := s.Promote(ctx, 1); err != nil {
+	if _, err := s.Promote(ctx, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.sched_gen").Scan(&gens)

@@ -306,9 +306,11 @@ func checkOnce(t *testing.T, s *seen, n int) {
 
 // TestIdleSessionTimeout: the worker role has idle_session_timeout = 1s,
 // and jobs run for 3 s. The session connection of a process sits idle by
-// design (it listens and holds the liveness and leader locks): the server
-// must not close it, and a live process keeps its batches. Each job runs
-// exactly once, and no process loses its session.
+// design (it listens): the server must not close it (notifications would
+// be missed while it reconnects), and a live process keeps its batches
+// (its lease is renewed through the pool, whose idle connections the
+// server closes). Each job runs exactly once, and no process loses its
+// session connection.
 func TestIdleSessionTimeout(t *testing.T) {
 	owner := newDB(t)
 	url := testkit.LoginAs(t, owner, "millrace_worker")
@@ -335,8 +337,9 @@ func TestIdleSessionTimeout(t *testing.T) {
 
 // TestSessionReconnectKeepsIdentity: the backend of a process's session
 // connection is ended while the process runs its jobs. The process is
-// alive: it connects again, takes its identity (its liveness lock) back,
-// and keeps its batches; each job runs exactly once.
+// alive (its liveness is its lease, renewed through the pool): it connects
+// again, keeps its identity and its batches, and renews its lease under
+// the same identity; each job runs exactly once.
 func TestSessionReconnectKeepsIdentity(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
@@ -353,31 +356,44 @@ func TestSessionReconnectKeepsIdentity(t *testing.T) {
 		pool.QueryRow(ctx, "SELECT count(*) FROM millrace.jobs WHERE state = 'running'").Scan(&running)
 		return running == n
 	})
-	// The session's backend: the holder of the process's liveness lock
-	// (key 0 is the leader lock, held on the same connection).
-	holder := func() (pid, id int) {
-		pool.QueryRow(ctx, `SELECT pid, objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND classid = 1836412274
-			AND objsubid = 2 AND objid <> 0 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&pid, &id)
+	// The session's backend: the one named as the session of a millrace
+	// process, and the process it names.
+	session := func() (pid, id int) {
+		pool.QueryRow(ctx, `SELECT pid, substr(application_name, length($1) + 1)::int FROM pg_stat_activity
+			WHERE datname = current_database() AND starts_with(application_name, $1)`, "millrace process ").Scan(&pid, &id)
 		return pid, id
 	}
-	pid, id := holder()
-	if pid == 0 {
-		t.Fatal("no liveness lock held")
+	var pid, id int
+	waitFor(t, "the session connection to name itself", 10*time.Second, func() bool { pid, id = session(); return pid != 0 })
+	var registered int
+	if err := pool.QueryRow(ctx, "SELECT id FROM millrace.process").Scan(&registered); err != nil || registered != id {
+		t.Fatalf("the registered process is %d (%v); the session names %d", registered, err, id)
 	}
+	var beats int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.heartbeat WHERE process = $1", id).Scan(&beats)
 	if _, err := pool.Exec(ctx, "SELECT pg_terminate_backend($1, 5000)", pid); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the session to be restored", 10*time.Second, func() bool {
-		p, _ := holder()
+		p, _ := session()
 		return p != 0 && p != pid
 	})
-	_, id2 := holder()
+	_, id2 := session()
 	t.Logf("identity %d, then %d", id, id2)
 	if id2 != id {
 		t.Errorf("the process's identity changed from %d to %d", id, id2)
 	}
+	waitFor(t, "the lease to be renewed under the same identity", 10*time.Second, func() bool {
+		var now int
+		pool.QueryRow(ctx, "SELECT count(*) FROM millrace.heartbeat WHERE process = $1", id).Scan(&now)
+		return now > beats
+	})
 	waitFor(t, "every job to finish", 30*time.Second, func() bool { return finished(pool) >= n })
-	time.Sleep(500 * time.Millisecond) // a duplicate would have started by now
+	var processes int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.process").Scan(&processes)
+	if processes != 1 {
+		t.Errorf("%d processes registered, want 1", processes)
+	}
 	checkOnce(t, s, n)
 	if kept.Load() != 1 {
 		t.Errorf("%d restorations logged, want 1", kept.Load())
@@ -509,9 +525,8 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 
 // TestPgBouncerKilledWorker: a worker process whose pool goes through
 // PgBouncer in transaction mode is killed (SIGKILL) while it runs jobs.
-// Its liveness lock was on its direct session connection, which dies with
-// it: its jobs run again in another process within 30 s, not after
-// StuckAfter (1 h).
+// Its lease, renewed through the pooler, runs out (15 s): its jobs run
+// again in another process within 30 s, not after StuckAfter (1 h).
 func TestPgBouncerKilledWorker(t *testing.T) {
 	ctx := context.Background()
 	owner := newDB(t)

@@ -284,8 +284,11 @@ func testWorker(url, queue string) {
 		pool.Exec(ctx, "INSERT INTO started_job (n, pid) VALUES ($1, $2)", j.Args.N, os.Getpid())
 		select {}
 	}))
+	// MILLRACE_TEST_LEASE sets the process and leader leases (default:
+	// the library's).
+	lease, _ := time.ParseDuration(os.Getenv("MILLRACE_TEST_LEASE"))
 	c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
-		Queues: map[string]millrace.QueueConfig{queue: {MaxWorkers: 10}}})
+		Queues: map[string]millrace.QueueConfig{queue: {MaxWorkers: 10}}, ProcessLease: lease, LeaderLease: lease})
 	if err != nil {
 		os.Exit(4)
 	}
@@ -295,16 +298,16 @@ func testWorker(url, queue string) {
 	select {}
 }
 
-// startWorkerProcess runs testWorker in a child process and waits until it
-// has started n jobs.
-func startWorkerProcess(t *testing.T, pool *pgxpool.Pool, queue string, n int) *exec.Cmd {
+// startWorkerProcess runs testWorker in a child process (with env added to
+// its environment) and waits until it has started n jobs.
+func startWorkerProcess(t *testing.T, pool *pgxpool.Pool, queue string, n int, env ...string) *exec.Cmd {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS started_job (n int, pid int)"); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "MILLRACE_TEST_WORKER="+pool.Config().ConnString(), "MILLRACE_TEST_QUEUE="+queue)
+	cmd.Env = append(append(os.Environ(), "MILLRACE_TEST_WORKER="+pool.Config().ConnString(), "MILLRACE_TEST_QUEUE="+queue), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 // Package maint runs the protocol's maintenance in the leader process, at
-// maintenance cadence: promote due scheduled jobs, release the batches of
-// dead or stuck holders to any claimer, and rotate and reclaim the ring.
-// Nothing here runs per job.
+// maintenance cadence: renew the leader's term, promote due scheduled jobs,
+// release the batches of dead or stuck holders to any claimer, and rotate
+// and reclaim the ring. Every step passes the leader's term, and the first
+// step refused for it (the term is over) ends the loop. Nothing here runs
+// per job.
 package maint
 
 import (
@@ -20,6 +22,14 @@ import (
 type Config struct {
 	Store  *storage.Store
 	Logger *slog.Logger
+	// Owner is the leading process and Term its leader term (0: an
+	// operator's rounds, not fenced, never renewed).
+	Owner int32
+	Term  int64
+	// LeaderLease is how long each renewal extends the term (default
+	// storage.DefaultLeaderLease). A round renews it first, at most once a
+	// second: a leader that stops making rounds loses its term.
+	LeaderLease time.Duration
 	// Every is the maintenance cadence (default 1s).
 	Every time.Duration
 	// RotateAfter is the life of a slot as current, and the grace before
@@ -94,20 +104,31 @@ func (cfg *Config) defaults() {
 	if cfg.ListenerStuckAfter <= 0 {
 		cfg.ListenerStuckAfter = time.Minute
 	}
+	if cfg.LeaderLease <= 0 {
+		cfg.LeaderLease = storage.DefaultLeaderLease
+	}
 }
 
-// Run loops until ctx ends. It is called only while this process holds the
-// leader lock; errors are logged and retried at the next round.
-func Run(ctx context.Context, cfg Config) {
+// ErrLostLead is returned by Run and Step when the leader's term is over
+// (another process took over, or the lease ran out before a renewal): the
+// process must stop leading.
+var ErrLostLead = storage.ErrFenced
+
+// Run loops until ctx ends or the term is over (it returns ErrLostLead).
+// It is called only while this process holds a leader term; other errors
+// are logged and retried at the next round.
+func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	m := New(cfg)
 	t := time.NewTicker(cfg.Every)
 	defer t.Stop()
 	for {
-		m.Step(ctx)
+		if err := m.Step(ctx); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case <-t.C:
 		}
 	}
@@ -140,35 +161,66 @@ func New(cfg Config) *Maintainer {
 		holders: map[holderKey]time.Time{}, writers: map[int32]time.Time{}}
 }
 
-// Step runs one round of maintenance.
-func (m *Maintainer) Step(ctx context.Context) {
+// Step runs one round of maintenance: it renews the leader's term, then
+// runs each step under it. It returns ErrLostLead (and does nothing more)
+// once the term is over.
+func (m *Maintainer) Step(ctx context.Context) error {
 	cfg := &m.cfg
-	if n, err := cfg.Store.Promote(ctx, cfg.CompactMin); err != nil {
+	renewed := cfg.Term == 0
+	if cfg.Term != 0 {
+		got, err := cfg.Store.Lead(ctx, cfg.Owner, cfg.Term, cfg.LeaderLease)
+		if err != nil {
+			if ctx.Err() == nil {
+				cfg.Logger.Warn("millrace: renewing the leader term failed", "term", cfg.Term, "err", err)
+			}
+			// Not renewed: the next round tries again, and the steps below
+			// are refused if the term ran out meanwhile.
+		} else if got == 0 {
+			return ErrLostLead
+		} else {
+			renewed = true
+		}
+	}
+	fencedErr := func(err error) bool { return storage.IsFenced(err) }
+	if n, err := cfg.Store.Promote(ctx, cfg.Term, cfg.CompactMin); fencedErr(err) {
+		return ErrLostLead
+	} else if err != nil {
 		if ctx.Err() == nil {
 			cfg.Logger.Warn("millrace: promoting scheduled jobs failed", "err", err)
 		}
 	} else if n > 0 {
 		cfg.Logger.Debug("millrace: promoted scheduled jobs", "n", n)
 	}
-	released, err := cfg.Store.Rescue(ctx, cfg.StuckAfter)
+	released, err := cfg.Store.Rescue(ctx, cfg.Term, cfg.StuckAfter)
+	if fencedErr(err) {
+		return ErrLostLead
+	}
 	if err != nil && ctx.Err() == nil {
 		cfg.Logger.Warn("millrace: rescue failed", "err", err)
 	}
 	for _, r := range released {
 		lvl := slog.LevelInfo
-		if r.Reason == "stuck" {
+		if r.Reason == "stuck" || r.Charged > 0 {
 			lvl = slog.LevelWarn
 		}
 		cfg.Logger.Log(ctx, lvl, "millrace: released a batch to other claimers", "queue", r.Queue, "tick", r.TickID,
-			"holder", r.Owner, "reason", r.Reason)
+			"holder", r.Owner, "reason", r.Reason, "running_jobs_charged_an_attempt", r.Charged)
 		if cfg.OnRelease != nil {
 			cfg.OnRelease(r)
 		}
 	}
-	m.runPeriodic(ctx)
-	m.watchListeners(ctx)
+	if err := m.runPeriodic(ctx); err != nil {
+		return err
+	}
+	if renewed {
+		// Not fenced by the server: only in a round whose term was
+		// renewed (or an operator's round).
+		m.watchListeners(ctx)
+	}
 	if time.Since(m.tallied) >= cfg.TallyEvery {
-		if n, ran, err := cfg.Store.Tally(ctx, cfg.TallyEvery); err != nil {
+		if n, ran, err := cfg.Store.Tally(ctx, cfg.Term, cfg.TallyEvery); fencedErr(err) {
+			return ErrLostLead
+		} else if err != nil {
 			if ctx.Err() == nil {
 				cfg.Logger.Warn("millrace: tallying history failed", "err", err)
 			}
@@ -183,7 +235,9 @@ func (m *Maintainer) Step(ctx context.Context) {
 	// administrator's), about once a minute.
 	if time.Since(m.expired) >= time.Minute {
 		m.expired = time.Now()
-		if n, err := cfg.Store.ExpireHistory(ctx); err != nil {
+		if n, err := cfg.Store.ExpireHistory(ctx, cfg.Term); fencedErr(err) {
+			return ErrLostLead
+		} else if err != nil {
 			if ctx.Err() == nil {
 				cfg.Logger.Warn("millrace: expiring history failed", "err", err)
 			}
@@ -192,15 +246,18 @@ func (m *Maintainer) Step(ctx context.Context) {
 		}
 	}
 	start := time.Now()
-	actions, err := cfg.Store.Rotate(ctx, cfg.RotateAfter)
+	actions, err := cfg.Store.Rotate(ctx, cfg.Term, cfg.RotateAfter)
 	if took := time.Since(start); took > 100*time.Millisecond {
 		cfg.Logger.Info("millrace: slow rotation round", "took", took.Round(time.Millisecond), "actions", len(actions))
+	}
+	if fencedErr(err) {
+		return ErrLostLead
 	}
 	if err != nil {
 		if ctx.Err() == nil {
 			cfg.Logger.Warn("millrace: rotation failed", "err", err)
 		}
-		return
+		return nil
 	}
 	seen := map[holderKey]bool{}
 	for _, a := range actions {
@@ -227,6 +284,7 @@ func (m *Maintainer) Step(ctx context.Context) {
 	if cfg.OnRotate != nil {
 		cfg.OnRotate(actions)
 	}
+	return nil
 }
 
 // holderPID finds the backends a rotation names as holding a slot.
@@ -326,8 +384,9 @@ func (m *Maintainer) warnBehind(ctx context.Context, a storage.RingAction, holde
 // runPeriodic enqueues the due slot of every periodic job: the latest slot
 // at or before now that comes after the newest one enqueued (slots missed
 // while no leader ran are skipped, not replayed). The database's primary
-// key on (name, slot) makes each slot run once across leaders.
-func (m *Maintainer) runPeriodic(ctx context.Context) {
+// key on (name, slot) makes each slot run once across leaders. It returns
+// ErrLostLead when the term is over.
+func (m *Maintainer) runPeriodic(ctx context.Context) error {
 	now := time.Now()
 	for _, p := range m.cfg.Periodic {
 		last, ok := m.last[p.Name]
@@ -360,7 +419,10 @@ func (m *Maintainer) runPeriodic(ctx context.Context) {
 			m.last[p.Name] = slot
 			continue
 		}
-		id, inserted, err := m.cfg.Store.PeriodicRun(ctx, p.Name, slot, j)
+		id, inserted, err := m.cfg.Store.PeriodicRun(ctx, m.cfg.Term, p.Name, slot, j)
+		if storage.IsFenced(err) {
+			return ErrLostLead
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				m.cfg.Logger.Warn("millrace: enqueuing periodic job failed", "name", p.Name, "slot", slot, "err", err)
@@ -372,6 +434,7 @@ func (m *Maintainer) runPeriodic(ctx context.Context) {
 			m.cfg.Logger.Debug("millrace: periodic job enqueued", "name", p.Name, "slot", slot, "job", id)
 		}
 	}
+	return nil
 }
 
 // Promoter promotes scheduled jobs as they fall due: it sleeps until the
@@ -413,12 +476,15 @@ func (p *Promoter) Kick() {
 	}
 }
 
-// Run promotes until ctx ends.
-func (p *Promoter) Run(ctx context.Context) {
+// Run promotes under leader term term until ctx ends, or until the term
+// is over (it returns ErrLostLead).
+func (p *Promoter) Run(ctx context.Context, term int64) error {
 	for ctx.Err() == nil {
 		wait := p.MaxWait
 		round := time.Now()
-		if _, err := p.Store.Promote(ctx, p.CompactMin); err != nil {
+		if _, err := p.Store.Promote(ctx, term, p.CompactMin); storage.IsFenced(err) {
+			return ErrLostLead
+		} else if err != nil {
 			if ctx.Err() == nil {
 				p.Logger.Warn("millrace: promoting scheduled jobs failed", "err", err)
 			}
@@ -429,7 +495,7 @@ func (p *Promoter) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return ctx.Err()
 		case <-p.kick:
 			// A schedule changed: promote soon, but not more often than
 			// every MinGap.
@@ -438,7 +504,7 @@ func (p *Promoter) Run(ctx context.Context) {
 				select {
 				case <-ctx.Done():
 					t.Stop()
-					return
+					return ctx.Err()
 				case <-t.C:
 				}
 			}
@@ -446,16 +512,20 @@ func (p *Promoter) Run(ctx context.Context) {
 		}
 		t.Stop()
 	}
+	return ctx.Err()
 }
 
 // watchListeners looks, while PostgreSQL's notification queue is in use,
 // for backends blocked writing to a client that does not read
 // (wait_event ClientWrite): a listener whose process is stopped keeps the
 // queue from being emptied. It names each one once it has been blocked at
-// every round for ListenerStuckAfter, and ends it if it is the session of
-// a millrace process (it holds a liveness lock). Seeing another role's
-// wait_event needs the same role or pg_read_all_stats; ending its backend,
-// the same role or pg_signal_backend.
+// every round for ListenerStuckAfter, and ends it if it is the session
+// connection of a millrace process (its application_name is
+// storage.SessionName of the process). Ending it decides nothing about
+// the process: its liveness is its lease, and it connects again if it
+// resumes. Seeing another role's wait_event needs the same role or
+// pg_read_all_stats; ending its backend, the same role or
+// pg_signal_backend.
 func (m *Maintainer) watchListeners(ctx context.Context) {
 	pool := m.cfg.Store.Pool
 	var usage float64
@@ -464,11 +534,10 @@ func (m *Maintainer) watchListeners(ctx context.Context) {
 		return
 	}
 	rows, err := pool.Query(ctx, `SELECT a.pid, coalesce(a.usename::text, '?'), coalesce(a.application_name, ''),
-		(SELECT l.objid::bigint FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted
-		   AND l.classid = $1::oid AND l.objsubid = 2 AND l.objid <> 0
-		   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) LIMIT 1)
+		CASE WHEN starts_with(a.application_name, $1) AND substr(a.application_name, length($1) + 1) ~ '^[0-9]{1,9}$'
+		     THEN substr(a.application_name, length($1) + 1)::bigint END
 		FROM pg_stat_activity a
-		WHERE a.wait_event = 'ClientWrite' AND a.pid <> pg_backend_pid()`, int64(storage.LockSpace))
+		WHERE a.wait_event = 'ClientWrite' AND a.pid <> pg_backend_pid()`, storage.SessionNamePrefix)
 	if err != nil {
 		return
 	}
@@ -526,7 +595,7 @@ func (m *Maintainer) watchListeners(ctx context.Context) {
 			continue
 		}
 		delete(m.writers, w.pid)
-		m.cfg.Logger.Warn("millrace: ended the session of a process that has not read its notifications (stopped?); its batches are released as a dead process's", attrs...)
+		m.cfg.Logger.Warn("millrace: ended the session connection of a process that has not read its notifications (stopped?); its batches go to others once its lease runs out", attrs...)
 		if m.cfg.OnEndListener != nil {
 			m.cfg.OnEndListener(w.pid)
 		}

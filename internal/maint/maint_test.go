@@ -185,8 +185,9 @@ func TestHoldersNamedWithRoleAndAge(t *testing.T) {
 	t.Log(lead(regexp.MustCompile(`holders=".*idle in transaction, transaction open (\d+) s`)))
 }
 
-// TestStoppedListenerIsEnded: the session of a millrace process (it holds
-// a liveness lock and LISTENs) stops reading: its process is stopped.
+// TestStoppedListenerIsEnded: the session connection of a millrace
+// process (named storage.SessionName of its process, it LISTENs) stops
+// reading: its process is stopped.
 // Notifications fill its socket and its backend blocks writing them, and
 // PostgreSQL's notification queue cannot be emptied past it. The leader
 // (the same role) names it and ends it once it has been blocked for
@@ -203,14 +204,14 @@ func TestStoppedListenerIsEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	workerURL := loginRole(t, owner, base, "w", "millrace_worker")
-	// The stopped process's session: it takes a liveness lock and listens,
-	// then nothing on this side reads from it.
+	// The stopped process's session: it names itself as the session of
+	// process 987654 and listens, then nothing on this side reads from it.
 	stopped, err := pgx.Connect(ctx, workerURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stopped.Close(ctx)
-	if _, err := stopped.Exec(ctx, "SELECT pg_advisory_lock($1, 987654)", storage.LockSpace); err != nil {
+	if _, err := stopped.Exec(ctx, "SELECT set_config('application_name', $1, false)", storage.SessionName(987654)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := stopped.Exec(ctx, "LISTEN millrace"); err != nil {

@@ -1,8 +1,9 @@
 // Package notifier wakes idle consumers. A Listener owns one long-lived
-// connection that LISTENs on the millrace channel (the same connection
-// carries the process's liveness lock); a Sender coalesces the NOTIFYs of a
-// producer process so that a burst of jobs costs one NOTIFY per queue per
-// few milliseconds instead of one per job (per-job NOTIFY serializes commits).
+// connection that LISTENs on the millrace channel (the process's session
+// connection; the process's liveness is a lease and does not depend on
+// it); a Sender coalesces the NOTIFYs of a producer process so that a
+// burst of jobs costs one NOTIFY per queue per few milliseconds instead of
+// one per job (per-job NOTIFY serializes commits).
 package notifier
 
 import (
@@ -25,7 +26,8 @@ const (
 // Listen runs on conn until ctx ends or the connection fails: it calls wake
 // with the channel and payload of every notification, and every at most
 // `every` it calls tick with the connection (for work that must run on it,
-// such as trying the leader lock). It returns the error that ended it.
+// such as a ping that keeps it from sitting idle). It returns the error
+// that ended it.
 func Listen(ctx context.Context, conn *pgx.Conn, every time.Duration, wake func(channel, payload string), tick func(ctx context.Context, conn *pgx.Conn) error) error {
 	for _, ch := range []string{Channel, SchedChannel, CancelChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {

@@ -1,7 +1,9 @@
 // Package pool runs a process's workers: per queue, one claimer that takes
-// whole batches and a fixed number of workers that run their jobs; one acker
-// that appends every job's outcome in bulk a few milliseconds after it is
-// known and closes each batch when its last job is acked.
+// whole batches and a fixed number of workers that run their jobs; one
+// marker that records, before their handlers run, the jobs about to start
+// (in bulk: the workers starting at the same time share a round trip); one
+// acker that appends every job's outcome in bulk a few milliseconds after
+// it is known and closes each batch when its last job is acked.
 package pool
 
 import (
@@ -136,6 +138,9 @@ type Config struct {
 	// TimeoutGrace is how long a job may run on after its timeout, its
 	// context cancelled, before it is abandoned (default 2s).
 	TimeoutGrace time.Duration
+	// Fresh says the process is surely alive (its lease was renewed
+	// recently): claims wait while it says no (nil: always).
+	Fresh func() bool
 }
 
 // item is one job of a leased batch.
@@ -147,6 +152,14 @@ type item struct {
 // running is a job being worked in this process.
 type running struct {
 	cancel context.CancelCauseFunc
+	owner  int32 // the identity whose batch it belongs to
+}
+
+// startReq asks the marker to record that a job starts; ok says whether
+// it may (false: its batch was released meanwhile, or the pool stops).
+type startReq struct {
+	it *item
+	ok chan bool
 }
 
 // batch tracks a leased batch until every job has an ack.
@@ -170,7 +183,8 @@ type Pool struct {
 	owner  atomic.Int32
 	queues map[string]*queue
 
-	acks chan storage.Ack
+	acks   chan storage.Ack
+	starts chan startReq
 
 	claimCtx    context.Context
 	stopClaims  context.CancelFunc
@@ -220,7 +234,8 @@ func New(cfg Config) *Pool {
 	if cfg.TimeoutGrace <= 0 {
 		cfg.TimeoutGrace = 2 * time.Second
 	}
-	p := &Pool{cfg: cfg, queues: map[string]*queue{}, running: map[int64]*running{}, acks: make(chan storage.Ack, 4096), ackerDone: make(chan struct{}), ackStop: make(chan struct{})}
+	p := &Pool{cfg: cfg, queues: map[string]*queue{}, running: map[int64]*running{}, acks: make(chan storage.Ack, 4096),
+		starts: make(chan startReq, 256), ackerDone: make(chan struct{}), ackStop: make(chan struct{})}
 	for name, n := range cfg.Queues {
 		p.queues[name] = &queue{name: name, workers: n, jobs: make(chan item, n), wake: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
 	}
@@ -236,12 +251,11 @@ func DefaultBackoff(attempt int) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-// SetOwner sets the process identity under which batches are claimed: 0
-// while the session connection is being restored (no claim is made, and no
-// job starts, until it is), then the same identity if the session took it
-// back, or a new one; jobs of batches leased under a lost identity that
-// have not started are dropped here, since they are released to other
-// claimers.
+// SetOwner sets the process identity under which batches are claimed. After
+// a lost identity (its lease ran out) the client registers a new one (0
+// meanwhile: no claim is made and no job starts); jobs of batches leased
+// under the old one that have not started are dropped here, since their
+// batches are released.
 func (p *Pool) SetOwner(id int32) {
 	p.owner.Store(id)
 	p.identityGen.Add(1)
@@ -263,8 +277,36 @@ func (p *Pool) Start() {
 		}
 	}
 	go p.acker()
+	go p.marker()
 	go p.pollCancels()
 }
+
+// Abandon stops the jobs running under identity owner, which the process
+// lost (its lease ran out, and its batches were released): their contexts
+// are cancelled (cause ErrIdentityLost) and an attempt cut short this way
+// writes no outcome; the jobs run again elsewhere. It returns how many
+// jobs it stopped.
+func (p *Pool) Abandon(owner int32) int {
+	p.runMu.Lock()
+	defer p.runMu.Unlock()
+	n := 0
+	for _, r := range p.running {
+		if r.owner == owner {
+			r.cancel(errIdentityLost)
+			n++
+		}
+	}
+	return n
+}
+
+// errIdentityLost is the cause of a job's context cancelled because its
+// process lost the identity that held its batch.
+var errIdentityLost = errors.New("millrace: this process lost its identity (its lease ran out); the job's batch went to others")
+
+// ErrIdentityLost is the context cause a job sees when its process's lease
+// ran out while it ran (the process was stopped or cut off for too long)
+// and its batch went to other processes.
+var ErrIdentityLost = errIdentityLost
 
 // CancelJob cancels the context of job id if it runs in this process (a
 // cancellation request reached it); it reports whether it did.
@@ -353,7 +395,9 @@ func (p *Pool) claim(q *queue) {
 			continue
 		}
 		owner := p.Owner()
-		if owner == 0 {
+		if owner == 0 || (p.cfg.Fresh != nil && !p.cfg.Fresh()) {
+			// No identity, or one that may be dead (the process was stopped
+			// or cut off): wait for a heartbeat to say.
 			select {
 			case <-ctx.Done():
 				return
@@ -438,15 +482,17 @@ func (p *Pool) work(q *queue) {
 		if p.claimCtx.Err() != nil {
 			return // stopping: no job starts after Stop; the batch is released
 		}
-		owner := p.Owner()
-		for owner == 0 && p.claimCtx.Err() == nil {
-			// The session is reconnecting: the identity is taken back (the
-			// job is ours) or replaced (it is not).
+		for p.cfg.Fresh != nil && !p.cfg.Fresh() && p.claimCtx.Err() == nil {
+			// The process may be dead in the others' eyes (it was stopped
+			// or cut off for half its lease or more): the next heartbeat
+			// says whether the batch is still its own.
 			time.Sleep(20 * time.Millisecond)
-			owner = p.Owner()
 		}
-		if it.batch.owner != owner {
+		if it.batch.owner != p.Owner() {
 			continue // leased under a lost identity: released to other claimers
+		}
+		if !p.markStarted(&it) {
+			continue // its batch was released meanwhile: it runs elsewhere
 		}
 		p.run(it)
 	}
@@ -474,7 +520,7 @@ func (p *Pool) run(it item) {
 		})
 	}
 	p.runMu.Lock()
-	p.running[it.job.ID] = &running{cancel: cancel}
+	p.running[it.job.ID] = &running{cancel: cancel, owner: it.batch.owner}
 	p.runMu.Unlock()
 	var err error
 	if timeout > 0 {
@@ -493,6 +539,11 @@ func (p *Pool) run(it item) {
 	if err != nil && p.stopping.Load() && p.jobCtx.Err() != nil && !errors.Is(cause, errCancelRequested) && !errors.Is(cause, errTimeout) {
 		// Cut short by shutdown: not an attempt. No ack; the job is
 		// released with the lease and runs again elsewhere.
+		return
+	}
+	if err != nil && errors.Is(cause, errIdentityLost) {
+		// Cut short because the process lost the batch's identity: the
+		// batch was released and the job runs again elsewhere.
 		return
 	}
 	if err != nil && run.completedTx.Load() && p.completedInTx(&it.job) {
@@ -902,4 +953,113 @@ func (p *Pool) StopAndCancel(ctx context.Context) error {
 	p.stopping.Store(true)
 	p.cancelJobs()
 	return p.Stop(ctx)
+}
+
+// markStarted records, through the marker, that job it is about to
+// start; it reports whether the job may start.
+func (p *Pool) markStarted(it *item) bool {
+	req := startReq{it: it, ok: make(chan bool, 1)}
+	select {
+	case p.starts <- req:
+	case <-p.claimCtx.Done():
+		return false
+	}
+	select {
+	case ok := <-req.ok:
+		return ok
+	case <-p.claimCtx.Done():
+		return false // stopping: no job starts after Stop
+	}
+}
+
+// marker writes the start marks of the jobs about to start, all those
+// waiting in one statement, and tells each worker whether its job may
+// start: a job whose batch was released meanwhile (fenced) does not.
+func (p *Pool) marker() {
+	for {
+		var first startReq
+		select {
+		case first = <-p.starts:
+		case <-p.claimCtx.Done():
+			// Stopping: no job starts after Stop; answer whoever waits.
+			for {
+				select {
+				case r := <-p.starts:
+					r.ok <- false
+				default:
+					return
+				}
+			}
+		}
+		reqs := []startReq{first}
+	drain:
+		for {
+			select {
+			case r := <-p.starts:
+				reqs = append(reqs, r)
+			default:
+				break drain
+			}
+		}
+		p.mark(reqs)
+	}
+}
+
+// mark writes one round of start marks and answers each request.
+func (p *Pool) mark(reqs []startReq) {
+	owner := p.Owner()
+	starts := make([]storage.Start, 0, len(reqs))
+	for _, r := range reqs {
+		if r.it.batch.owner != owner {
+			r.ok <- false // leased under a lost identity
+			continue
+		}
+		starts = append(starts, storage.Start{Batch: r.it.batch.Batch, Job: &r.it.job})
+	}
+	if len(starts) == 0 {
+		return
+	}
+	answer := func(fenced []int64, ok bool) {
+		for _, r := range reqs {
+			if r.it.batch.owner == owner {
+				r.ok <- ok && !slices.Contains(fenced, r.it.batch.TickID)
+			}
+		}
+	}
+	backoff := 5 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(p.claimCtx, 10*time.Second)
+		fenced, err := p.cfg.Store.MarkStarted(ctx, owner, starts)
+		cancel()
+		if err == nil {
+			for _, t := range fenced {
+				p.cfg.Logger.Warn("millrace: batch was released to another process; its jobs do not start here", "tick", t)
+				if p.cfg.OnFenced != nil {
+					p.cfg.OnFenced(t)
+				}
+			}
+			answer(fenced, true)
+			return
+		}
+		if p.claimCtx.Err() != nil {
+			answer(nil, false)
+			return
+		}
+		if !storage.Retryable(err) {
+			// The server refused the marks: run the jobs unmarked (a crash
+			// of this process while they run would not count an attempt)
+			// rather than hold them until StuckAfter.
+			p.cfg.Logger.Error("millrace: recording job starts failed; starting them unrecorded", "jobs", len(starts), "err", err)
+			answer(nil, true)
+			return
+		}
+		p.cfg.Logger.Warn("millrace: recording job starts failed; retrying", "jobs", len(starts), "err", err)
+		select {
+		case <-p.claimCtx.Done():
+			answer(nil, false)
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Second)
+	}
 }

@@ -9,9 +9,11 @@ import (
 
 // The maintenance steps below run at maintenance cadence (about once a
 // second) in the leader process only, each in its own READ COMMITTED
-// transaction with statement_timeout and lock_timeout off (see RunTx). They are the only statements of the
-// protocol allowed to take table locks beyond ROW EXCLUSIVE, and they take
+// transaction with statement_timeout and lock_timeout off (see RunTx).
+// They are the only statements of the protocol allowed to take table locks beyond ROW EXCLUSIVE, and they take
 // them with NOWAIT so that producers and consumers never queue behind them.
+// Each takes the caller's leader term and fails with ErrFenced (IsFenced)
+// once that term is over; term 0 is an operator's call, not fenced.
 
 // RingAction is one thing a rotation round did or could not do.
 type RingAction struct {
@@ -28,7 +30,7 @@ type RingAction struct {
 // what is still needed, and makes the next clean slot current once the
 // current one is after old. Nothing waits on a lock; what could not be done
 // is reported with its reason.
-func (s *Store) Rotate(ctx context.Context, after time.Duration) ([]RingAction, error) {
+func (s *Store) Rotate(ctx context.Context, term int64, after time.Duration) ([]RingAction, error) {
 	var out []RingAction
 	err := s.tx(ctx, func(rows pgx.Rows) error {
 		var err error
@@ -38,17 +40,17 @@ func (s *Store) Rotate(ctx context.Context, after time.Duration) ([]RingAction, 
 			return a, err
 		})
 		return err
-	}, "SELECT action, coalesce(segment, -1), detail FROM millrace.rotate($1)", after)
-	return out, err
+	}, "SELECT action, coalesce(segment, -1), detail FROM millrace.rotate($1, p_term => $2)", after, termArg(term))
+	return out, fenced(err)
 }
 
 // Promote moves scheduled jobs that are due into the current slot
 // (millrace.promote) and returns how many it moved. compactMin is the least
 // number of promotions between two compactions of the schedule.
-func (s *Store) Promote(ctx context.Context, compactMin int64) (int64, error) {
+func (s *Store) Promote(ctx context.Context, term, compactMin int64) (int64, error) {
 	var n int64
-	err := s.tx(ctx, scanOne(&n), "SELECT millrace.promote($1)", compactMin)
-	return n, err
+	err := s.tx(ctx, scanOne(&n), "SELECT millrace.promote($1, $2)", compactMin, termArg(term))
+	return n, fenced(err)
 }
 
 // Released is a batch the leader released to any claimer of its queue.
@@ -57,22 +59,27 @@ type Released struct {
 	TickID int64
 	Owner  int32  // the holder it was taken from
 	Reason string // "dead" or "stuck"
+	// Charged is how many of its jobs the dead holder had started and not
+	// finished: each used an attempt (and was discarded if it was its last).
+	Charged int
 }
 
-// Rescue releases the open batches whose holder is dead, or whose lease is
-// older than stuck, to any claimer of their queue (millrace.rescue).
-func (s *Store) Rescue(ctx context.Context, stuck time.Duration) ([]Released, error) {
+// Rescue releases the open batches whose holder is dead (its lease ran
+// out), or whose lease is older than stuck, to any claimer of their queue
+// (millrace.rescue); the jobs a dead holder was running are charged an
+// attempt.
+func (s *Store) Rescue(ctx context.Context, term int64, stuck time.Duration) ([]Released, error) {
 	var out []Released
 	err := s.tx(ctx, func(rows pgx.Rows) error {
 		var err error
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Released, error) {
 			var x Released
-			err := r.Scan(&x.Queue, &x.TickID, &x.Owner, &x.Reason)
+			err := r.Scan(&x.Queue, &x.TickID, &x.Owner, &x.Reason, &x.Charged)
 			return x, err
 		})
 		return err
-	}, "SELECT queue, tick_id, owner, reason FROM millrace.rescue($1)", stuck)
-	return out, err
+	}, "SELECT queue, tick_id, owner, reason, charged FROM millrace.rescue($1, $2)", stuck, termArg(term))
+	return out, fenced(err)
 }
 
 // RingStats describes the ring of slots.
@@ -113,10 +120,10 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, error) {
 
 // ExpireHistory truncates the history buckets older than the retention
 // the database holds (millrace.retention) and returns how many it emptied.
-func (s *Store) ExpireHistory(ctx context.Context) (int, error) {
+func (s *Store) ExpireHistory(ctx context.Context, term int64) (int, error) {
 	var n int
-	err := s.tx(ctx, scanOne(&n), "SELECT millrace.expire_history()")
-	return n, err
+	err := s.tx(ctx, scanOne(&n), "SELECT millrace.expire_history($1)", termArg(term))
+	return n, fenced(err)
 }
 
 // SetRetention sets history's retention (millrace.set_retention, an
@@ -144,12 +151,12 @@ func Retention(ctx context.Context, q Querier) (time.Duration, time.Duration, er
 // Tally runs a tally round of history counts (millrace.tally) if the
 // newest is at least every old; it returns the history rows it counted
 // and whether it ran.
-func (s *Store) Tally(ctx context.Context, every time.Duration) (int64, bool, error) {
+func (s *Store) Tally(ctx context.Context, term int64, every time.Duration) (int64, bool, error) {
 	var n *int64
 	// A round needs READ COMMITTED, whatever the database's default.
-	err := s.tx(ctx, scanOne(&n), "SELECT millrace.tally($1)", every)
+	err := s.tx(ctx, scanOne(&n), "SELECT millrace.tally($1, $2)", every, termArg(term))
 	if err != nil || n == nil {
-		return 0, false, err
+		return 0, false, fenced(err)
 	}
 	return *n, true, nil
 }
@@ -167,12 +174,13 @@ func (s *Store) PeriodicLast(ctx context.Context, name string) (time.Time, error
 // PeriodicRun enqueues job j as slot (name, at) of a periodic job unless
 // that slot was enqueued before (by any process); it reports whether it
 // inserted.
-func (s *Store) PeriodicRun(ctx context.Context, name string, at time.Time, j NewJob) (int64, bool, error) {
+func (s *Store) PeriodicRun(ctx context.Context, term int64, name string, at time.Time, j NewJob) (int64, bool, error) {
 	var id *int64
-	err := s.tx(ctx, scanOne(&id), "SELECT millrace.periodic_run($1, $2, $3, $4::jsonb, $5, $6, $7, $8)",
-		name, at, j.Kind, string(j.Args), j.Queue, int32(j.Priority), int32(j.MaxAttempts), int32(j.Timeout.Milliseconds()))
+	err := s.tx(ctx, scanOne(&id), "SELECT millrace.periodic_run($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9)",
+		name, at, j.Kind, string(j.Args), j.Queue, int32(j.Priority), int32(j.MaxAttempts), int32(j.Timeout.Milliseconds()),
+		termArg(term))
 	if err != nil || id == nil {
-		return 0, false, err
+		return 0, false, fenced(err)
 	}
 	return *id, true, nil
 }

@@ -19,10 +19,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// LockSpace is the first key of millrace's process and leader advisory
-// locks (millrace.lock_space() in SQL). Second keys: 0 the leader, a
-// process id for process liveness. Claims, fences, flushes and maintenance
-// each have their own key space (millrace.claim_space() and so on).
+// LockSpace is the first key of millrace's transaction-level advisory
+// locks on leases (millrace.lock_space() in SQL). Second keys: 0 leader
+// takeovers and renewals, a process id that process's heartbeats. Claims,
+// fences, flushes and maintenance each have their own key space
+// (millrace.claim_space() and so on).
 const LockSpace = 1836412274
 
 // Ack states, as stored in millrace.ack.state and millrace.finished.state.

@@ -79,9 +79,27 @@ func waitBlocked(t *testing.T, pool *pgxpool.Pool) {
 	})
 }
 
+// waitDead waits until process p's lease has run out.
+func waitDead(t *testing.T, pool *pgxpool.Pool, p int32) {
+	t.Helper()
+	for i := 0; ; i++ {
+		var alive bool
+		if err := pool.QueryRow(context.Background(), "SELECT millrace.process_alive($1)", p).Scan(&alive); err != nil {
+			t.Fatal(err)
+		}
+		if !alive {
+			return
+		}
+		if i > 1000 {
+			t.Fatalf("process %d is still alive", p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func rotate(t *testing.T, s *Store, after time.Duration) []RingAction {
 	t.Helper()
-	a, err := s.Rotate(context.Background(), after)
+	a, err := s.Rotate(context.Background(), 0, after)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,27 +280,23 @@ func TestRescueOfClaimCommittedAfterItsProcessDied(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
 	id := enqueue(t, s, pool, "q")
-	// Process 5 registers and holds its liveness lock on conn.
-	conn, err := pgx.Connect(ctx, pool.Config().ConnString())
+	// A process registers with a lease of a second.
+	p5, err := s.Register(ctx, "p5", "h", 1, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1, 5)", LockSpace); err != nil {
-		t.Fatal(err)
-	}
-	pool.Exec(ctx, "INSERT INTO millrace.process (id, name, host, pid) VALUES (5, 'p5', 'h', 1)")
-	// Someone holds the queue's claim lock, so process 5's claim waits.
+	// Someone holds the queue's claim lock, so its claim waits.
 	blocker, _ := pool.Begin(ctx)
 	defer blocker.Rollback(ctx)
 	blocker.Exec(ctx, "SELECT pg_advisory_xact_lock(millrace.claim_space(), hashtext('q'))")
 	claimed := make(chan *Batch, 1)
 	go func() {
-		b, _ := s.claimBatch(ctx, "q", 5, 1, false, noLimit)
+		b, _ := s.claimBatch(ctx, "q", p5, 1, false, noLimit)
 		claimed <- b
 	}()
 	waitBlocked(t, pool)
-	conn.Close(ctx) // process 5 dies
-	if _, err := s.Rescue(ctx, time.Hour); err != nil {
+	waitDead(t, pool, p5) // it dies: no heartbeat renews its lease
+	if _, err := s.Rescue(ctx, 0, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	var procs int
@@ -294,7 +308,7 @@ func TestRescueOfClaimCommittedAfterItsProcessDied(t *testing.T) {
 	if b := <-claimed; b == nil || len(b.Jobs) != 1 {
 		t.Fatalf("the late claim returned %+v", b)
 	}
-	rel, err := s.Rescue(ctx, time.Hour)
+	rel, err := s.Rescue(ctx, 0, time.Hour)
 	if err != nil || len(rel) != 1 || rel[0].Reason != "dead" {
 		t.Fatalf("rescue after the late claim: %v, %+v; want the batch released", err, rel)
 	}
@@ -310,14 +324,15 @@ func TestStuckBatchIsReleased(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
 	enqueue(t, s, pool, "q")
-	conn, _ := pgx.Connect(ctx, pool.Config().ConnString())
-	defer conn.Close(ctx)
-	conn.Exec(ctx, "SELECT pg_advisory_lock($1, 5)", LockSpace)
-	old, _ := s.claimBatch(ctx, "q", 5, 1, false, noLimit)
-	if rel, _ := s.Rescue(ctx, time.Hour); len(rel) != 0 {
+	live, err := s.Register(ctx, "live", "h", 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := s.claimBatch(ctx, "q", live, 1, false, noLimit)
+	if rel, _ := s.Rescue(ctx, 0, time.Hour); len(rel) != 0 {
 		t.Fatalf("a fresh batch of a live process was released: %+v", rel)
 	}
-	rel, err := s.Rescue(ctx, time.Nanosecond)
+	rel, err := s.Rescue(ctx, 0, time.Nanosecond)
 	if err != nil || len(rel) != 1 || rel[0].Reason != "stuck" {
 		t.Fatalf("rescue of a stuck batch: %v %+v", err, rel)
 	}
@@ -325,7 +340,7 @@ func TestStuckBatchIsReleased(t *testing.T) {
 	if adopted == nil || adopted.TickID != old.TickID {
 		t.Fatalf("adoption: %+v", adopted)
 	}
-	fenced, err := s.Flush(ctx, 5, 1, true, []Ack{{Batch: old, Job: &old.Jobs[0], State: AckCompleted}}, []*Batch{old})
+	fenced, err := s.Flush(ctx, live, 1, true, []Ack{{Batch: old, Job: &old.Jobs[0], State: AckCompleted}}, []*Batch{old})
 	if err != nil || len(fenced) != 1 || fenced[0] != old.TickID {
 		t.Fatalf("the stuck holder's late flush: %v, fenced %v; want its tick fenced", err, fenced)
 	}
@@ -437,7 +452,7 @@ func TestRotationIgnoresScheduledJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 6; i++ {
-		if _, err := s.Promote(ctx, 1); err != nil {
+		if _, err := s.Promote(ctx, 0, 1); err != nil {
 			t.Fatal(err)
 		}
 		rotate(t, s, 0)
@@ -492,7 +507,7 @@ func TestLostAdoptionReplyIsReturnedOnRetry(t *testing.T) {
 	if err != nil || first == nil {
 		t.Fatal(err)
 	}
-	if rel, err := s.Rescue(ctx, time.Hour); err != nil || len(rel) != 1 {
+	if rel, err := s.Rescue(ctx, 0, time.Hour); err != nil || len(rel) != 1 {
 		t.Fatalf("rescue: %v %+v", err, rel)
 	}
 	adopted, err := s.claimBatch(ctx, "q", 6, 3, false, noLimit)
@@ -514,7 +529,7 @@ func TestRotationLateFlushAfterReclaimIsFenced(t *testing.T) {
 	s, pool := newStore(t)
 	enqueue(t, s, pool, "q")
 	old, _ := s.claimBatch(ctx, "q", 5, 1, false, noLimit) // owner 5 is dead: no liveness lock
-	if rel, err := s.Rescue(ctx, time.Hour); err != nil || len(rel) != 1 {
+	if rel, err := s.Rescue(ctx, 0, time.Hour); err != nil || len(rel) != 1 {
 		t.Fatalf("rescue: %v %+v", err, rel)
 	}
 	adopted, _ := s.claimBatch(ctx, "q", 6, 1, false, noLimit)
@@ -579,7 +594,7 @@ func TestLostClaimReplyAfterClosingAndAdopting(t *testing.T) {
 	if _, err := s.Flush(ctx, 5, 1, true, []Ack{{Batch: first, Job: &first.Jobs[0], State: AckCompleted}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if rel, err := s.Rescue(ctx, time.Hour); err != nil || len(rel) != 2 {
+	if rel, err := s.Rescue(ctx, 0, time.Hour); err != nil || len(rel) != 2 {
 		t.Fatalf("rescue: %v %+v", err, rel)
 	}
 	got, err := s.claimBatch(ctx, "q", 6, 9, false, noLimit)

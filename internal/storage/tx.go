@@ -194,3 +194,25 @@ func Retryable(err error) bool {
 	}
 	return false
 }
+
+// retry calls f until it succeeds, fails with an error that is not
+// Retryable, has been called tries times, or ctx ends; it waits 10 ms
+// before the second call, twice as long before each next one, at most
+// 500 ms. It returns f's last error.
+func retry(ctx context.Context, tries int, f func() error) error {
+	wait := 10 * time.Millisecond
+	for i := 1; ; i++ {
+		err := f()
+		if err == nil || i >= tries || !Retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}

@@ -118,3 +118,31 @@ BEGIN
 END $function$;
 COMMENT ON FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer) IS
     'complete finalizes an attempt inside the caller''s transaction (exactly-once for the handler''s database effects): the ack, the batch''s done row when it is the last, and the history row, bucketed by the time it is called, not by its transaction''s start, which may be older than the job.';
+
+CREATE OR REPLACE FUNCTION millrace.mark_started(p_owner integer, p_tick bigint[], p_token bigint[], p_job bigint[])
+ RETURNS SETOF bigint
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    v_fenced bigint[];
+BEGIN
+    -- Fencing, as in flush: each batch's fence lock held shared while its
+    -- newest lease is checked; a release or adoption takes it exclusively.
+    PERFORM pg_advisory_xact_lock_shared(millrace.fence_space(), (t % 2147483647)::int)
+    FROM (SELECT DISTINCT t FROM unnest(p_tick) t ORDER BY t) x;
+    SELECT coalesce(array_agg(x.t), '{}') INTO v_fenced FROM (
+        SELECT DISTINCT u.t, u.k FROM unnest(p_tick, p_token) AS u(t, k)) x
+    WHERE (SELECT h.token FROM millrace.holder(x.t) h) IS DISTINCT FROM x.k
+       OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = x.t);
+    INSERT INTO millrace.start (slot, tick_id, token, jobs)
+    SELECT millrace.current_segment(), u.t, u.k, array_agg(u.j ORDER BY u.j)
+    FROM unnest(p_tick, p_token, p_job) AS u(t, k, j)
+    WHERE u.t <> ALL (v_fenced)
+    GROUP BY u.t, u.k;
+    RETURN QUERY SELECT unnest(v_fenced);
+END $function$;
+COMMENT ON FUNCTION millrace.mark_started(p_owner integer, p_tick bigint[], p_token bigint[], p_job bigint[]) IS
+    'mark_started records that process p_owner is about to start jobs p_job of batches p_tick under lease tokens p_token (parallel arrays; one row per batch), before their handlers run: if the process dies while they run, rescue charges them an attempt, and only them. It returns the batches that were released meanwhile (fenced): their jobs must not start. A replay after a lost reply marks the same jobs again, which changes nothing.';

@@ -3,8 +3,9 @@
 -- function gets EXECUTE for PUBLIC from Postgres unless revoked here.
 -- Roles (created by migration 4 when the migrating role may):
 --   millrace_producer  enqueue and read the schema version
---   millrace_worker    what a worker process needs: claim, flush, register,
---                      release, maintenance when it leads, the read surface
+--   millrace_worker    what a worker process needs: claim, start marks, flush,
+--                      register and heartbeats, release, leadership and
+--                      maintenance when it leads, the read surface
 --   millrace_admin     the worker's rights, plus reading every table and the
 --                      operator actions (cancel, pause, resume, retry, set_retention)
 
@@ -32,26 +33,30 @@ BEGIN
             millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer),
             millrace.enqueue(p_kind text, p_args jsonb, p_queue text, p_priority integer, p_run_at timestamp with time zone, p_max_attempts integer, p_notify boolean, p_unique_key text, p_unique_states integer, p_unique_until timestamp with time zone, p_timeout_ms integer),
             millrace.enqueue_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_notify boolean, p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[]),
-            millrace.expire_history(),
+            millrace.beat(p_process integer, p_lease interval),
+            millrace.expire_history(p_term bigint),
             millrace.flush(p_owner integer, p_seq bigint, p_job bigint[], p_tick bigint[], p_token bigint[], p_state smallint[], p_attempt integer[], p_error text[], p_retry_at timestamp with time zone[], p_queue text[], p_kind text[], p_args jsonb[], p_priority smallint[], p_max_attempts integer[], p_created_at timestamp with time zone[], p_timeout_ms integer[], p_started timestamp with time zone[], p_finished timestamp with time zone[], p_done_tick bigint[], p_done_token bigint[], p_done_queue text[], p_replay boolean),
             millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[], p_notify boolean),
             millrace.job_state(p_id bigint),
+            millrace.lead(p_process integer, p_term bigint, p_lease interval),
             millrace.live_job(p_id bigint),
             millrace.live_jobs(),
+            millrace.mark_started(p_owner integer, p_tick bigint[], p_token bigint[], p_job bigint[]),
             millrace.next_due(),
             millrace.periodic_last(p_name text),
-            millrace.periodic_run(p_name text, p_slot_at timestamp with time zone, p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer, p_timeout_ms integer),
-            millrace.promote(p_compact_min bigint),
+            millrace.periodic_run(p_name text, p_slot_at timestamp with time zone, p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer, p_timeout_ms integer, p_term bigint),
+            millrace.promote(p_compact_min bigint, p_term bigint),
             millrace.queue_counts(),
             millrace.queue_paused(p_queue text),
             millrace.retention(OUT completed interval, OUT other interval),
-            millrace.register(p_name text, p_host text, p_pid integer),
+            millrace.register(p_name text, p_host text, p_pid integer, p_lease interval),
             millrace.release(p_owner integer),
-            millrace.rescue(p_stuck interval),
+            millrace.rescue(p_stuck interval, p_term bigint),
+            millrace.resign(p_process integer, p_term bigint),
             millrace.ring_stats(OUT current_slot smallint, OUT since timestamp with time zone, OUT rotations bigint, OUT reclaims bigint, OUT last_reclaim timestamp with time zone),
-            millrace.rotate(p_after interval, p_max_carry bigint),
+            millrace.rotate(p_after interval, p_max_carry bigint, p_term bigint),
             millrace.schema_version(),
-            millrace.tally(p_every interval)
+            millrace.tally(p_every interval, p_term bigint)
         TO millrace_worker;
         GRANT SELECT ON millrace.migration, millrace.function_set, millrace.jobs, millrace.history TO millrace_worker;
     END IF;

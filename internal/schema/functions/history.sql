@@ -317,7 +317,7 @@ END $function$;
 COMMENT ON FUNCTION millrace.set_retention(p_completed interval, p_other interval, OUT completed interval, OUT other interval) IS
     'set_retention sets how long history keeps completed jobs (0 to 70 hours) and every other finished attempt (0 to 31 days); NULL keeps a value as it is. It appends a setting row only when a value changes, and returns the retention now. An administrator''s action (millrace_admin): a worker expires history by this setting, it cannot choose it.';
 
-CREATE OR REPLACE FUNCTION millrace.expire_history()
+CREATE OR REPLACE FUNCTION millrace.expire_history(p_term bigint DEFAULT NULL::bigint)
  RETURNS integer
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -330,6 +330,8 @@ DECLARE
     v_n int := 0;
     v_keep record := millrace.retention();
 BEGIN
+    PERFORM pg_advisory_xact_lock(millrace.maint_space(), 4);
+    PERFORM millrace.fence_leader(p_term);
     FOR b IN 0 .. 67 LOOP
         EXECUTE format('SELECT max(finished_at) FROM millrace.%I', 'finished_' || b) INTO v_max;
         CONTINUE WHEN v_max IS NULL OR v_max >= now() - CASE WHEN b < 36 THEN v_keep.completed ELSE v_keep.other END;
@@ -347,5 +349,5 @@ BEGIN
     DELETE FROM millrace.retried r WHERE r.at < now() - interval '33 days';
     RETURN v_n;
 END $function$;
-COMMENT ON FUNCTION millrace.expire_history() IS
-    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (retention(): the administrator''s setting), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week and retry records older than 33 days (longer than any job''s history lives). It returns the buckets truncated. It takes no durations: whoever may run maintenance (the worker role) cannot shorten retention.';
+COMMENT ON FUNCTION millrace.expire_history(p_term bigint) IS
+    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (retention(): the administrator''s setting), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week and retry records older than 33 days (longer than any job''s history lives). It returns the buckets truncated. It takes no durations: whoever may run maintenance (the worker role) cannot shorten retention. Rounds run one at a time; p_term is the calling leader''s term (fence_leader).';

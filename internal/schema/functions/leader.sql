@@ -1,11 +1,38 @@
--- millrace functions, leader and processes: registration and liveness, rescue of dead processes' batches, promotion of due jobs, periodic slots, tally rounds.
+-- millrace functions, leader and processes: registration and liveness (leases renewed by heartbeats), leadership (a ledger of terms, renewed by the leader's rounds) and its fencing, rescue of dead processes' batches (charging an attempt to the jobs they were running), promotion of due jobs, periodic slots, tally rounds.
 --
 -- The current definition of every function lives once, in internal/schema/functions/;
 -- Migrate applies these files with CREATE OR REPLACE after the versioned migrations,
 -- in file-name order, in the same transaction. A signature change needs a migration
 -- that drops the old function (docs/contributing.md).
 
-CREATE OR REPLACE FUNCTION millrace.register(p_name text, p_host text, p_pid integer)
+CREATE OR REPLACE FUNCTION millrace.process_alive(p integer)
+ RETURNS boolean
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT EXISTS (SELECT 1 FROM millrace.process x WHERE x.id = p)
+       AND coalesce((SELECT h.until FROM millrace.heartbeat h WHERE h.process = p ORDER BY h.id DESC LIMIT 1)
+                    > clock_timestamp(), false)
+$function$;
+COMMENT ON FUNCTION millrace.process_alive(p integer) IS
+    'process_alive says process p is alive: it is registered and not forgotten, and its newest heartbeat''s lease runs past now (the server''s clock). A process that stops renewing (killed, stopped, partitioned, hung) is dead once its lease runs out, whatever its connections do. A caller that acts on the answer holds the advisory lock (lock_space, p) until it commits, as beat does.';
+
+CREATE OR REPLACE FUNCTION millrace.check_lease(p_lease interval)
+ RETURNS void
+ LANGUAGE plpgsql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+BEGIN
+    IF p_lease IS NULL OR p_lease < interval '1 second' OR p_lease > interval '1 hour' THEN
+        RAISE EXCEPTION 'millrace: a lease must be 1 second to 1 hour, not %', p_lease USING ERRCODE = '22023';
+    END IF;
+END $function$;
+COMMENT ON FUNCTION millrace.check_lease(p_lease interval) IS
+    'check_lease refuses a process or leader lease outside 1 second to 1 hour.';
+
+CREATE OR REPLACE FUNCTION millrace.register(p_name text, p_host text, p_pid integer, p_lease interval DEFAULT '00:00:15'::interval)
  RETURNS integer
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -15,14 +42,121 @@ AS $function$
 DECLARE
     v_id int := nextval('millrace.process_id_seq')::int;
 BEGIN
-    -- Lock first, then insert: a registered row is never seen unlocked
-    -- while its process lives.
-    PERFORM pg_advisory_lock(millrace.lock_space(), v_id);
+    PERFORM millrace.check_lease(p_lease);
     INSERT INTO millrace.process (id, name, host, pid) VALUES (v_id, left(p_name, 200), left(p_host, 200), p_pid);
+    INSERT INTO millrace.heartbeat (slot, id, process, until)
+    VALUES (millrace.current_segment(), nextval('millrace.lease_seq'), v_id, clock_timestamp() + p_lease);
     RETURN v_id;
 END $function$;
-COMMENT ON FUNCTION millrace.register(p_name text, p_host text, p_pid integer) IS
-    'register records a client process and takes its liveness lock in the caller''s session (the lock belongs to the session, not to the function).';
+COMMENT ON FUNCTION millrace.register(p_name text, p_host text, p_pid integer, p_lease interval) IS
+    'register records a client process and its first heartbeat, and returns its id. The process is alive for p_lease (the server''s clock), and for as long after as it renews its lease with beat before the lease runs out; its connections have nothing to do with it.';
+
+CREATE OR REPLACE FUNCTION millrace.beat(p_process integer, p_lease interval DEFAULT '00:00:15'::interval)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+BEGIN
+    PERFORM millrace.check_lease(p_lease);
+    -- Serialized with rescue's judgment of this process: a beat either
+    -- lands before rescue looks (the process lives) or after it (and then
+    -- finds the lease run out, as rescue did).
+    PERFORM pg_advisory_xact_lock(millrace.lock_space(), p_process);
+    IF NOT millrace.process_alive(p_process) THEN
+        RETURN false;
+    END IF;
+    INSERT INTO millrace.heartbeat (slot, id, process, until)
+    VALUES (millrace.current_segment(), nextval('millrace.lease_seq'), p_process, clock_timestamp() + p_lease);
+    RETURN true;
+END $function$;
+COMMENT ON FUNCTION millrace.beat(p_process integer, p_lease interval) IS
+    'beat renews the lease of process p_process for p_lease from now (the server''s clock) and returns true; it returns false, and renews nothing, when the process is dead: its lease ran out (anyone may have released its batches since) or it was forgotten. A process told false registers again under a new id; its old batches belong to nobody it can trust.';
+
+CREATE OR REPLACE FUNCTION millrace.lead(p_process integer, p_term bigint, p_lease interval DEFAULT '00:00:10'::interval)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    v     millrace.leader;
+    v_now timestamptz;
+    v_id  bigint;
+BEGIN
+    PERFORM millrace.check_lease(p_lease);
+    -- Takeovers and renewals run one at a time (a transaction lock: nothing
+    -- outlives the transaction), each reading the ledger after the lock.
+    PERFORM pg_advisory_xact_lock(millrace.lock_space(), 0);
+    SELECT * INTO v FROM millrace.leader l ORDER BY l.id DESC LIMIT 1;
+    v_now := clock_timestamp();
+    IF p_term IS NOT NULL THEN
+        -- A renewal: only of the newest term, by its holder, before it ran
+        -- out, by a process that is itself alive.
+        IF v.term IS DISTINCT FROM p_term OR v.holder IS DISTINCT FROM p_process OR v.until <= v_now
+           OR NOT millrace.process_alive(p_process) THEN
+            RETURN NULL;
+        END IF;
+        IF v.at > v_now - interval '1 second' THEN
+            RETURN p_term;  -- renewed less than a second ago: one row a second at most
+        END IF;
+        INSERT INTO millrace.leader (slot, id, term, holder, until)
+        VALUES (millrace.current_segment(), nextval('millrace.lease_seq'), p_term, p_process, v_now + p_lease);
+        RETURN p_term;
+    END IF;
+    IF v.until > v_now OR NOT millrace.process_alive(p_process) THEN
+        RETURN NULL;  -- a term runs, or the caller is not alive itself
+    END IF;
+    v_id := nextval('millrace.lease_seq');
+    INSERT INTO millrace.leader (slot, id, term, holder, until)
+    VALUES (millrace.current_segment(), v_id, v_id, p_process, v_now + p_lease);
+    RETURN v_id;
+END $function$;
+COMMENT ON FUNCTION millrace.lead(p_process integer, p_term bigint, p_lease interval) IS
+    'lead is leadership as a lease. With p_term NULL it is a takeover attempt: when no term runs (the newest one''s until has passed, by the server''s clock) a new term held by p_process starts, for p_lease, and its number is returned (NULL: another term runs). With p_term it is a renewal by the holder: the term is extended to p_lease from now (at most one row a second) and p_term returned, or NULL when the term is no longer the newest or ran out, and the caller must stop leading. Terms are an append-only ledger read newest first, serialized by a transaction-level advisory lock. The leader passes its term to every maintenance function, which refuses it once it is not the newest running term (fence_leader).';
+
+CREATE OR REPLACE FUNCTION millrace.resign(p_process integer, p_term bigint)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    v millrace.leader;
+BEGIN
+    PERFORM pg_advisory_xact_lock(millrace.lock_space(), 0);
+    SELECT * INTO v FROM millrace.leader l ORDER BY l.id DESC LIMIT 1;
+    IF v.term IS DISTINCT FROM p_term OR v.holder IS DISTINCT FROM p_process OR v.until <= clock_timestamp() THEN
+        RETURN false;
+    END IF;
+    INSERT INTO millrace.leader (slot, id, term, holder, until)
+    VALUES (millrace.current_segment(), nextval('millrace.lease_seq'), p_term, p_process, clock_timestamp());
+    RETURN true;
+END $function$;
+COMMENT ON FUNCTION millrace.resign(p_process integer, p_term bigint) IS
+    'resign ends term p_term of leader p_process now (a stopping leader), so that another process takes over at its next attempt instead of when the lease runs out.';
+
+CREATE OR REPLACE FUNCTION millrace.fence_leader(p_term bigint)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+BEGIN
+    IF p_term IS NULL THEN
+        RETURN;  -- an operator's call, not a leader's: serialized by the caller's lock all the same
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM (SELECT l.term, l.until FROM millrace.leader l ORDER BY l.id DESC LIMIT 1) n
+                   WHERE n.term = p_term AND n.until > clock_timestamp()) THEN
+        RAISE EXCEPTION 'millrace: leader term % is over; this process no longer leads', p_term
+            USING ERRCODE = 'MR001', HINT = 'another process took over, or the lease ran out: stop leading';
+    END IF;
+END $function$;
+COMMENT ON FUNCTION millrace.fence_leader(p_term bigint) IS
+    'fence_leader raises MR001 unless leader term p_term is the newest term and has not run out (the server''s clock). Every maintenance function calls it with its caller''s term after taking the lock that serializes it, so a leader that resumes after losing its term (stopped, paused, partitioned) does nothing. A NULL term is an operator''s call and is not fenced.';
 
 CREATE OR REPLACE FUNCTION millrace.release(p_owner integer)
  RETURNS integer
@@ -46,26 +180,54 @@ BEGIN
     RETURN v_n;
 END $function$;
 COMMENT ON FUNCTION millrace.release(p_owner integer) IS
-    'release gives the open batches held by process p_owner back to any claimer of their queue at once (a stopping process calls it for the jobs it did not finish), instead of waiting for the leader to see it gone.';
+    'release gives the open batches held by process p_owner back to any claimer of their queue at once (a stopping process calls it for the jobs it did not finish, a process declared dead for those of its old id), instead of waiting for the leader to see it gone. It charges no attempt: the caller is alive.';
 
-CREATE OR REPLACE FUNCTION millrace.process_alive(p integer)
- RETURNS boolean
- LANGUAGE sql
- STABLE
+CREATE OR REPLACE FUNCTION millrace.charge_started(p_tick bigint, p_token bigint, p_owner integer)
+ RETURNS integer
+ LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
-    SELECT EXISTS (
-        SELECT 1 FROM pg_locks l
-        WHERE l.locktype = 'advisory' AND l.granted
-          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-          AND l.classid = millrace.lock_space()::oid AND l.objid = p::oid AND l.objsubid = 2)
-$function$;
-COMMENT ON FUNCTION millrace.process_alive(p integer) IS
-    'process_alive reports whether process p holds its liveness lock.';
+DECLARE
+    v_slot smallint := millrace.current_segment();
+    v_now  timestamptz := clock_timestamp();
+    v_n    int;
+BEGIN
+    WITH r AS MATERIALIZED (
+        SELECT b.*, s.at AS started_at, b.attempt + 1 AS a,
+               (CASE WHEN b.attempt + 1 >= b.max_attempts THEN 3 ELSE 2 END)::smallint AS st,
+               format('millrace: the process died while running the job (attempt %s of %s)', b.attempt + 1, b.max_attempts) AS err
+        FROM millrace.batch_jobs(p_tick) b
+        CROSS JOIN LATERAL (SELECT min(s.at) AS at FROM millrace.start s
+                            WHERE s.tick_id = p_tick AND s.token = p_token AND b.id = ANY (s.jobs)) s
+        WHERE s.at IS NOT NULL),
+    a AS (
+        INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt, error)
+        SELECT v_slot, r.id, p_tick, p_token, r.st, r.a, r.err FROM r
+        RETURNING 1),
+    sch AS (
+        INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, last_error,
+                                    timeout_ms)
+        SELECT millrace.current_gen(), r.id, r.queue, r.kind, r.args, r.priority, r.a, r.max_attempts, least(r.created_at, v_now),
+               -- the default backoff (2^attempt seconds, at most an hour): the worker's own policy died with it
+               v_now + least(interval '1 second' * power(2, least(r.a, 12)), interval '1 hour'), r.err, r.timeout_ms
+        FROM r WHERE r.st = 2
+        RETURNING 1),
+    fin AS (
+        INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
+                                      started_at, finished_at, error, owner)
+        SELECT millrace.history_bucket(r.st, v_now), r.id, r.a, r.st, r.queue, r.kind, r.args, r.priority, r.max_attempts,
+               r.created_at, r.started_at, v_now, r.err, p_owner
+        FROM r
+        RETURNING 1)
+    SELECT count(*) INTO v_n FROM a;
+    RETURN v_n;
+END $function$;
+COMMENT ON FUNCTION millrace.charge_started(p_tick bigint, p_token bigint, p_owner integer) IS
+    'charge_started counts an attempt for every job of batch p_tick that its dead holder p_owner had started under lease p_token (a start mark) and not finished (no ack): the job failed with "the process died while running the job (attempt n of m)", and runs again after the default backoff, or is discarded after its last attempt. Jobs of the batch that had not started are not charged. The caller holds the batch''s fence lock.';
 
-CREATE OR REPLACE FUNCTION millrace.rescue(p_stuck interval)
- RETURNS TABLE(queue text, tick_id bigint, owner integer, reason text)
+CREATE OR REPLACE FUNCTION millrace.rescue(p_stuck interval, p_term bigint DEFAULT NULL::bigint)
+ RETURNS TABLE(queue text, tick_id bigint, owner integer, reason text, charged integer)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -73,27 +235,59 @@ CREATE OR REPLACE FUNCTION millrace.rescue(p_stuck interval)
 AS $function$
 #variable_conflict use_column
 DECLARE
-    v record;
+    v       record;
     v_alive boolean;
+    v_live  int[] := '{}';
+    v_dead  int[] := '{}';
+    v_n     int;
+    v_p     int;
 BEGIN
     PERFORM pg_advisory_xact_lock(millrace.maint_space(), 1);
+    PERFORM millrace.fence_leader(p_term);
     FOR v IN SELECT * FROM millrace.open_batches() o WHERE o.owner <> 0 ORDER BY o.tick_id LOOP
-        v_alive := millrace.process_alive(v.owner);
-        CONTINUE WHEN v_alive AND v.leased_at > now() - p_stuck;
+        IF v.owner = ANY (v_live) THEN
+            v_alive := true;
+        ELSIF v.owner = ANY (v_dead) THEN
+            v_alive := false;
+        ELSE
+            -- Judged once, under the process's lock, held to the end: its
+            -- beats wait, and then find it dead as judged here.
+            PERFORM pg_advisory_xact_lock(millrace.lock_space(), v.owner);
+            v_alive := millrace.process_alive(v.owner);
+            IF v_alive THEN
+                v_live := v_live || v.owner;
+            ELSE
+                v_dead := v_dead || v.owner;
+            END IF;
+        END IF;
+        CONTINUE WHEN v_alive AND v.leased_at > clock_timestamp() - p_stuck;
         PERFORM pg_advisory_xact_lock(millrace.fence_space(), (v.tick_id % 2147483647)::int);
         CONTINUE WHEN (SELECT h.token FROM millrace.holder(v.tick_id) h) <> v.token;
-        INSERT INTO millrace.lease (slot, queue, tick_id, token, owner)
-        VALUES (millrace.current_segment(), v.queue, v.tick_id, nextval('millrace.tick_id_seq'), 0);
-        PERFORM pg_notify('millrace', v.queue);
-        queue := v.queue; tick_id := v.tick_id; owner := v.owner;
+        v_n := 0;
+        IF NOT v_alive THEN
+            v_n := millrace.charge_started(v.tick_id, v.token, v.owner);
+        END IF;
+        IF v_n > 0 AND NOT EXISTS (SELECT 1 FROM millrace.batch_jobs(v.tick_id)) THEN
+            -- Every job left had started: the batch is finished.
+            INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), v.queue, v.tick_id);
+        ELSE
+            INSERT INTO millrace.lease (slot, queue, tick_id, token, owner)
+            VALUES (millrace.current_segment(), v.queue, v.tick_id, nextval('millrace.tick_id_seq'), 0);
+            PERFORM pg_notify('millrace', v.queue);
+        END IF;
+        queue := v.queue; tick_id := v.tick_id; owner := v.owner; charged := v_n;
         reason := CASE WHEN v_alive THEN 'stuck' ELSE 'dead' END;
         RETURN NEXT;
     END LOOP;
-    -- Forget processes that are gone (budgeted: one dead tuple per process).
-    DELETE FROM millrace.process p WHERE NOT millrace.process_alive(p.id);
+    -- Forget dead processes (budgeted: one dead tuple per process identity).
+    FOR v_p IN SELECT x.id FROM millrace.process x LOOP
+        CONTINUE WHEN millrace.process_alive(v_p);
+        PERFORM pg_advisory_xact_lock(millrace.lock_space(), v_p);
+        DELETE FROM millrace.process x WHERE x.id = v_p AND NOT millrace.process_alive(v_p);
+    END LOOP;
 END $function$;
-COMMENT ON FUNCTION millrace.rescue(p_stuck interval) IS
-    'rescue releases, to any claimer of their queue, the open batches whose holder is dead (its liveness lock is free: it exited, crashed, lost its connection, or never lived past a claim that committed late) or whose lease is older than p_stuck. It does not depend on the process table, so a batch claimed after its process was declared dead is found too. It returns what it released and forgets dead processes.';
+COMMENT ON FUNCTION millrace.rescue(p_stuck interval, p_term bigint) IS
+    'rescue releases, to any claimer of their queue, the open batches whose holder is dead (its lease ran out: it exited, crashed, was stopped or cut off, or never lived past a claim that committed late) or whose lease is older than p_stuck. The jobs of a dead holder''s batch that it had started and not finished use an attempt (charge_started); a batch left with nothing to run is closed. It does not depend on the process table, so a batch claimed after its process was declared dead is found too. It returns what it released and forgets dead processes. p_term is the calling leader''s term (fence_leader).';
 
 CREATE OR REPLACE FUNCTION millrace.next_due()
  RETURNS timestamp with time zone
@@ -108,7 +302,7 @@ $function$;
 COMMENT ON FUNCTION millrace.next_due() IS
     'next_due is when the next scheduled job not yet promoted is due (NULL: none); the leader''s promoter sleeps until then, and at most 50 ms.';
 
-CREATE OR REPLACE FUNCTION millrace.promote(p_compact_min bigint DEFAULT 10000)
+CREATE OR REPLACE FUNCTION millrace.promote(p_compact_min bigint DEFAULT 10000, p_term bigint DEFAULT NULL::bigint)
  RETURNS bigint
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -126,6 +320,7 @@ DECLARE
     v_queues text[];
 BEGIN
     PERFORM pg_advisory_xact_lock(millrace.maint_space(), 2);
+    PERFORM millrace.fence_leader(p_term);
     v_snap := pg_current_snapshot();
     SELECT * INTO v_last FROM millrace.promote p ORDER BY p.round DESC LIMIT 1;
     -- A round's time never goes below the last one's, even if the server
@@ -183,8 +378,8 @@ BEGIN
     END IF;
     RETURN v_n;
 END $function$;
-COMMENT ON FUNCTION millrace.promote(p_compact_min bigint) IS
-    'promote moves scheduled jobs that are due into the current slot; a promoted job is ready from the time it was due. Every p_compact_min promotions it compacts the schedule into its other generation.';
+COMMENT ON FUNCTION millrace.promote(p_compact_min bigint, p_term bigint) IS
+    'promote moves scheduled jobs that are due into the current slot; a promoted job is ready from the time it was due. Every p_compact_min promotions it compacts the schedule into its other generation. p_term is the calling leader''s term (fence_leader).';
 
 CREATE OR REPLACE FUNCTION millrace.periodic_last(p_name text)
  RETURNS timestamp with time zone
@@ -198,7 +393,7 @@ $function$;
 COMMENT ON FUNCTION millrace.periodic_last(p_name text) IS
     'periodic_last is the newest slot of periodic job p_name enqueued.';
 
-CREATE OR REPLACE FUNCTION millrace.periodic_run(p_name text, p_slot_at timestamp with time zone, p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer, p_timeout_ms integer DEFAULT 0)
+CREATE OR REPLACE FUNCTION millrace.periodic_run(p_name text, p_slot_at timestamp with time zone, p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer, p_timeout_ms integer DEFAULT 0, p_term bigint DEFAULT NULL::bigint)
  RETURNS bigint
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -212,6 +407,7 @@ BEGIN
     -- earlier one's row once it commits (READ COMMITTED: each statement
     -- here takes a new snapshot).
     PERFORM pg_advisory_xact_lock(millrace.uniq_space(), hashtext('periodic:' || p_name));
+    PERFORM millrace.fence_leader(p_term);
     IF EXISTS (SELECT 1 FROM millrace.periodic p WHERE p.name = p_name AND p.slot_at = p_slot_at) THEN
         RETURN NULL;
     END IF;
@@ -221,10 +417,10 @@ BEGIN
     INSERT INTO millrace.periodic (name, slot_at, job_id) VALUES (p_name, p_slot_at, v_id);
     RETURN v_id;
 END $function$;
-COMMENT ON FUNCTION millrace.periodic_run(p_name text, p_slot_at timestamp with time zone, p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer, p_timeout_ms integer) IS
-    'periodic_run enqueues the job of periodic slot (p_name, p_slot_at) unless some process did already; it returns the job''s id, or NULL.';
+COMMENT ON FUNCTION millrace.periodic_run(p_name text, p_slot_at timestamp with time zone, p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer, p_timeout_ms integer, p_term bigint) IS
+    'periodic_run enqueues the job of periodic slot (p_name, p_slot_at) unless some process did already; it returns the job''s id, or NULL. p_term is the calling leader''s term (fence_leader).';
 
-CREATE OR REPLACE FUNCTION millrace.tally(p_every interval)
+CREATE OR REPLACE FUNCTION millrace.tally(p_every interval, p_term bigint DEFAULT NULL::bigint)
  RETURNS bigint
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -247,6 +443,11 @@ BEGIN
     IF NOT pg_try_advisory_xact_lock(millrace.maint_space(), 3) THEN
         RETURN NULL;  -- another leader is tallying
     END IF;
+    PERFORM millrace.fence_leader(p_term);
+    -- A round runs in its caller's explicit transaction: if the caller
+    -- stops before it commits, the server ends the transaction (and the
+    -- lock above) rather than leave the next leader without tally rounds.
+    PERFORM set_config('idle_in_transaction_session_timeout', '10s', true);
     SELECT * INTO v_last FROM millrace.tally_round r ORDER BY r.round DESC LIMIT 1;
     IF v_last.at > now() - p_every THEN
         RETURN NULL;
@@ -261,5 +462,5 @@ BEGIN
     INSERT INTO millrace.tally_round (slot, round, snap) VALUES (millrace.current_segment(), v_round, v_snap);
     RETURN v_n;
 END $function$;
-COMMENT ON FUNCTION millrace.tally(p_every interval) IS
-    'tally runs a tally round if the newest is at least p_every old (the leader calls it at every maintenance round); it returns the rows it counted, or NULL when it was not yet time.';
+COMMENT ON FUNCTION millrace.tally(p_every interval, p_term bigint) IS
+    'tally runs a tally round if the newest is at least p_every old (the leader calls it at every maintenance round); it returns the rows it counted, or NULL when it was not yet time. p_term is the calling leader''s term (fence_leader).';

@@ -11,7 +11,7 @@ CREATE OR REPLACE FUNCTION millrace.lock_space()
  IMMUTABLE
 AS $function$ SELECT 1836412274 $function$;
 COMMENT ON FUNCTION millrace.lock_space() IS
-    'lock_space is the first key of millrace''s process and leader advisory locks: second key 0 is the leader, a process id the process''s liveness.';
+    'lock_space is the first key of millrace''s transaction-level advisory locks on leases: second key 0 serializes leader takeovers and renewals, a process id the renewals of that process''s heartbeat with rescue''s judgment of it.';
 
 CREATE OR REPLACE FUNCTION millrace.claim_space()
  RETURNS integer
@@ -43,7 +43,7 @@ CREATE OR REPLACE FUNCTION millrace.maint_space()
  IMMUTABLE
 AS $function$ SELECT 1836412278 $function$;
 COMMENT ON FUNCTION millrace.maint_space() IS
-    'maint_space is the advisory lock space of maintenance steps (rotation, reclaim, promotion): each runs in one process at a time.';
+    'maint_space is the advisory lock space of maintenance steps, each run in one process at a time (second key: 0 rotation and reclaim, 1 rescue, 2 promotion, 3 tally, 4 expiry of history). Each step checks its caller''s leader term after taking its key (fence_leader).';
 
 CREATE OR REPLACE FUNCTION millrace.uniq_space()
  RETURNS integer
@@ -94,7 +94,7 @@ CREATE OR REPLACE FUNCTION millrace.slot_tables(p_slot integer)
  IMMUTABLE
 AS $function$ SELECT ARRAY(SELECT format('millrace.%I', t || '_' || p_slot)
                    FROM unnest(ARRAY['job', 'tick', 'lease', 'ack', 'done', 'flush', 'promote', 'cancel', 'uniq',
-                                     'tally_round']) t) $function$;
+                                     'tally_round', 'heartbeat', 'leader', 'start']) t) $function$;
 COMMENT ON FUNCTION millrace.slot_tables(p_slot integer) IS
     'The partitions of a slot, in lock order.';
 
@@ -289,13 +289,32 @@ BEGIN
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_total := v_total + v_n;
 
+    -- Start marks of open batches (which of their jobs had started).
+    INSERT INTO millrace.start (slot, tick_id, token, jobs, at)
+    SELECT p_into, m.tick_id, m.token, m.jobs, m.at FROM millrace.start m
+    WHERE m.slot = p_slot AND m.tick_id = ANY (v_open);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_total := v_total + v_n;
+
+    -- Each registered process's newest heartbeat, and the newest leader
+    -- row: the leases in force.
+    INSERT INTO millrace.heartbeat (slot, id, process, until, at)
+    SELECT p_into, h.id, h.process, h.until, h.at
+    FROM (SELECT DISTINCT ON (x.process) x.* FROM millrace.heartbeat x WHERE x.slot = p_slot ORDER BY x.process, x.id DESC) h
+    WHERE EXISTS (SELECT 1 FROM millrace.process p WHERE p.id = h.process)
+      AND NOT EXISTS (SELECT 1 FROM millrace.heartbeat n WHERE n.process = h.process AND n.id > h.id);
+    INSERT INTO millrace.leader (slot, id, term, holder, until, at)
+    SELECT p_into, l.id, l.term, l.holder, l.until, l.at FROM millrace.leader l
+    WHERE l.slot = p_slot AND NOT EXISTS (SELECT 1 FROM millrace.leader n WHERE n.id > l.id)
+    ORDER BY l.id DESC LIMIT 1;
+
     EXECUTE 'TRUNCATE ' || array_to_string(millrace.slot_tables(p_slot), ', ');
     RETURN v_total;
 END $function$;
 COMMENT ON FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallint) IS
-    'reclaim_slot empties slot p_slot into slot p_into. The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick unless the lane is idle (no job outside this slot: its frontier is forgotten and it starts again as a fresh lane, which skips nothing and takes nothing twice), the newest promotion round, cancellations of unfinished jobs and unique keys that still block. Then the partitions are truncated. It returns the rows copied.';
+    'reclaim_slot empties slot p_slot into slot p_into. The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick, the newest promotion round, cancellations of unfinished jobs, unique keys that still block, start marks of open batches, each registered process''s newest heartbeat and the newest leader term. Then the partitions are truncated. It returns the rows copied (the leases not counted).';
 
-CREATE OR REPLACE FUNCTION millrace.rotate(p_after interval, p_max_carry bigint DEFAULT 5000)
+CREATE OR REPLACE FUNCTION millrace.rotate(p_after interval, p_max_carry bigint DEFAULT 5000, p_term bigint DEFAULT NULL::bigint)
  RETURNS TABLE(action text, segment smallint, detail text)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -318,6 +337,7 @@ BEGIN
         RETURN NEXT;
         RETURN;
     END IF;
+    PERFORM millrace.fence_leader(p_term);
     SELECT r.id, r.segment, r.at, r.n INTO v_cur FROM millrace.rotation r ORDER BY r.id DESC LIMIT 1;
 
     FOR v_slot IN
@@ -407,8 +427,8 @@ BEGIN
     DELETE FROM millrace.rotation r WHERE r.id < (SELECT min(id) FROM (SELECT id FROM millrace.rotation ORDER BY id DESC LIMIT 100) k);
     DELETE FROM millrace.reclaim c WHERE c.id < (SELECT min(id) FROM (SELECT id FROM millrace.reclaim ORDER BY id DESC LIMIT 100) k);
 END $function$;
-COMMENT ON FUNCTION millrace.rotate(p_after interval, p_max_carry bigint) IS
-    'rotate is one round of ring maintenance, serialized by an advisory lock and reading the ledger only after it holds it (so two leaders can never both rotate from the same state): 1. reclaim every slot that is not current, not clean, and stopped being current at least p_after ago (or any such slot when no slot is clean), each under ACCESS EXCLUSIVE NOWAIT locks tried a few times: a slot in use is skipped and named, never waited for. A slot that still holds more than p_max_carry jobs not yet claimed (a backlog) is left where it is until they are claimed: copying a backlog at every turn of the ring would cost more than the space it frees, and claims read every slot anyway; 2. make the next clean slot current once the current one is p_after old. It returns one row per action or obstacle.';
+COMMENT ON FUNCTION millrace.rotate(p_after interval, p_max_carry bigint, p_term bigint) IS
+    'rotate is one round of ring maintenance, serialized by an advisory lock and reading the ledger only after it holds it (so two leaders can never both rotate from the same state): 1. reclaim every slot that is not current, not clean, and stopped being current at least p_after ago (or any such slot when no slot is clean), each under ACCESS EXCLUSIVE NOWAIT locks tried a few times: a slot in use is skipped and named, never waited for. A slot that still holds more than p_max_carry jobs not yet claimed (a backlog) is left where it is until they are claimed: copying a backlog at every turn of the ring would cost more than the space it frees, and claims read every slot anyway; 2. make the next clean slot current once the current one is p_after old. It returns one row per action or obstacle. p_term is the calling leader''s term (fence_leader).';
 
 CREATE OR REPLACE FUNCTION millrace.ring_stats(OUT current_slot smallint, OUT since timestamp with time zone, OUT rotations bigint, OUT reclaims bigint, OUT last_reclaim timestamp with time zone)
  RETURNS record

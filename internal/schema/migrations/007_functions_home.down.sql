@@ -16,7 +16,7 @@ DROP TABLE millrace.function_set;
 DROP FUNCTION millrace.set_retention(interval, interval);
 DROP FUNCTION millrace.retention();
 DROP FUNCTION millrace.setting_value(text);
-DROP FUNCTION millrace.expire_history();
+DROP FUNCTION millrace.expire_history(bigint);
 CREATE FUNCTION millrace.expire_history(p_completed interval, p_other interval) RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off SET lock_timeout = '50ms' AS $$
 DECLARE

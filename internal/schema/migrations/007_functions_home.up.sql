@@ -65,3 +65,71 @@ UPDATE millrace.sched
 SET due_at = CASE WHEN due_at < '0001-01-01 00:00:00+00'::timestamptz THEN '0001-01-01 00:00:00+00'::timestamptz
                   ELSE '9999-12-31 23:59:59.999999+00'::timestamptz END
 WHERE due_at < '0001-01-01 00:00:00+00'::timestamptz OR due_at >= '10000-01-01 00:00:00+00'::timestamptz;
+
+-- Liveness and leadership are leases renewed by progress (issues 19.2 and
+-- 20.1), no longer session advisory locks: a stopped process (SIGSTOP, a
+-- paused VM, a partition) is a dead one, the leader included, and a
+-- connection closed by the server (idle_session_timeout) or held by a
+-- pooler changes nothing.
+--
+-- heartbeat: a process's lease, renewed by millrace.beat every couple of
+-- seconds; the process is alive while its newest row's `until` (the
+-- server's clock) is ahead. leader: the ledger of leader terms; the newest
+-- row says which term leads and until when (renewed by the leader's
+-- maintenance round, at most once a second). start: the jobs of a batch a
+-- worker is about to start, written before their handlers run, so that
+-- the rescue of a dead process's batch charges an attempt to the jobs that
+-- were running and to no other. All three are INSERT-only and live in the
+-- ring: a reclaim carries each process's newest heartbeat, the newest
+-- leader row and the start marks of open batches, and truncates the rest.
+CREATE SEQUENCE millrace.lease_seq;
+
+CREATE TABLE millrace.heartbeat (
+    slot    smallint NOT NULL,
+    id      bigint NOT NULL,
+    process int NOT NULL,
+    until   timestamptz NOT NULL,
+    at      timestamptz NOT NULL DEFAULT clock_timestamp()
+) PARTITION BY LIST (slot);
+CREATE INDEX heartbeat_process ON millrace.heartbeat (process, id);
+
+CREATE TABLE millrace.leader (
+    slot   smallint NOT NULL,
+    id     bigint NOT NULL,
+    term   bigint NOT NULL,
+    holder int NOT NULL,
+    until  timestamptz NOT NULL,
+    at     timestamptz NOT NULL DEFAULT clock_timestamp()
+) PARTITION BY LIST (slot);
+CREATE INDEX leader_id ON millrace.leader (id);
+
+CREATE TABLE millrace.start (
+    slot    smallint NOT NULL,
+    tick_id bigint NOT NULL,
+    token   bigint NOT NULL,
+    jobs    bigint[] NOT NULL,
+    at      timestamptz NOT NULL DEFAULT clock_timestamp()
+) PARTITION BY LIST (slot);
+CREATE INDEX start_tick ON millrace.start (tick_id, token);
+
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOR s IN 0 .. millrace.slots() - 1 LOOP
+        FOREACH t IN ARRAY ARRAY['heartbeat', 'leader', 'start'] LOOP
+            EXECUTE format('CREATE TABLE millrace.%I PARTITION OF millrace.%I FOR VALUES IN (%s)'
+                           ' WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false)', t || '_' || s, t, s);
+        END LOOP;
+    END LOOP;
+END $$;
+
+-- Signatures that change: maintenance functions take the caller's leader
+-- term (fencing), register the process's lease, rescue says how many
+-- running jobs it charged an attempt.
+DROP FUNCTION millrace.register(text, text, int);
+DROP FUNCTION millrace.rescue(interval);
+DROP FUNCTION millrace.rotate(interval, bigint);
+DROP FUNCTION millrace.promote(bigint);
+DROP FUNCTION millrace.periodic_run(text, timestamptz, text, jsonb, text, int, int, int);
+DROP FUNCTION millrace.tally(interval);

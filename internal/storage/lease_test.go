@@ -1,0 +1,249 @@
+package storage
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// TestLeaderTermFencing: a leader term is a lease. While it runs, nobody
+// else takes over; once it runs out, another process does, and from then
+// on every maintenance step called with the old term is refused (MR001,
+// IsFenced) and changes nothing, and the old term cannot be renewed. A
+// resigned term is taken over at once.
+func TestLeaderTermFencing(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	p1, err := s.Register(ctx, "p1", "h", 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, _ := s.Register(ctx, "p2", "h", 2, time.Hour)
+	t1, err := s.Lead(ctx, p1, 0, time.Second)
+	if err != nil || t1 == 0 {
+		t.Fatalf("first takeover: %d %v", t1, err)
+	}
+	if got, err := s.Lead(ctx, p2, 0, time.Second); err != nil || got != 0 {
+		t.Fatalf("a second process took over a running term: %d %v", got, err)
+	}
+	if got, err := s.Lead(ctx, p2, t1, time.Second); err != nil || got != 0 {
+		t.Fatalf("a process that does not hold the term renewed it: %d %v", got, err)
+	}
+	steps := func(term int64) map[string]error {
+		out := map[string]error{}
+		_, out["rotate"] = s.Rotate(ctx, term, time.Hour)
+		_, out["promote"] = s.Promote(ctx, term, 10000)
+		_, out["rescue"] = s.Rescue(ctx, term, time.Hour)
+		_, _, out["tally"] = s.Tally(ctx, term, 0)
+		_, out["expire_history"] = s.ExpireHistory(ctx, term)
+		_, _, out["periodic_run"] = s.PeriodicRun(ctx, term, "p", time.Unix(1e9, 0), NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1})
+		return out
+	}
+	for name, err := range steps(t1) {
+		if err != nil {
+			t.Fatalf("%s under the running term: %v", name, err)
+		}
+	}
+	// The term runs out (no renewal); p2 takes over.
+	var t2 int64
+	for i := 0; t2 == 0; i++ {
+		if t2, err = s.Lead(ctx, p2, 0, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if i > 500 {
+			t.Fatal("the term never ran out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if t2 <= t1 {
+		t.Fatalf("new term %d is not above the old one %d", t2, t1)
+	}
+	var periodic int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.periodic").Scan(&periodic)
+	for name, err := range steps(t1) {
+		if !IsFenced(err) || !strings.Contains(err.Error(), "no longer leads") {
+			t.Errorf("%s under the old term: %v; want it refused (fenced)", name, err)
+		}
+	}
+	var after int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.periodic").Scan(&after)
+	if after != periodic {
+		t.Errorf("the old leader's refused periodic_run enqueued a slot")
+	}
+	if got, err := s.Lead(ctx, p1, t1, time.Hour); err != nil || got != 0 {
+		t.Fatalf("the old leader renewed its term after another took over: %d %v", got, err)
+	}
+	for name, err := range steps(t2) {
+		if err != nil {
+			t.Errorf("%s under the new term: %v", name, err)
+		}
+	}
+	// An operator's call (no term) is not fenced.
+	for name, err := range steps(0) {
+		if err != nil {
+			t.Errorf("%s without a term: %v", name, err)
+		}
+	}
+	// A resigned term is taken over at once.
+	if err := s.Resign(ctx, p2, t2); err != nil {
+		t.Fatal(err)
+	}
+	if t3, err := s.Lead(ctx, p1, 0, time.Hour); err != nil || t3 <= t2 {
+		t.Fatalf("takeover after a resignation: %d %v", t3, err)
+	}
+}
+
+// TestProcessLease: a process is alive while it renews its lease; once the
+// lease ran out a heartbeat is refused (the process must register again),
+// a dead process cannot take a leader term, and rescue forgets it.
+func TestProcessLease(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	p, err := s.Register(ctx, "p", "h", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Beat(ctx, p, time.Second); err != nil || !ok {
+		t.Fatalf("heartbeat of a live process: %v %v", ok, err)
+	}
+	waitDead(t, pool, p)
+	if ok, err := s.Beat(ctx, p, time.Hour); err != nil || ok {
+		t.Fatalf("heartbeat after the lease ran out: %v %v; want refused", ok, err)
+	}
+	if term, err := s.Lead(ctx, p, 0, time.Hour); err != nil || term != 0 {
+		t.Fatalf("a dead process took a leader term: %d %v", term, err)
+	}
+	if _, err := s.Rescue(ctx, 0, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.process").Scan(&n)
+	if n != 0 {
+		t.Fatalf("%d processes registered after rescue; want the dead one forgotten", n)
+	}
+	if _, err := s.Register(ctx, "p", "h", 1, 500*time.Millisecond); err == nil {
+		t.Fatal("a lease under a second was accepted")
+	}
+}
+
+// TestRescueChargesStartedJobs: when a dead holder's batch is released,
+// the jobs it had started and not finished use an attempt (retried, or
+// discarded after their last, with an error that says why); the job it
+// had not started is released as before and runs with its attempt
+// uncounted; a start mark for a released batch is refused.
+func TestRescueChargesStartedJobs(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	var ids []int64
+	for _, max := range []int{1, 3, 3} {
+		id, err := s.Enqueue(ctx, pool, NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), Priority: 1, MaxAttempts: max}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	p, _ := s.Register(ctx, "p", "h", 1, time.Second)
+	b, err := s.claimBatch(ctx, "q", p, 1, false, noLimit)
+	if err != nil || b == nil || len(b.Jobs) != 3 {
+		t.Fatalf("claim: %v %+v", err, b)
+	}
+	// Jobs 1 and 2 start; job 3 waits for a worker when the process dies.
+	fenced, err := s.MarkStarted(ctx, p, []Start{{Batch: b, Job: &b.Jobs[0]}, {Batch: b, Job: &b.Jobs[1]}})
+	if err != nil || len(fenced) != 0 {
+		t.Fatalf("start marks: %v, fenced %v", err, fenced)
+	}
+	waitDead(t, pool, p)
+	rel, err := s.Rescue(ctx, 0, time.Hour)
+	if err != nil || len(rel) != 1 || rel[0].Reason != "dead" || rel[0].Charged != 2 {
+		t.Fatalf("rescue: %v %+v; want one batch released, 2 jobs charged", err, rel)
+	}
+	if fenced, err := s.MarkStarted(ctx, p, []Start{{Batch: b, Job: &b.Jobs[2]}}); err != nil || len(fenced) != 1 || fenced[0] != b.TickID {
+		t.Fatalf("start mark for a released batch: %v, fenced %v; want it refused", err, fenced)
+	}
+	for i, want := range []struct{ state, err string }{
+		{"discarded", "millrace: the process died while running the job (attempt 1 of 1)"},
+		{"failed", "millrace: the process died while running the job (attempt 1 of 3)"},
+	} {
+		var state, e string
+		if err := pool.QueryRow(ctx, "SELECT state, error FROM millrace.history WHERE id = $1", ids[i]).Scan(&state, &e); err != nil {
+			t.Fatalf("job %d has no history: %v", ids[i], err)
+		}
+		if state != want.state || e != want.err {
+			t.Errorf("job %d: %s %q; want %s %q", ids[i], state, e, want.state, want.err)
+		}
+	}
+	var attempt, sched int
+	pool.QueryRow(ctx, "SELECT count(*), max(attempt) FROM millrace.sched WHERE id = $1", ids[1]).Scan(&sched, &attempt)
+	if sched != 1 || attempt != 1 {
+		t.Errorf("job %d: %d schedule rows, attempt %d; want its retry scheduled with one attempt used", ids[1], sched, attempt)
+	}
+	var hist int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.history WHERE id = $1", ids[2]).Scan(&hist)
+	if hist != 0 {
+		t.Errorf("the job that had not started has %d history rows; want none", hist)
+	}
+	adopted, err := s.claimBatch(ctx, "q", 9, 1, false, noLimit)
+	if err != nil || adopted == nil || len(adopted.Jobs) != 1 || adopted.Jobs[0].ID != ids[2] || adopted.Jobs[0].Attempt != 0 {
+		t.Fatalf("adoption: %v %+v; want only job %d, no attempt used", err, adopted, ids[2])
+	}
+}
+
+// TestLeaseCallsSurviveALostConnection: the pool's only connection is
+// ended by the server while idle (as idle_session_timeout or a pooler's
+// restart would) just before each lease call. Each call is a protocol
+// transaction sent again on a lost connection: it succeeds on a new one,
+// instead of costing the process a heartbeat or the leader a renewal.
+func TestLeaseCallsSurviveALostConnection(t *testing.T) {
+	ctx := context.Background()
+	_, admin := newStore(t)
+	cfg := admin.Config().Copy()
+	cfg.MaxConns = 1
+	one, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	s := &Store{Pool: one}
+	// cut ends the backend of the pool's connection and waits until it
+	// is gone; the pool does not know yet.
+	cut := func() {
+		t.Helper()
+		var pid int32
+		if err := one.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		var ended bool
+		if err := admin.QueryRow(ctx, "SELECT pg_terminate_backend($1, 5000)", pid).Scan(&ended); err != nil || !ended {
+			t.Fatalf("ending backend %d: %v %v", pid, ended, err)
+		}
+	}
+	cut()
+	p, err := s.Register(ctx, "p", "h", 1, time.Hour)
+	if err != nil {
+		t.Fatalf("register after a lost connection: %v", err)
+	}
+	cut()
+	if ok, err := s.Beat(ctx, p, time.Hour); err != nil || !ok {
+		t.Fatalf("heartbeat after a lost connection: %v %v", ok, err)
+	}
+	term, err := s.Lead(ctx, p, 0, time.Hour)
+	if err != nil || term == 0 {
+		t.Fatalf("takeover: %d %v", term, err)
+	}
+	cut()
+	if got, err := s.Lead(ctx, p, term, time.Hour); err != nil || got != term {
+		t.Fatalf("renewal after a lost connection: %d %v", got, err)
+	}
+	cut()
+	if err := s.Resign(ctx, p, term); err != nil {
+		t.Fatalf("resignation after a lost connection: %v", err)
+	}
+	var until, now time.Time
+	admin.QueryRow(ctx, "SELECT until, clock_timestamp() FROM millrace.leader ORDER BY id DESC LIMIT 1").Scan(&until, &now)
+	if until.After(now) {
+		t.Errorf("the term still runs after the resignation")
+	}
+}
