@@ -114,19 +114,7 @@ func TestSchemaSnapshot(t *testing.T) {
 		t.Fatalf("%v (run with -update to create it)", err)
 	}
 	if got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < len(gl) || i < len(wl); i++ {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("schema differs from %s at line %d:\n got: %s\nwant: %s\n(review the change, then run with -update)", file, i+1, g, w)
-			}
-		}
+		t.Fatalf("schema differs from %s at %s\n(review the change, then run with -update)", file, firstDiff(got, string(want)))
 	}
 }
 
