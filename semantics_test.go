@@ -720,6 +720,34 @@ func TestCompleteTx(t *testing.T) {
 	}
 }
 
+// TestCompleteTxRefusesRepeatableRead: CompleteTx in a REPEATABLE READ
+// transaction fails with an error that says what to do (its check of the
+// batch's holder would use a snapshot older than its lock); the job is then
+// completed by the pool as the handler's return decides, once.
+func TestCompleteTxRefusesRepeatableRead(t *testing.T) {
+	pool := newDB(t)
+	errs := make(chan error, 1)
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		select {
+		case errs <- millrace.CompleteTx(ctx, tx, j):
+		default:
+		}
+		return nil
+	}))
+	c := startClient(t, pool, workers, millrace.Config{})
+	a := mustInsert(t, c, countArgs{N: 1}, nil)
+	waitFor(t, "completion", 10*time.Second, func() bool { return jobState(t, pool, a.ID) == millrace.JobCompleted })
+	if err := <-errs; err == nil || !strings.Contains(err.Error(), "CompleteTx needs a READ COMMITTED transaction, not repeatable read") {
+		t.Fatalf("CompleteTx in a REPEATABLE READ transaction: %v", err)
+	}
+}
+
 // TestHistoryRetention: history buckets older than their retention are
 // truncated; recent ones stay.
 func TestHistoryRetention(t *testing.T) {

@@ -100,6 +100,14 @@ CREATE OR REPLACE FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_toke
  SET jit TO 'off'
 AS $function$
 BEGIN
+    -- The check of the batch's holder below must see releases committed
+    -- after the caller's transaction began: a snapshot older than its lock
+    -- (REPEATABLE READ, SERIALIZABLE) could complete a job another process
+    -- now runs.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'millrace: CompleteTx needs a READ COMMITTED transaction, not %: begin it with pgx.TxOptions{IsoLevel: pgx.ReadCommitted}',
+            current_setting('transaction_isolation') USING ERRCODE = '0A000';
+    END IF;
     PERFORM pg_advisory_xact_lock_shared(millrace.fence_space(), (p_tick % 2147483647)::int);
     IF (SELECT h.token FROM millrace.holder(p_tick) h) IS DISTINCT FROM p_token
        OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = p_tick) THEN
@@ -117,7 +125,7 @@ BEGIN
             p_max_attempts, p_created_at, p_started, clock_timestamp(), p_owner);
 END $function$;
 COMMENT ON FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer) IS
-    'complete finalizes an attempt inside the caller''s transaction (exactly-once for the handler''s database effects): the ack, the batch''s done row when it is the last, and the history row, bucketed by the time it is called, not by its transaction''s start, which may be older than the job.';
+    'complete finalizes an attempt inside the caller''s transaction (exactly-once for the handler''s database effects): the ack, the batch''s done row when it is the last, and the history row, bucketed by the time it is called, not by its transaction''s start, which may be older than the job. The caller''s transaction must be READ COMMITTED.';
 
 CREATE OR REPLACE FUNCTION millrace.mark_started(p_owner integer, p_tick bigint[], p_token bigint[], p_job bigint[])
  RETURNS SETOF bigint
