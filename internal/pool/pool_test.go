@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"github.com/millrace/millrace/internal/testkit"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -65,13 +66,7 @@ func TestNoJobStartsWhileTheLeaseIsInDoubt(t *testing.T) {
 	defer p.Stop(ctx)
 	wait := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testkit.WaitFor(t, what, 30*time.Second, cond)
 	}
 	if id := <-started; id != first {
 		t.Fatalf("job %d started first, want %d", id, first)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"github.com/millrace/millrace/internal/testkit"
 	"strings"
 	"testing"
 	"time"
@@ -49,15 +50,12 @@ func TestLeaderTermFencing(t *testing.T) {
 	}
 	// The term runs out (no renewal); p2 takes over.
 	var t2 int64
-	for i := 0; t2 == 0; i++ {
+	testkit.WaitFor(t, "the term to run out and p2 to take over", 10*time.Second, func() bool {
 		if t2, err = s.Lead(ctx, p2, 0, time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		if i > 500 {
-			t.Fatal("the term never ran out")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return t2 != 0
+	})
 	if t2 <= t1 {
 		t.Fatalf("new term %d is not above the old one %d", t2, t1)
 	}

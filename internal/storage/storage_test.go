@@ -82,19 +82,13 @@ func waitBlocked(t *testing.T, pool *pgxpool.Pool) {
 // waitDead waits until process p's lease has run out.
 func waitDead(t *testing.T, pool *pgxpool.Pool, p int32) {
 	t.Helper()
-	for i := 0; ; i++ {
+	testkit.WaitFor(t, fmt.Sprintf("process %d to be dead", p), 10*time.Second, func() bool {
 		var alive bool
 		if err := pool.QueryRow(context.Background(), "SELECT millrace.process_alive($1)", p).Scan(&alive); err != nil {
 			t.Fatal(err)
 		}
-		if !alive {
-			return
-		}
-		if i > 1000 {
-			t.Fatalf("process %d is still alive", p)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return !alive
+	})
 }
 
 func rotate(t *testing.T, s *Store, after time.Duration) []RingAction {
