@@ -75,6 +75,3 @@ DROP TABLE millrace.retried;
 -- Issue 20.7: nothing to revert (claims count args by their text).
 
 -- Issue 20.6: nothing to revert (a reclaim forgets idle lanes).
-
--- Issue 20.5: nothing to revert. lanes_waiting stays (claim, as version 7
--- left it, calls it).
