@@ -508,3 +508,82 @@ func TestIdleLanesAreForgotten(t *testing.T) {
 	}
 	t.Logf("ticks of the lane left after its reclaim: %d", left)
 }
+
+// TestClaimCostIsBoundedInLanes: a producer spreading jobs over 5,000
+// priorities made a claim of 10 call lane_take for every lane (a second a
+// claim). A claim calls it only for the lanes it takes jobs from (the
+// others are looked at with a few index probes each, a bounded number of
+// them), takes the highest priorities first, and every job is claimed
+// once in the end.
+func TestClaimCostIsBoundedInLanes(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	const lanes = 5000
+	if _, err := pool.Exec(ctx, `SELECT millrace.enqueue_many(array_agg('k'::text), array_agg('{}'::jsonb), array_agg('spread'::text),
+		array_agg(g), array_agg(NULL::timestamptz), array_agg(1)) FROM generate_series(0, $1::int - 1) g`, lanes); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for claim := 1; len(seen) < lanes; claim++ {
+		if claim > 100 {
+			t.Fatalf("%d jobs of %d claimed after %d claims", len(seen), lanes, claim)
+		}
+		max := 10 // then 1000, to take every job
+		if claim > 5 {
+			max = 1000
+		}
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "SET LOCAL track_functions = 'pl'"); err != nil {
+			t.Fatal(err)
+		}
+		// Calls not yet flushed to the statistics accumulate over
+		// transactions: count this claim's as a difference.
+		callsSQL := "SELECT coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions WHERE funcname = 'lane_take'"
+		var before int64
+		if err := tx.QueryRow(ctx, callsSQL).Scan(&before); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.Query(ctx, "SELECT id, priority FROM millrace.claim('spread', 1, $1, false, $2)", claim, max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type job struct {
+			ID       int64
+			Priority int16
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[job])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var calls int64
+		if err := tx.QueryRow(ctx, callsSQL).Scan(&calls); err != nil {
+			t.Fatal(err)
+		}
+		calls -= before
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if calls > int64(len(got))+10 {
+			t.Fatalf("claim %d of a queue of %d lanes took %d jobs and called lane_take %d times", claim, lanes, len(got), calls)
+		}
+		if claim == 1 {
+			if len(got) != 10 {
+				t.Fatalf("the first claim of 10 took %d jobs", len(got))
+			}
+			for i, j := range got {
+				if j.Priority != int16(i) {
+					t.Fatalf("the first claim took priorities %v; want 0 to 9", got)
+				}
+			}
+		}
+		for _, j := range got {
+			if seen[j.ID] {
+				t.Fatalf("job %d claimed twice", j.ID)
+			}
+			seen[j.ID] = true
+		}
+	}
+}

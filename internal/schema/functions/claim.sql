@@ -189,6 +189,77 @@ END $function$;
 COMMENT ON FUNCTION millrace.lane_take(p_queue text, p_priority smallint, p_snap pg_snapshot, p_tick bigint, p_owner integer, p_req bigint, p_max_jobs integer, p_max_bytes bigint, p_peek boolean) IS
     'lane_take returns the next jobs of lane (p_queue, p_priority): the rest of the range its newest tick stopped in at its cap, or else those committed since that tick and visible in p_snap; at most p_max_jobs jobs and p_max_bytes bytes. Unless p_peek, it records them as batch p_tick of process p_owner (claim request p_req).';
 
+CREATE OR REPLACE FUNCTION millrace.lanes_waiting(p_queue text, p_snap pg_snapshot, p_from smallint, p_examine integer, p_want integer)
+ RETURNS TABLE(priority smallint, ready_at timestamp with time zone, served_at timestamp with time zone)
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+-- PL/pgSQL for its plan cache, and one generic plan: planning this
+-- statement costs more than running it on a few lanes (an SQL function
+-- plans it at every call, and a custom plan would be made at every call
+-- too), and no parameter decides a partition.
+-- Each lane looked at (w): the ready time of the first job lane_take
+-- would take from it in p_snap, by a few index probes, and the time of
+-- its newest tick. Written out twice (no function per lane: a call per
+-- lane cost ten times the probes).
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH RECURSIVE l AS (
+        SELECT x.priority, w.ready_at, w.served_at, 1 AS n, (w.ready_at IS NOT NULL)::int AS k
+        FROM (SELECT j.priority FROM millrace.job j WHERE j.queue = p_queue AND j.priority >= p_from
+              ORDER BY j.priority LIMIT 1) x
+        CROSS JOIN LATERAL (SELECT CASE
+                    WHEN t.tick_id IS NULL THEN  -- a fresh lane: its first job visible in p_snap
+                        (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
+                           AND pg_visible_in_snapshot(j.txid, p_snap) ORDER BY j.txid, j.id LIMIT 1)
+                    WHEN t.more THEN  -- the rest of a capped range first (rare): as lane_take finds it
+                        (SELECT k.ready_at FROM millrace.lane_take(p_queue, x.priority, p_snap, 0, 0, 0, 1, 9223372036854775807, true) k
+                         LIMIT 1)
+                    ELSE coalesce(  -- in progress at the newest tick, then newer; visible in p_snap
+                        (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
+                           AND j.txid = ANY (ARRAY(SELECT pg_snapshot_xip(t.snap))) AND pg_visible_in_snapshot(j.txid, p_snap)
+                         ORDER BY j.txid, j.id LIMIT 1),
+                        (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
+                           AND j.txid >= pg_snapshot_xmax(t.snap) AND j.txid < pg_snapshot_xmax(p_snap)
+                           AND pg_visible_in_snapshot(j.txid, p_snap)
+                         ORDER BY j.txid, j.id LIMIT 1)) END AS ready_at,
+                t.at AS served_at
+         FROM (SELECT 1) one
+         LEFT JOIN LATERAL (SELECT y.tick_id, y.more, y.snap, y.at FROM millrace.tick y WHERE y.queue = p_queue AND y.priority = x.priority
+                            ORDER BY y.tick_id DESC LIMIT 1) t ON true) w
+        UNION ALL
+        SELECT x.priority, w.ready_at, w.served_at, l.n + 1, l.k + (w.ready_at IS NOT NULL)::int
+        FROM l
+        CROSS JOIN LATERAL (SELECT j.priority FROM millrace.job j WHERE j.queue = p_queue AND j.priority > l.priority
+                            ORDER BY j.priority LIMIT 1) x
+        CROSS JOIN LATERAL (SELECT CASE
+                    WHEN t.tick_id IS NULL THEN  -- a fresh lane: its first job visible in p_snap
+                        (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
+                           AND pg_visible_in_snapshot(j.txid, p_snap) ORDER BY j.txid, j.id LIMIT 1)
+                    WHEN t.more THEN  -- the rest of a capped range first (rare): as lane_take finds it
+                        (SELECT k.ready_at FROM millrace.lane_take(p_queue, x.priority, p_snap, 0, 0, 0, 1, 9223372036854775807, true) k
+                         LIMIT 1)
+                    ELSE coalesce(  -- in progress at the newest tick, then newer; visible in p_snap
+                        (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
+                           AND j.txid = ANY (ARRAY(SELECT pg_snapshot_xip(t.snap))) AND pg_visible_in_snapshot(j.txid, p_snap)
+                         ORDER BY j.txid, j.id LIMIT 1),
+                        (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
+                           AND j.txid >= pg_snapshot_xmax(t.snap) AND j.txid < pg_snapshot_xmax(p_snap)
+                           AND pg_visible_in_snapshot(j.txid, p_snap)
+                         ORDER BY j.txid, j.id LIMIT 1)) END AS ready_at,
+                t.at AS served_at
+         FROM (SELECT 1) one
+         LEFT JOIN LATERAL (SELECT y.tick_id, y.more, y.snap, y.at FROM millrace.tick y WHERE y.queue = p_queue AND y.priority = x.priority
+                            ORDER BY y.tick_id DESC LIMIT 1) t ON true) w
+        WHERE l.n < p_examine AND l.k < p_want)
+    SELECT l.priority, l.ready_at, l.served_at FROM l;
+END $function$;
+COMMENT ON FUNCTION millrace.lanes_waiting(p_queue text, p_snap pg_snapshot, p_from smallint, p_examine integer, p_want integer) IS
+    'lanes_waiting looks at the lanes of p_queue from priority p_from on, in order (a skip scan of job_lane), at most p_examine of them, and stops once p_want have a job waiting in snapshot p_snap. It returns every lane it looked at with the ready time of the first job lane_take would take from it (NULL: none; found by a few index probes) and when it was last served (its newest tick''s time).';
+
 CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
  LANGUAGE plpgsql
@@ -209,6 +280,15 @@ DECLARE
     v_lanes smallint[];
     v_lane  smallint;
     v_n     int;
+    v_examine constant int := 256;  -- lanes looked at, at most, from each starting point
+    v_want    int := least(p_max_jobs, 256);  -- lanes with a job waiting enough to stop looking
+    v_lp    smallint[];             -- the lanes looked at: priority,
+    v_lr    timestamptz[];          -- ready time of the first job waiting (NULL: none),
+    v_ls    timestamptz[];          -- and when it was last served
+    v_key   text;
+    v_cursor text;
+    v_from  int;
+    v_to    int;
 BEGIN
     IF p_max_jobs IS NULL OR p_max_jobs < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
         RAISE EXCEPTION 'millrace: claim limits must be positive' USING ERRCODE = '22023';
@@ -266,28 +346,76 @@ BEGIN
         INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), p_queue, v_tick);
     END LOOP;
 
-    -- The queue's lanes: its distinct priorities (a skip scan of job_lane).
-    WITH RECURSIVE l AS (
-        (SELECT j.priority FROM millrace.job j WHERE j.queue = p_queue ORDER BY j.priority LIMIT 1)
-        UNION ALL
-        SELECT (SELECT j.priority FROM millrace.job j WHERE j.queue = p_queue AND j.priority > l.priority
-                ORDER BY j.priority LIMIT 1)
-        FROM l WHERE l.priority IS NOT NULL)
-    SELECT coalesce(array_agg(l.priority ORDER BY l.priority), '{}') INTO v_lanes FROM l WHERE l.priority IS NOT NULL;
-    IF cardinality(v_lanes) > 1 THEN
+    -- The queue's lanes with a job waiting: its distinct priorities (a
+    -- skip scan of job_lane), each looked at with a few index probes
+    -- (lane_first). A claim's cost grows with the lanes it looks at, so it
+    -- looks at a bounded number whatever the number of lanes (5,000 lanes
+    -- of one job each made a claim of 10 take a second): in priority
+    -- order until v_want have a job waiting (as many as the claim may take
+    -- jobs, at most v_examine) or v_examine were looked at;
+    -- and, if that did not reach the last lane, as many again in the
+    -- lanes past them, a window at a time, so that every lane is looked
+    -- at now and then and the starvation rule below reaches it.
+    -- One lane (the common case): no need to look at it first.
+    SELECT j.priority INTO v_lane FROM millrace.job j WHERE j.queue = p_queue ORDER BY j.priority LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM millrace.job j WHERE j.queue = p_queue AND j.priority > v_lane) THEN
+        v_lanes := ARRAY[v_lane];
+    ELSE
+        SELECT coalesce(array_agg(w.priority ORDER BY w.priority), '{}'), coalesce(array_agg(w.ready_at ORDER BY w.priority), '{}'), coalesce(array_agg(w.served_at ORDER BY w.priority), '{}')
+        INTO v_lp, v_lr, v_ls FROM millrace.lanes_waiting(p_queue, v_snap, 0::smallint, v_examine, v_want) w;
+        IF cardinality(v_lp) >= v_examine OR cardinality(array_remove(v_lr, NULL)) >= v_want THEN
+            v_lane := v_lp[cardinality(v_lp)];
+            SELECT j.priority INTO v_n FROM millrace.job j WHERE j.queue = p_queue ORDER BY j.priority DESC LIMIT 1;
+            IF v_n > v_lane THEN
+                -- The rest of the lanes is swept a window at a time, from where
+                -- this session's previous window of the queue ended (a random
+                -- priority the first time): every lane is looked at within
+                -- (lanes / v_examine) claims of a session. The position is a
+                -- session setting, so no row is written; any value is only a
+                -- starting point.
+                v_key := hashtext(p_queue)::text || ':';
+                v_cursor := coalesce(current_setting('millrace.lanes', true), '');
+                SELECT substr(e, length(v_key) + 1)::int INTO v_from
+                FROM unnest(string_to_array(v_cursor, ',')) e WHERE starts_with(e, v_key) LIMIT 1;
+                IF v_from IS NULL THEN
+                    v_from := v_lane + 1 + floor(random() * (v_n - v_lane))::int;
+                ELSIF v_from <= v_lane OR v_from > v_n THEN
+                    v_from := v_lane + 1;
+                END IF;
+                SELECT v_lp || coalesce(array_agg(w.priority ORDER BY w.priority), '{}'),
+                       v_lr || coalesce(array_agg(w.ready_at ORDER BY w.priority), '{}'),
+                       v_ls || coalesce(array_agg(w.served_at ORDER BY w.priority), '{}'), count(*), max(w.priority)
+                INTO v_lp, v_lr, v_ls, v_n, v_to
+                FROM millrace.lanes_waiting(p_queue, v_snap, v_from::smallint, v_examine, v_want) w;
+                IF v_n < v_examine AND (v_to IS NULL OR NOT EXISTS (SELECT 1 FROM millrace.job j WHERE j.queue = p_queue AND j.priority > v_to)) THEN
+                    -- The window reached the last lane: go on from the first past the top ones.
+                    SELECT v_lp || coalesce(array_agg(w.priority ORDER BY w.priority), '{}'),
+                           v_lr || coalesce(array_agg(w.ready_at ORDER BY w.priority), '{}'),
+                           v_ls || coalesce(array_agg(w.served_at ORDER BY w.priority), '{}'), max(w.priority)
+                    INTO v_lp, v_lr, v_ls, v_to
+                    FROM millrace.lanes_waiting(p_queue, v_snap, (v_lane + 1)::smallint, v_examine - v_n, v_want) w
+                    WHERE w.priority < v_from;
+                END IF;
+                PERFORM set_config('millrace.lanes', array_to_string(ARRAY(
+                    SELECT x FROM (SELECT v_key || (coalesce(v_to, v_lane) + 1) AS x, 0 AS o
+                                   UNION ALL
+                                   SELECT e, o FROM unnest(string_to_array(v_cursor, ',')) WITH ORDINALITY AS u(e, o)
+                                   WHERE NOT starts_with(e, v_key)) c
+                    ORDER BY c.o LIMIT 16), ','), false);
+            END IF;
+        END IF;
         -- A lane is starving when it has a job waiting and has not been
-        -- served for p_starve (or its first job has waited that long and
-        -- it was never served): starving lanes first, the longest unserved
-        -- first; then by priority. A starving lane is served one batch,
-        -- which makes it not starving for another p_starve.
-        SELECT array_agg(x.p ORDER BY x.starving DESC, CASE WHEN x.starving THEN x.since END, x.p) INTO v_lanes
-        FROM (SELECT p, greatest(f.ready_at, l.at) AS since,
-                     coalesce(greatest(f.ready_at, l.at) < clock_timestamp() - p_starve, false) AS starving
-              FROM unnest(v_lanes) p
-              LEFT JOIN LATERAL (SELECT k.ready_at FROM millrace.lane_take(p_queue, p, v_snap, 0, p_owner, p_req, 1,
-                                                                           9223372036854775807, true) k LIMIT 1) f ON true
-              LEFT JOIN LATERAL (SELECT t.at FROM millrace.tick t WHERE t.queue = p_queue AND t.priority = p
-                                 ORDER BY t.tick_id DESC LIMIT 1) l ON true) x;
+        -- served for p_starve (or its first job has waited that long and it
+        -- was never served): starving lanes first, the longest unserved
+        -- first; then by priority. A starving lane is served one batch, which
+        -- makes it not starving for another p_starve.
+        SELECT coalesce(array_agg(x.p ORDER BY x.starving DESC, CASE WHEN x.starving THEN x.since END, x.p), '{}') INTO v_lanes
+        FROM (SELECT DISTINCT w.priority AS p, greatest(w.ready_at, w.served_at) AS since,
+                     coalesce(greatest(w.ready_at, w.served_at) < clock_timestamp() - p_starve, false) AS starving
+              FROM unnest(v_lp, v_lr, v_ls) AS w(priority, ready_at, served_at) WHERE w.ready_at IS NOT NULL) x;
     END IF;
     FOREACH v_lane IN ARRAY v_lanes LOOP
         EXIT WHEN v_left <= 0 OR v_bytes <= 0;
@@ -306,4 +434,4 @@ BEGIN
     END LOOP;
 END $function$;
 COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval) IS
-    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing.';
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing.';
