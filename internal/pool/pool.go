@@ -147,6 +147,9 @@ type Config struct {
 type item struct {
 	batch *batch
 	job   storage.Job
+	// started: the claim recorded this job's start (it went to an idle
+	// worker at once), so it needs no start mark of its own.
+	started bool
 }
 
 // running is a job being worked in this process.
@@ -175,6 +178,7 @@ type queue struct {
 	jobs    chan item
 	wake    chan struct{}
 	taken   chan struct{} // a worker took a job from jobs
+	idle    atomic.Int32  // workers waiting for a job
 }
 
 // Pool is a running set of claimers, workers and the acker.
@@ -183,8 +187,9 @@ type Pool struct {
 	owner  atomic.Int32
 	queues map[string]*queue
 
-	acks   chan storage.Ack
-	starts chan startReq
+	acks      chan storage.Ack
+	starts    chan startReq
+	markSlots chan struct{} // start-mark rounds in flight
 
 	claimCtx    context.Context
 	stopClaims  context.CancelFunc
@@ -235,7 +240,7 @@ func New(cfg Config) *Pool {
 		cfg.TimeoutGrace = 2 * time.Second
 	}
 	p := &Pool{cfg: cfg, queues: map[string]*queue{}, running: map[int64]*running{}, acks: make(chan storage.Ack, 4096),
-		starts: make(chan startReq, 256), ackerDone: make(chan struct{}), ackStop: make(chan struct{})}
+		starts: make(chan startReq, 256), markSlots: make(chan struct{}, 4), ackerDone: make(chan struct{}), ackStop: make(chan struct{})}
 	for name, n := range cfg.Queues {
 		p.queues[name] = &queue{name: name, workers: n, jobs: make(chan item, n), wake: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
 	}
@@ -412,6 +417,9 @@ func (p *Pool) claim(q *queue) {
 			req++
 		}
 		start := time.Now()
+		// The workers idle now start the first jobs of the claim at once
+		// (nothing else feeds them): the claim records their starts.
+		lim.Start = int(q.idle.Load())
 		sbs, err := p.cfg.Store.Claim(ctx, q.name, owner, req, retry, lim)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -447,6 +455,7 @@ func (p *Pool) claim(q *queue) {
 		}
 		// Batches come in lane order (priority, the starving first); run
 		// each batch's jobs in commit order.
+		marked := lim.Start
 		for _, sb := range sbs {
 			b := &batch{Batch: sb, owner: owner}
 			b.remaining.Store(int32(len(sb.Jobs)))
@@ -456,8 +465,10 @@ func (p *Pool) claim(q *queue) {
 					p.ack(b, storage.Ack{Batch: sb, Job: &j, State: storage.AckCancelled, Finished: time.Now()})
 					continue
 				}
+				it := item{batch: b, job: j, started: marked > 0}
+				marked--
 				select {
-				case q.jobs <- item{batch: b, job: j}:
+				case q.jobs <- it:
 				case <-ctx.Done():
 					return // the rest stay unacked: released with the lease
 				}
@@ -470,13 +481,16 @@ func (p *Pool) work(q *queue) {
 	defer p.workersWG.Done()
 	for {
 		var it item
+		q.idle.Add(1)
 		select {
 		case it = <-q.jobs:
+			q.idle.Add(-1)
 			select {
 			case q.taken <- struct{}{}:
 			default:
 			}
 		case <-p.claimCtx.Done():
+			q.idle.Add(-1)
 			return
 		}
 		if p.claimCtx.Err() != nil {
@@ -491,7 +505,7 @@ func (p *Pool) work(q *queue) {
 		if it.batch.owner != p.Owner() {
 			continue // leased under a lost identity: released to other claimers
 		}
-		if !p.markStarted(&it) {
+		if !it.started && !p.markStarted(&it) {
 			continue // its batch was released meanwhile: it runs elsewhere
 		}
 		p.run(it)
@@ -991,6 +1005,9 @@ func (p *Pool) marker() {
 				}
 			}
 		}
+		// A few rounds in flight at once; the jobs that ask meanwhile
+		// share the next.
+		p.markSlots <- struct{}{}
 		reqs := []startReq{first}
 	drain:
 		for {
@@ -1001,7 +1018,10 @@ func (p *Pool) marker() {
 				break drain
 			}
 		}
-		p.mark(reqs)
+		go func() {
+			defer func() { <-p.markSlots }()
+			p.mark(reqs)
+		}()
 	}
 }
 

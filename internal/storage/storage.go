@@ -106,6 +106,10 @@ type Limits struct {
 	// Starve is how long a lane's (priority's) first job may wait before
 	// the lane is served ahead of higher priorities (0: 5s).
 	Starve time.Duration
+	// Start is how many of the jobs returned (the first ones not
+	// cancelled) start at once: the claim records their start marks (see
+	// MarkStarted), so that they need none of their own.
+	Start int
 }
 
 // Store runs the protocol's statements on a pool.
@@ -192,7 +196,7 @@ func Insert(ctx context.Context, q Querier, jobs []NewJob, notify bool) ([]Inser
 
 // claimSQL is a claim; it runs in its own READ COMMITTED transaction that
 // commits asynchronously (see Claim).
-const claimSQL = "SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled FROM millrace.claim($1, $2, $3, $4, $5, $6, $7)"
+const claimSQL = "SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled FROM millrace.claim_start($1, $2, $3, $4, $5, $6, $7, $8)"
 
 // Claim takes the next batches of queue for process owner: the batches
 // whose reply an earlier call with the same req lost (when retry is set), a
@@ -238,7 +242,7 @@ func (s *Store) Claim(ctx context.Context, queue string, owner int32, req int64,
 		}
 		return nil
 	}
-	if err := PoolTx(ctx, s.Pool, TxOpts{AsyncCommit: true}, scan, claimSQL, queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve); err != nil {
+	if err := PoolTx(ctx, s.Pool, TxOpts{AsyncCommit: true}, scan, claimSQL, queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start); err != nil {
 		return nil, err
 	}
 	return batches, nil

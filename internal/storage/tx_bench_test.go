@@ -15,7 +15,7 @@ import (
 func (s *Store) claimImplicit(ctx context.Context, queue string, owner int32, req int64, lim Limits) (int, error) {
 	var b pgx.Batch
 	b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
-	b.Queue(claimSQL, queue, owner, req, false, lim.MaxJobs, lim.MaxBytes, "5s")
+	b.Queue(claimSQL, queue, owner, req, false, lim.MaxJobs, lim.MaxBytes, "5s", 0)
 	br := s.Pool.SendBatch(ctx, &b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {

@@ -435,3 +435,40 @@ BEGIN
 END $function$;
 COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval) IS
     'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing.';
+
+CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer)
+ RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+#variable_conflict use_column
+DECLARE
+    v      record;
+    v_n    int := 0;
+    v_tick bigint[] := '{}';
+    v_tok  bigint[] := '{}';
+    v_job  bigint[] := '{}';
+BEGIN
+    FOR v IN SELECT * FROM millrace.claim(p_queue, p_owner, p_req, p_retry, p_max_jobs, p_max_bytes, p_starve) LOOP
+        IF v_n < p_start AND NOT v.cancelled THEN
+            v_n := v_n + 1;
+            v_tick := v_tick || v.tick_id;
+            v_tok := v_tok || v.token;
+            v_job := v_job || v.id;
+        END IF;
+        tick_id := v.tick_id; token := v.token; id := v.id; kind := v.kind; args := v.args; priority := v.priority;
+        attempt := v.attempt; max_attempts := v.max_attempts; created_at := v.created_at; ready_at := v.ready_at;
+        timeout_ms := v.timeout_ms; cancelled := v.cancelled;
+        RETURN NEXT;
+    END LOOP;
+    IF v_n > 0 THEN
+        INSERT INTO millrace.start (slot, tick_id, token, jobs)
+        SELECT millrace.current_segment(), u.t, u.k, array_agg(u.j ORDER BY u.j)
+        FROM unnest(v_tick, v_tok, v_job) AS u(t, k, j)
+        GROUP BY u.t, u.k;
+    END IF;
+END $function$;
+COMMENT ON FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer) IS
+    'claim_start is claim, and the start marks (mark_started) of the first p_start jobs it returns that are not cancelled: the claimer passes the number of its idle workers, which start those jobs at once, so that they need no mark of their own. The jobs it hands to busy workers wait in the process and are marked when they start.';
