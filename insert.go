@@ -140,7 +140,7 @@ func (c *Client) params(args JobArgs, opts *InsertOpts) (*InsertParams, error) {
 
 // newJob checks a job against the input rules (millrace.check_job's, in
 // the same order and with the same messages) and makes the stored form.
-func (c *Client) newJob(p *InsertParams) (storage.NewJob, error) {
+func (c *Client) newJob(p *InsertParams, now time.Time) (storage.NewJob, error) {
 	o := p.Opts
 	j := storage.NewJob{Queue: o.Queue, Kind: p.Kind, MaxAttempts: o.MaxAttempts, RunAt: o.RunAt, Timeout: o.Timeout}
 	if j.Queue == "" {
@@ -176,7 +176,7 @@ func (c *Client) newJob(p *InsertParams) (storage.NewJob, error) {
 		return j, errors.New("millrace: run_at must be a finite time in years 1 to 9999 (UTC)")
 	}
 	if o.Unique != nil {
-		key, states, until, err := uniqueKey(j, o.Unique, time.Now())
+		key, states, until, err := uniqueKey(j, o.Unique, now)
 		if err != nil {
 			return j, err
 		}
@@ -331,9 +331,21 @@ func (c *Client) insert(ctx context.Context, q storage.Querier, ps []*InsertPara
 }
 
 func (c *Client) insertNow(ctx context.Context, q storage.Querier, ps []*InsertParams, inTx bool) ([]InsertResult, error) {
+	// A unique period is decided on the server's clock: a producer whose
+	// clock is behind or ahead must not open a period of its own. One
+	// round trip, only when a job needs it.
+	var now time.Time
+	for _, p := range ps {
+		if o := p.Opts; o.Unique != nil && o.Unique.ByPeriod > 0 && o.RunAt.IsZero() {
+			if err := q.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
+				return nil, fmt.Errorf("millrace: reading the server's clock for a unique period: %w", err)
+			}
+			break
+		}
+	}
 	nj := make([]storage.NewJob, len(ps))
 	for i, p := range ps {
-		j, err := c.newJob(p)
+		j, err := c.newJob(p, now)
 		if err != nil {
 			if len(ps) > 1 {
 				return nil, fmt.Errorf("job %d: %w", i, err)

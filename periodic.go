@@ -67,7 +67,7 @@ func (c *Client) periodicJobs() ([]maint.Periodic, error) {
 					return storage.NewJob{}, err
 				}
 				p.Opts.RunAt, p.Opts.Unique = time.Time{}, nil
-				return c.newJob(p)
+				return c.newJob(p, time.Time{}) // no unique key: no clock needed
 			}})
 	}
 	return out, nil

@@ -138,7 +138,7 @@ func Run(ctx context.Context, cfg Config) error {
 type Maintainer struct {
 	cfg     Config
 	logged  map[string]time.Time
-	started time.Time
+	started time.Time // the server's time at the first periodic round
 	expired time.Time            // when history was last expired
 	tallied time.Time            // when history was last tallied (or found tallied by another leader)
 	last    map[string]time.Time // newest slot enqueued, per periodic job
@@ -157,7 +157,7 @@ type holderKey struct {
 // New makes a Maintainer whose Step tests can call directly.
 func New(cfg Config) *Maintainer {
 	cfg.defaults()
-	return &Maintainer{cfg: cfg, logged: map[string]time.Time{}, started: time.Now(), last: map[string]time.Time{},
+	return &Maintainer{cfg: cfg, logged: map[string]time.Time{}, last: map[string]time.Time{},
 		holders: map[holderKey]time.Time{}, writers: map[int32]time.Time{}}
 }
 
@@ -387,7 +387,21 @@ func (m *Maintainer) warnBehind(ctx context.Context, a storage.RingAction, holde
 // key on (name, slot) makes each slot run once across leaders. It returns
 // ErrLostLead when the term is over.
 func (m *Maintainer) runPeriodic(ctx context.Context) error {
-	now := time.Now()
+	if len(m.cfg.Periodic) == 0 {
+		return nil
+	}
+	// Slots are decided on the server's clock: a leader whose clock runs
+	// fast or slow neither runs a slot early nor records one in the future.
+	now, err := m.cfg.Store.Now(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.cfg.Logger.Warn("millrace: reading the server's clock for periodic jobs failed", "err", err)
+		}
+		return nil
+	}
+	if m.started.IsZero() {
+		m.started = now
+	}
 	for _, p := range m.cfg.Periodic {
 		last, ok := m.last[p.Name]
 		if !ok {

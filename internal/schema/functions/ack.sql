@@ -31,12 +31,19 @@ DECLARE
     v_new    boolean[];
     v_slot   smallint;
     v_n      bigint;
+    v_off    interval;
 BEGIN
     PERFORM pg_advisory_xact_lock(millrace.flush_space(), p_owner);
     IF EXISTS (SELECT 1 FROM millrace.flush f WHERE f.owner = p_owner AND f.seq = p_seq) THEN
         RETURN;  -- already applied: this is a replay
     END IF;
     v_slot := millrace.current_segment();
+    -- The worker's clock decides nothing: its times (started, finished, a
+    -- retry's or snooze's due time) are read on the server's clock, shifted
+    -- by the server's time now less the newest finish in the flush (a
+    -- flush is sent as its acks come in, so that is the worker's skew, to
+    -- within the flush's delay). Durations and delays stay as measured.
+    v_off := coalesce(clock_timestamp() - (SELECT max(f) FROM unnest(p_finished) f), interval '0');
     INSERT INTO millrace.flush (slot, owner, seq) VALUES (v_slot, p_owner, p_seq);
     -- Fencing: hold each batch's fence lock shared while checking that no
     -- newer lease exists; a release or adoption takes it exclusively.
@@ -64,9 +71,9 @@ BEGIN
     SELECT millrace.current_gen(), u.j, u.q, u.kd, u.ar, u.p, CASE WHEN u.s = 5 THEN u.a - 1 ELSE u.a END, u.m,
            least(u.c, now()),  -- a job is never created later than now: lookups bound its history by it
            -- a due time every reader can scan: years 1 to 9999 (as insert_many's rule)
-           CASE WHEN u.r < '0001-01-01 00:00:00+00'::timestamptz THEN '0001-01-01 00:00:00+00'::timestamptz
-                WHEN u.r >= '10000-01-01 00:00:00+00'::timestamptz THEN '9999-12-31 23:59:59.999999+00'::timestamptz
-                ELSE u.r END,
+           CASE WHEN u.r + v_off < '0001-01-01 00:00:00+00'::timestamptz THEN '0001-01-01 00:00:00+00'::timestamptz
+                WHEN u.r + v_off >= '10000-01-01 00:00:00+00'::timestamptz THEN '9999-12-31 23:59:59.999999+00'::timestamptz
+                ELSE u.r + v_off END,
            u.e,
            coalesce(u.tm, 0)
     FROM unnest(p_job, p_state, p_attempt, p_error, p_retry_at, p_queue, p_kind, p_args, p_priority,
@@ -76,7 +83,7 @@ BEGIN
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, error, owner)
     SELECT millrace.history_bucket(u.s, clock_timestamp()), u.j, u.a, u.s, u.q, u.kd, u.ar, u.p, u.m, u.c,
-           u.st, coalesce(u.f, now()), u.e, p_owner
+           least(u.st + v_off, clock_timestamp()), coalesce(least(u.f + v_off, clock_timestamp()), clock_timestamp()), u.e, p_owner
     FROM unnest(p_job, p_state, p_attempt, p_error, p_queue, p_kind, p_args, p_priority,
                 p_max_attempts, p_created_at, p_started, p_finished) WITH ORDINALITY AS u(j, s, a, e, q, kd, ar, p, m, c, st, f, i)
     WHERE v_new[u.i]
@@ -90,7 +97,7 @@ BEGIN
     RETURN QUERY SELECT unnest(v_fenced);
 END $function$;
 COMMENT ON FUNCTION millrace.flush(p_owner integer, p_seq bigint, p_job bigint[], p_tick bigint[], p_token bigint[], p_state smallint[], p_attempt integer[], p_error text[], p_retry_at timestamp with time zone[], p_queue text[], p_kind text[], p_args jsonb[], p_priority smallint[], p_max_attempts integer[], p_created_at timestamp with time zone[], p_timeout_ms integer[], p_started timestamp with time zone[], p_finished timestamp with time zone[], p_done_tick bigint[], p_done_token bigint[], p_done_queue text[], p_replay boolean) IS
-    'flush writes the outcomes of finished attempts and the batches they complete, in one transaction, once per (owner, seq): a replay of a flush whose reply was lost changes nothing. Acks of a batch whose newest lease token is not the one given are dropped (fencing) and their ticks returned. Every written ack becomes a row of history; failed (2) and snoozed (5) jobs go to the schedule (a snooze does not count an attempt). Arrays are parallel. p_replay says the caller may have sent this flush before: acks already written are then skipped one by one.';
+    'flush writes the outcomes of finished attempts and the batches they complete, in one transaction, once per (owner, seq): a replay of a flush whose reply was lost changes nothing. Acks of a batch whose newest lease token is not the one given are dropped (fencing) and their ticks returned. Every written ack becomes a row of history; failed (2) and snoozed (5) jobs go to the schedule (a snooze does not count an attempt). Arrays are parallel. p_replay says the caller may have sent this flush before: acks already written are then skipped one by one. Times come from the worker''s clock and are read on the server''s: shifted by the server''s time less the newest of p_finished, so a worker''s skew changes no due time and no history time.';
 
 CREATE OR REPLACE FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer)
  RETURNS void
@@ -122,7 +129,7 @@ BEGIN
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, owner)
     VALUES (millrace.history_bucket(1::smallint, clock_timestamp()), p_job, p_attempt, 1, p_queue, p_kind, p_args, p_priority,
-            p_max_attempts, p_created_at, p_started, clock_timestamp(), p_owner);
+            p_max_attempts, p_created_at, least(p_started, clock_timestamp()), clock_timestamp(), p_owner);
 END $function$;
 COMMENT ON FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer) IS
     'complete finalizes an attempt inside the caller''s transaction (exactly-once for the handler''s database effects): the ack, the batch''s done row when it is the last, and the history row, bucketed by the time it is called, not by its transaction''s start, which may be older than the job. The caller''s transaction must be READ COMMITTED.';

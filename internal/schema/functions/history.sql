@@ -343,11 +343,14 @@ BEGIN
             NULL;
         END;
     END LOOP;
-    DELETE FROM millrace.periodic p WHERE p.at < now() - interval '7 days';
+    -- A periodic job's newest slot is kept whatever its age: it is what
+    -- says a monthly job ran this month (RunOnStart would run it again).
+    DELETE FROM millrace.periodic p WHERE p.at < now() - interval '7 days'
+      AND p.slot_at < (SELECT max(n.slot_at) FROM millrace.periodic n WHERE n.name = p.name);
     -- A retry's record is needed while its job's history may exist: at
     -- most 31 days of retention plus one daily bucket.
     DELETE FROM millrace.retried r WHERE r.at < now() - interval '33 days';
     RETURN v_n;
 END $function$;
 COMMENT ON FUNCTION millrace.expire_history(p_term bigint) IS
-    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (retention(): the administrator''s setting), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week and retry records older than 33 days (longer than any job''s history lives). It returns the buckets truncated. It takes no durations: whoever may run maintenance (the worker role) cannot shorten retention. Rounds run one at a time; p_term is the calling leader''s term (fence_leader).';
+    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (retention(): the administrator''s setting), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week (but the newest of each periodic job) and retry records older than 33 days (longer than any job''s history lives). It returns the buckets truncated. It takes no durations: whoever may run maintenance (the worker role) cannot shorten retention. Rounds run one at a time; p_term is the calling leader''s term (fence_leader).';
