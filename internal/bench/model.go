@@ -88,7 +88,11 @@ type Summary struct {
 	Processes int     `json:"processes"`
 	WorkMS    float64 `json:"work_ms"`
 	// Mix is --mix (left out without one).
-	Mix        *Mix                        `json:"mix,omitempty"`
+	Mix *Mix `json:"mix,omitempty"`
+	// Pooler is --pooler and PGSettings the --pg-setting values the
+	// bench's database ran with (left out when none).
+	Pooler     string                      `json:"pooler,omitempty"`
+	PGSettings []string                    `json:"pg_settings,omitempty"`
 	Strategies map[string]*StrategySummary `json:"strategies"`
 	// Interrupted is set when the run was interrupted (Ctrl-C): Strategies
 	// then holds the strategies that ran, each with the phases it got to

@@ -25,6 +25,15 @@ import (
 type Config struct {
 	URL        string // database the strategies work in
 	StandbyURL string // a hot standby of that database, for the standby scenario
+	// PoolerURL, when set, is the same database through a connection
+	// pooler (--pooler): the strategies' connections go through it; the
+	// bench's own (sampler, stress) and a millrace process's session
+	// connection go to URL.
+	PoolerURL string
+	// Pooler and PGSettings describe the environment (--pooler,
+	// --pg-setting) for the summary.
+	Pooler     string
+	PGSettings []string
 
 	Strategies []string
 	Scenario   string
@@ -250,12 +259,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer ts.Close()
 
-	conn, err := pgx.Connect(ctx, cfg.URL)
+	ccfg, err := pgx.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	benchSession(ccfg)
+	conn, err := pgx.ConnectConfig(ctx, ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.Background())
 	sum := &Summary{Scenario: cfg.Scenario, Workers: cfg.Workers, Processes: cfg.processes(), WorkMS: float64(cfg.Work) / float64(time.Millisecond),
+		Pooler: cfg.Pooler, PGSettings: cfg.PGSettings,
 		Strategies: map[string]*StrategySummary{}}
 	if !cfg.Mix.Zero() {
 		sum.Mix = &cfg.Mix
@@ -330,7 +345,10 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	} else {
 		inst = nil
 	}
-	if err := s.Setup(ctx, cfg.URL); err != nil {
+	if ps, ok := s.(PoolerAware); ok && cfg.PoolerURL != "" {
+		ps.SetSessionURL(cfg.URL)
+	}
+	if err := s.Setup(ctx, cmp.Or(cfg.PoolerURL, cfg.URL)); err != nil {
 		return nil, nil, fmt.Errorf("setup: %w", err)
 	}
 	defer s.Close()
@@ -367,7 +385,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	}
 	work := cfg.Work
 	workers := cfg.workersFor(s)
-	env := Env{URL: cfg.URL, Workers: workers, Processes: cfg.processes(),
+	env := Env{URL: cmp.Or(cfg.PoolerURL, cfg.URL), Workers: workers, Processes: cfg.processes(),
 		Handle: func(ctx context.Context, j Job) error {
 			n, kind := t.started(j.ID, j.ReadyAt)
 			if kind == kindSnooze && n == 1 {

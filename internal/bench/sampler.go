@@ -68,6 +68,7 @@ func dialProbe(ctx context.Context, url string, tables, history []string) (*prob
 		return nil, err
 	}
 	cfg.RuntimeParams["application_name"] = "millrace-bench-sampler"
+	benchSession(cfg)
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -85,6 +86,16 @@ func dialProbe(ctx context.Context, url string, tables, history []string) (*prob
 	p.cpuTicks, p.cpuAt = p.cpu(), time.Now()
 	_ = conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&p.walLSN)
 	return p, nil
+}
+
+// benchSession makes cfg a session of the bench's own (setup, sampler):
+// the settings under test (--pg-setting) are for the strategies' sessions,
+// not for what measures them.
+func benchSession(cfg *pgx.ConnConfig) {
+	for _, k := range []string{"statement_timeout", "idle_session_timeout", "idle_in_transaction_session_timeout", "lock_timeout"} {
+		cfg.RuntimeParams[k] = "0"
+	}
+	cfg.RuntimeParams["default_transaction_isolation"] = "read committed"
 }
 
 func (p *probe) close() { p.conn.Close(context.Background()) }

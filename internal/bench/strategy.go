@@ -38,6 +38,13 @@ type Job struct {
 // then finishes the job its own way (DELETE, ack, ...).
 type Handler func(ctx context.Context, job Job) error
 
+// PoolerAware is a strategy that can run through a transaction pooler
+// (--pooler): SetSessionURL, called before Setup, gives the direct URL
+// for what must not go through the pooler (LISTEN, session state).
+type PoolerAware interface {
+	SetSessionURL(url string)
+}
+
 // Env is what the bench hands a strategy for one run.
 type Env struct {
 	// URL of the database the strategy works in.

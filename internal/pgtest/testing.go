@@ -3,7 +3,6 @@ package pgtest
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace/millracetest/pgcluster"
 )
 
 var (
@@ -89,16 +89,9 @@ func NewDatabase(t testing.TB) string {
 	return WithDatabase(base, name)
 }
 
-// WithDatabase returns u with its database name replaced by db.
-func WithDatabase(u, db string) string {
-	parsed, err := url.Parse(u)
-	if err != nil || parsed.Scheme == "" {
-		// keyword/value form
-		return u + " dbname=" + db
-	}
-	parsed.Path = "/" + db
-	return parsed.String()
-}
+// WithDatabase returns u with its database name replaced by db
+// (pgcluster.WithDatabase).
+func WithDatabase(u, db string) string { return pgcluster.WithDatabase(u, db) }
 
 func sanitize(s string) string {
 	s = strings.ToLower(s)

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -404,4 +405,15 @@ func sweepStale() {
 		}
 		os.RemoveAll(dir)
 	}
+}
+
+// WithDatabase returns u with its database name replaced by db.
+func WithDatabase(u, db string) string {
+	parsed, err := url.Parse(u)
+	if err != nil || parsed.Scheme == "" {
+		// keyword/value form
+		return u + " dbname=" + db
+	}
+	parsed.Path = "/" + db
+	return parsed.String()
 }

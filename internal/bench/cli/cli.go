@@ -27,7 +27,7 @@ import (
 	_ "github.com/millrace/millrace/internal/bench/native"  // millrace
 	"github.com/millrace/millrace/internal/bench/report"
 	"github.com/millrace/millrace/internal/cmdline"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/millracetest/pgcluster"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -102,6 +102,16 @@ func Bench(ctx context.Context, args []string) (err error) {
 	metricsListen := fs.String("metrics-listen", "", "serve the Prometheus metrics of the millrace strategy's clients (package millraceprom) on ADDR/metrics during the run, e.g. 127.0.0.1:9464; summary.json then records their totals next to the bench's counts")
 	metricsLinger := fs.Duration("metrics-linger", 0, "with --metrics-listen, keep serving /metrics this long after the run, for a last scrape of the final counts")
 	mixFlag := fs.String("mix", "", "percentages of offered jobs that fail once, snooze once, are cancelled while queued, are scheduled 1-30s ahead,\nor duplicate an earlier unique job, e.g. fail=20,snooze=5,cancel=5,sched=20,unique=10 (millrace only; needs --rate N)")
+	var pgSettings []string
+	fs.Func("pg-setting", "NAME=VALUE: a server setting the bench's database runs with (ALTER DATABASE ... SET, for every session in it but\nthe bench's sampler), e.g. default_transaction_isolation='repeatable read' or idle_session_timeout=5s; repeatable", func(v string) error {
+		name, value, ok := strings.Cut(v, "=")
+		if !ok || !settingName.MatchString(name) {
+			return fmt.Errorf("want NAME=VALUE, e.g. statement_timeout=1s")
+		}
+		pgSettings = append(pgSettings, name+"="+strings.Trim(value, "'"))
+		return nil
+	})
+	pooler := fs.String("pooler", "", "run the strategies' connections through a connection pooler the bench starts: pgbouncer-transaction\n(PgBouncer in transaction mode; millrace's session connection goes to the server directly; millrace only)")
 	readers := fs.Int("readers", bench.DefaultReaders, "analytics scenario: reader sessions running reports")
 	readerDuration := fs.Duration("reader-duration", bench.DefaultReaderDuration, "analytics scenario: how long one report reads in its REPEATABLE READ transaction (default at most the stress phase)")
 	readerInterval := fs.Duration("reader-interval", 0, "analytics scenario: time between report starts (default reader-duration/readers: the readers always overlap)")
@@ -172,6 +182,21 @@ func Bench(ctx context.Context, args []string) (err error) {
 	if err := cfg.Check(); err != nil {
 		return &Error{Msg: err.Error(), Code: 2}
 	}
+	switch *pooler {
+	case "":
+	case poolerPgBouncer:
+		for _, s := range cfg.Strategies {
+			if s != "millrace" {
+				return &Error{Msg: fmt.Sprintf("--pooler %s runs the millrace strategy only, not %s", *pooler, s), Code: 2}
+			}
+		}
+		if _, err := pgcluster.PgBouncerBin(); err != nil {
+			return &Error{Msg: "--pooler: " + err.Error(), Code: 2}
+		}
+	default:
+		return &Error{Msg: fmt.Sprintf("--pooler %q: want %s", *pooler, poolerPgBouncer), Code: 2}
+	}
+	cfg.Pooler, cfg.PGSettings = *pooler, pgSettings
 	var pol *guard.Policy
 	if *policy != "" {
 		p, err := guard.LoadPolicy(*policy)
@@ -207,14 +232,14 @@ func Bench(ctx context.Context, args []string) (err error) {
 		fmt.Printf("working in %s, created for this run and dropped at its end\n", db.where())
 		cfg.URL = db.url
 		if cfg.StandbyURL != "" {
-			cfg.StandbyURL = pgtest.WithDatabase(cfg.StandbyURL, db.name)
+			cfg.StandbyURL = pgcluster.WithDatabase(cfg.StandbyURL, db.name)
 		}
 		if ctx.Err() != nil {
 			return &Error{Msg: "interrupted", Code: 130}
 		}
 	} else {
 		fmt.Println("starting a throwaway PostgreSQL cluster from the local binaries ...")
-		c, err := pgtest.Start(ctx, pgtest.Options{})
+		c, err := pgcluster.Start(ctx, pgcluster.Options{})
 		if err != nil {
 			return err
 		}
@@ -224,13 +249,31 @@ func Bench(ctx context.Context, args []string) (err error) {
 		}
 		if cfg.Scenario == bench.ScenarioStandby {
 			fmt.Println("adding a hot standby (pg_basebackup, hot_standby_feedback=on) ...")
-			sb, err := c.AddStandby(ctx, pgtest.Options{})
+			sb, err := c.AddStandby(ctx, pgcluster.Options{})
 			if err != nil {
 				return fmt.Errorf("standby: %w", err)
 			}
 			defer sb.Stop()
 			cfg.StandbyURL = sb.URL("millrace_bench")
 		}
+	}
+	if len(pgSettings) > 0 {
+		if err := applySettings(ctx, cfg.URL, pgSettings); err != nil {
+			return err
+		}
+		fmt.Printf("the bench's database runs with %s\n", strings.Join(pgSettings, ", "))
+	}
+	if *pooler == poolerPgBouncer {
+		b, err := pgcluster.StartPgBouncer(ctx, cfg.URL, pgcluster.PgBouncerOptions{PoolMode: "transaction", PoolSize: 40})
+		if err != nil {
+			return fmt.Errorf("--pooler: %w", err)
+		}
+		defer b.Stop()
+		// Prepared statements are not kept across a transaction pooler's
+		// server connections: describe each statement once, execute it
+		// unnamed (docs/deploy.md).
+		cfg.PoolerURL = withParam(b.URL(cfg.URL), "default_query_exec_mode", "cache_describe")
+		fmt.Printf("the strategies' connections go through PgBouncer (transaction mode) on 127.0.0.1:%d\n", b.Port)
 	}
 	if pol != nil {
 		pool, err := pgxpool.New(ctx, cfg.URL)

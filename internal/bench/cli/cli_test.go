@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,8 +70,12 @@ func TestFlagErrors(t *testing.T) {
 		"--scenario analytics --stress 5m --reader-duration 6m":   "--reader-duration 6m0s is longer than --stress 5m0s",
 		"--reader-duration 30s --stress 20s --scenario analytics": "is longer than --stress",
 		"--readers 3": "--readers applies to the analytics scenario only",
-		"--scenario idle-xid --reader-interval 10s": "--reader-interval applies to the analytics scenario only",
-		"--reader-readonly --scenario clean":        "--reader-readonly applies to the analytics scenario only",
+		"--scenario idle-xid --reader-interval 10s":              "--reader-interval applies to the analytics scenario only",
+		"--reader-readonly --scenario clean":                     "--reader-readonly applies to the analytics scenario only",
+		"--pg-setting statement_timeout":                         "want NAME=VALUE",
+		"--pg-setting Bad-Name=1":                                "want NAME=VALUE",
+		"--pooler pgpool":                                        `--pooler "pgpool": want pgbouncer-transaction`,
+		"--pooler pgbouncer-transaction --strategies skiplocked": "runs the millrace strategy only, not skiplocked",
 	}
 	for args, want := range cases {
 		err := Bench(context.Background(), strings.Fields(args))
@@ -287,5 +292,45 @@ func TestBenchNeedsCreateDB(t *testing.T) {
 	}
 	if left := benchDatabases(t, pool); len(left) > 0 {
 		t.Fatalf("databases created: %v", left)
+	}
+}
+
+// TestBenchEnvironment runs the millrace strategy under server settings a
+// deployment may have (--pg-setting) through PgBouncer in transaction mode
+// (--pooler): every job completes once, and the summary names the
+// environment. A setting the server does not know is refused in one line.
+func TestBenchEnvironment(t *testing.T) {
+	if _, err := pgtest.PgBouncerBin(); err != nil && os.Getenv("CI") == "" {
+		t.Skip(err)
+	}
+	u, _ := opstest.NewDatabase(t)
+	ctx := context.Background()
+	common := []string{"--database-url", u, "--strategies", "millrace", "--scenario", "clean", "--rate", "100", "--workers", "4",
+		"--warmup", "0s", "--clean", "3s", "--stress", "0s", "--recovery", "0s"}
+	err := Bench(ctx, append([]string{"--pg-setting", "no_such_setting=1", "--out", t.TempDir()}, common...))
+	var e *Error
+	if !errors.As(err, &e) || e.Code != 2 || !strings.Contains(e.Msg, `the server has no setting "no_such_setting"`) {
+		t.Fatalf("an unknown setting: got %v, want exit 2 naming it", err)
+	}
+	out := t.TempDir()
+	args := append([]string{"--pg-setting", "default_transaction_isolation=serializable", "--pg-setting", "idle_session_timeout=5s",
+		"--pooler", "pgbouncer-transaction", "--out", out}, common...)
+	if err := Bench(ctx, args); err != nil {
+		t.Fatalf("bench %s: %v", strings.Join(args, " "), err)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum bench.Summary
+	if err := json.Unmarshal(raw, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Pooler != "pgbouncer-transaction" || !slices.Equal(sum.PGSettings, []string{"default_transaction_isolation=serializable", "idle_session_timeout=5s"}) {
+		t.Errorf("summary: pooler %q, settings %q", sum.Pooler, sum.PGSettings)
+	}
+	ss := sum.Strategies["millrace"]
+	if ss == nil || ss.Totals == nil || ss.Totals.Completed == 0 || ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+		t.Fatalf("millrace under the environment: %+v", ss)
 	}
 }

@@ -4,13 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
+	neturl "net/url"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/millracetest/pgcluster"
 )
 
 // DatabasePrefix begins the name of every database the bench creates on a
@@ -60,7 +64,7 @@ func createBenchDatabase(ctx context.Context, admin string) (*benchDatabase, err
 	if _, err := conn.Exec(cctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return nil, fmt.Errorf("create the bench's database %s: %w", name, err)
 	}
-	return &benchDatabase{admin: admin, name: name, url: pgtest.WithDatabase(admin, name)}, nil
+	return &benchDatabase{admin: admin, name: name, url: pgcluster.WithDatabase(admin, name)}, nil
 }
 
 // where names the server and database, for the run's first line.
@@ -86,4 +90,56 @@ func (d *benchDatabase) drop() error {
 		return fmt.Errorf("drop the bench's database %s: %w", d.name, err)
 	}
 	return nil
+}
+
+// poolerPgBouncer is --pooler's one value: PgBouncer in transaction mode.
+const poolerPgBouncer = "pgbouncer-transaction"
+
+// settingName is what --pg-setting accepts as a setting's name.
+var settingName = regexp.MustCompile(`^[a-z_][a-z0-9_.]*$`)
+
+// applySettings makes the bench's database (url, which the bench created)
+// run with settings (NAME=VALUE): ALTER DATABASE ... SET, which every new
+// session in it takes, whatever its role. A setting the server does not
+// know, or that a session cannot take, is refused in one line.
+func applySettings(ctx context.Context, url string, settings []string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("--pg-setting: connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
+		return err
+	}
+	for _, kv := range settings {
+		name, value, _ := strings.Cut(kv, "=")
+		var sctx string
+		if err := conn.QueryRow(ctx, "SELECT context FROM pg_settings WHERE name = $1", name).Scan(&sctx); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return &Error{Msg: fmt.Sprintf("--pg-setting %s: the server has no setting %q", kv, name), Code: 2}
+			}
+			return err
+		}
+		if sctx != "user" && sctx != "superuser" {
+			return &Error{Msg: fmt.Sprintf("--pg-setting %s: %s is set for the whole server (%s), not per database; set it in postgresql.conf", kv, name, sctx), Code: 2}
+		}
+		lit := "'" + strings.ReplaceAll(value, "'", "''") + "'"
+		if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET "+pgx.Identifier{name}.Sanitize()+" TO "+lit); err != nil {
+			return &Error{Msg: fmt.Sprintf("--pg-setting %s: %v", kv, err), Code: 2}
+		}
+	}
+	return nil
+}
+
+// withParam adds a query parameter to a postgres:// URL.
+func withParam(u, key, value string) string {
+	parsed, err := neturl.Parse(u)
+	if err != nil || parsed.Scheme == "" {
+		return u + " " + key + "=" + value
+	}
+	q := parsed.Query()
+	q.Set(key, value)
+	parsed.RawQuery = q.Encode()
+	return parsed.String()
 }

@@ -61,10 +61,13 @@ const stopTimeout = 30 * time.Second
 
 // Strategy runs the bench's jobs through millrace.Clients.
 type Strategy struct {
-	url    string
-	pool   *pgxpool.Pool                   // the producer's, Remaining's and Serve's; the workers' too with one process
-	stats  *pgxpool.Pool                   // one connection for the sampler's reads of millrace.ReadStats
-	client atomic.Pointer[millrace.Client] // inserts go through the working client once it runs (one process)
+	url string
+	// sessionURL is the direct URL for the session connection when url
+	// goes through a transaction pooler (--pooler).
+	sessionURL string
+	pool       *pgxpool.Pool                   // the producer's, Remaining's and Serve's; the workers' too with one process
+	stats      *pgxpool.Pool                   // one connection for the sampler's reads of millrace.ReadStats
+	client     atomic.Pointer[millrace.Client] // inserts go through the working client once it runs (one process)
 
 	mu     sync.Mutex
 	queues map[string]bool // queues the bench put jobs on
@@ -156,6 +159,11 @@ func newPool(ctx context.Context, url, app string, conns int32) (*pgxpool.Pool, 
 	cfg.ConnConfig.RuntimeParams["application_name"] = app
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
+
+// SetSessionURL makes every client's session connection (LISTEN, the
+// process's identity) go to url, bypassing the pooler the work goes
+// through.
+func (s *Strategy) SetSessionURL(url string) { s.sessionURL = url }
 
 // Setup drops any previous millrace schema and migrates a fresh one.
 func (s *Strategy) Setup(ctx context.Context, url string) error {
@@ -349,9 +357,10 @@ func (s *Strategy) newClient(pool *pgxpool.Pool, queue string, workers, proc int
 		return err
 	}), kind)
 	return millrace.NewClient(pool, s.config(millrace.Config{
-		Workers: ws,
-		Queues:  map[string]millrace.QueueConfig{queue: {MaxWorkers: workers}},
-		Logger:  quiet(),
+		SessionURL: s.sessionURL,
+		Workers:    ws,
+		Queues:     map[string]millrace.QueueConfig{queue: {MaxWorkers: workers}},
+		Logger:     quiet(),
 		OnClaim: func(_ string, d time.Duration, n int) {
 			if observe != nil {
 				observe(d, n)
