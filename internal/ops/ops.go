@@ -15,13 +15,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace/internal/storage"
 )
 
-// DB is what the functions need: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
-type DB interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
+// DB is what the functions need: a *pgxpool.Pool, *pgx.Conn or pgx.Tx
+// (storage.Querier, the one definition).
+type DB = storage.Querier
 
 // Queue is one queue at a glance.
 type Queue struct {
