@@ -6,38 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/storage"
 )
-
-// readCommitted runs sql on db in its own READ COMMITTED transaction
-// when db is a pool or a connection (cancel, pause and resume take a lock
-// and then read what its previous holder wrote: a snapshot taken before
-// the lock, as under a default of REPEATABLE READ, misses it), in one
-// round trip, and scans its one row into dest. Inside a caller's
-// transaction (db a pgx.Tx) it runs there: that transaction must be READ
-// COMMITTED. The caller's statement and lock timeouts stay: ctx bounds the
-// call.
-func readCommitted(ctx context.Context, db DB, sql string, arg any, dest ...any) error {
-	scan := func(rows pgx.Rows) error {
-		if !rows.Next() {
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			return pgx.ErrNoRows
-		}
-		return rows.Scan(dest...)
-	}
-	o := storage.TxOpts{KeepTimeouts: true}
-	switch d := db.(type) {
-	case *pgxpool.Pool:
-		return storage.PoolTx(ctx, d, o, scan, sql, arg)
-	case *pgx.Conn:
-		return storage.RunTx(ctx, d, o, scan, sql, arg)
-	}
-	return db.QueryRow(ctx, sql, arg).Scan(dest...)
-}
 
 // CancelResult says what Cancel did.
 type CancelResult string
@@ -55,8 +26,7 @@ const (
 // is cancelled (cause ErrCancelled) in whichever process runs it, within a
 // second. The role needs millrace_admin's rights.
 func Cancel(ctx context.Context, db DB, id int64) (CancelResult, error) {
-	var r string
-	err := readCommitted(ctx, db, "SELECT millrace.cancel($1)", id, &r)
+	r, err := ops.Cancel(ctx, db, id)
 	return CancelResult(r), err
 }
 
@@ -68,15 +38,7 @@ func Cancel(ctx context.Context, db DB, id int64) (CancelResult, error) {
 // a job already retried (one after the other or at once, from any
 // process) returns the job that retry made and makes no other.
 func Retry(ctx context.Context, db DB, id int64) (int64, string, error) {
-	var r string
-	if err := readCommitted(ctx, db, "SELECT millrace.retry($1)", id, &r); err != nil {
-		return 0, "", err
-	}
-	var n int64
-	if _, err := fmt.Sscanf(r, "retried as job %d", &n); err == nil {
-		return n, r, nil
-	}
-	return 0, r, nil
+	return ops.Retry(ctx, db, id)
 }
 
 // SetRetention sets how long history keeps completed jobs (at most 70h)
@@ -102,24 +64,22 @@ func Retention(ctx context.Context, db DB) (completed, discarded time.Duration, 
 // next claim on: its jobs stay, running ones finish, and storage keeps
 // rotating. The role needs millrace_admin's rights.
 func PauseQueue(ctx context.Context, db DB, queue string) error {
-	return exec(ctx, db, "SELECT millrace.pause($1)::text", queue)
+	return actionErr(ops.Pause(ctx, db, queue))
 }
 
 // ResumeQueue lets queue be claimed again and wakes its workers.
 func ResumeQueue(ctx context.Context, db DB, queue string) error {
-	return exec(ctx, db, "SELECT millrace.resume($1)::text", queue)
+	return actionErr(ops.Resume(ctx, db, queue))
 }
 
 // QueuePaused says whether queue is paused.
 func QueuePaused(ctx context.Context, db DB, queue string) (bool, error) {
-	var p bool
-	err := db.QueryRow(ctx, "SELECT millrace.queue_paused($1)", queue).Scan(&p)
-	return p, err
+	return ops.Paused(ctx, db, queue)
 }
 
-func exec(ctx context.Context, db DB, sql string, arg any) error {
-	var x *string
-	if err := readCommitted(ctx, db, sql, arg, &x); err != nil {
+// actionErr prefixes a failed action's error with the package's name.
+func actionErr(err error) error {
+	if err != nil {
 		return fmt.Errorf("millrace: %w", err)
 	}
 	return nil

@@ -14,10 +14,10 @@ import (
 // or a pgx.Tx works too, but a transaction that has read the queue's
 // tables holds a lock on all of them until it ends, and no slot of the ring
 // can be reclaimed meanwhile: do not keep one open.
-type DB interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
+//
+// It is the one interface every function of the queue takes a database
+// as: QueryRow and Query, with pgx's signatures.
+type DB = storage.Querier
 
 // Stats describes the queue's storage ring. Every figure is derived from
 // append-only ledgers; nothing is counted in a row.

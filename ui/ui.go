@@ -611,18 +611,19 @@ func (h *handler) jobAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var out string
+	var retried int64
 	if action == "cancel" {
 		out, err = ops.Cancel(ctx, h.pool, id)
 	} else {
-		out, err = ops.Retry(ctx, h.pool, id)
+		retried, out, err = ops.Retry(ctx, h.pool, id)
 	}
 	if err != nil {
 		h.actionError(w, r, action+" job "+strconv.FormatInt(id, 10), err)
 		return
 	}
 	h.log.Info("ui: "+action, "job", id, "result", out)
-	if n := ops.RetriedAs(out); n != 0 {
-		id = n // show the new job
+	if retried != 0 {
+		id = retried // show the new job
 	}
 	seeOther(w, "../"+strconv.FormatInt(id, 10)+"?msg="+url.QueryEscape(action+": "+out))
 }

@@ -3,7 +3,9 @@
 // run. It reads the schema's read surface (millrace.jobs, millrace.history,
 // millrace.queue_counts) and calls its operator functions (pause, resume,
 // cancel, retry), all of schema version 5; nothing here touches a table of
-// the storage protocol directly.
+// the storage protocol directly. Its actions (Cancel, Retry, Pause, Resume,
+// Paused) are the one implementation of each: package millrace's Cancel,
+// Retry, PauseQueue, ResumeQueue and QueuePaused wrap them.
 package ops
 
 import (
@@ -15,13 +17,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/storage"
 )
 
-// DB is what the functions need: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
-type DB interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
+// DB is what the functions need: a *pgxpool.Pool, *pgx.Conn or pgx.Tx
+// (storage.Querier, the one definition).
+type DB = storage.Querier
 
 // Queue is one queue at a glance.
 type Queue struct {
@@ -265,34 +267,66 @@ FROM millrace.history h WHERE h.id = $1`} {
 	return d, nil
 }
 
+// readCommitted runs sql on db in its own READ COMMITTED transaction
+// when db is a pool or a connection (cancel, pause and resume take a lock
+// and then read what its previous holder wrote: a snapshot taken before
+// the lock, as under a default of REPEATABLE READ, misses it), in one
+// round trip, and scans its one row into dest. Inside a caller's
+// transaction (db a pgx.Tx) it runs there: that transaction must be READ
+// COMMITTED. The caller's statement and lock timeouts stay: ctx bounds the
+// call.
+func readCommitted(ctx context.Context, db DB, sql string, arg any, dest ...any) error {
+	scan := func(rows pgx.Rows) error {
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			return pgx.ErrNoRows
+		}
+		return rows.Scan(dest...)
+	}
+	o := storage.TxOpts{KeepTimeouts: true}
+	switch d := db.(type) {
+	case *pgxpool.Pool:
+		return storage.PoolTx(ctx, d, o, scan, sql, arg)
+	case *pgx.Conn:
+		return storage.RunTx(ctx, d, o, scan, sql, arg)
+	}
+	return db.QueryRow(ctx, sql, arg).Scan(dest...)
+}
+
 // Cancel cancels a job: "cancelled" (it was waiting; it never runs),
 // "cancelling" (it is running; its process is told and cancels its
 // context), "finished" (nothing done) or "unknown".
 func Cancel(ctx context.Context, db DB, id int64) (string, error) {
 	var out string
-	err := db.QueryRow(ctx, "SELECT millrace.cancel($1)", id).Scan(&out)
+	err := readCommitted(ctx, db, "SELECT millrace.cancel($1)", id, &out)
 	return out, err
 }
 
 // Retry queues a discarded or cancelled job to run again now, as a new
-// job: "retried as job N", "not finished" (it is still live; nothing
-// done), "completed" or "unknown".
-func Retry(ctx context.Context, db DB, id int64) (string, error) {
+// job, and returns the new job's id (0 if none) and the outcome: "retried
+// as job N", "not finished" (it is still live; nothing done), "completed"
+// or "unknown". A retry of a job already retried returns the job that
+// retry made.
+func Retry(ctx context.Context, db DB, id int64) (int64, string, error) {
 	var out string
-	err := db.QueryRow(ctx, "SELECT millrace.retry($1)", id).Scan(&out)
-	return out, err
+	if err := readCommitted(ctx, db, "SELECT millrace.retry($1)", id, &out); err != nil {
+		return 0, "", err
+	}
+	return RetriedAs(out), out, nil
 }
 
 // Pause stops claims from queue until Resume.
 func Pause(ctx context.Context, db DB, queue string) error {
-	var x any
-	return db.QueryRow(ctx, "SELECT millrace.pause($1)", queue).Scan(&x)
+	var x *string
+	return readCommitted(ctx, db, "SELECT millrace.pause($1)::text", queue, &x)
 }
 
-// Resume lets a paused queue be claimed again.
+// Resume lets a paused queue be claimed again and wakes its workers.
 func Resume(ctx context.Context, db DB, queue string) error {
-	var x any
-	return db.QueryRow(ctx, "SELECT millrace.resume($1)", queue).Scan(&x)
+	var x *string
+	return readCommitted(ctx, db, "SELECT millrace.resume($1)::text", queue, &x)
 }
 
 // Paused reports whether queue is paused.

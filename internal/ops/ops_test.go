@@ -63,3 +63,55 @@ func TestSampleCountsCompleted(t *testing.T) {
 		t.Fatalf("queues: %+v %v", qs, err)
 	}
 }
+
+// The actions answer as the schema's functions do, on a pool and inside a
+// caller's transaction: cancel a waiting job, then nothing to cancel;
+// retry it as a new job, idempotently; nothing to retry of a live job;
+// an unknown job; pause and resume a queue.
+func TestActions(t *testing.T) {
+	_, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	id := opstest.Enqueue(t, pool, "k", "q", `{}`, 0)
+	if out, err := ops.Cancel(ctx, pool, id); err != nil || out != "cancelled" {
+		t.Fatalf("cancel a waiting job = %q, %v", out, err)
+	}
+	if out, err := ops.Cancel(ctx, pool, id); err != nil || out != "finished" {
+		t.Fatalf("cancel a cancelled job = %q, %v", out, err)
+	}
+	n, out, err := ops.Retry(ctx, pool, id)
+	if err != nil || n == 0 || n == id || out != fmt.Sprintf("retried as job %d", n) {
+		t.Fatalf("retry a cancelled job = %d, %q, %v", n, out, err)
+	}
+	if again, _, err := ops.Retry(ctx, pool, id); err != nil || again != n {
+		t.Fatalf("retry it again = %d, %v; want job %d", again, err, n)
+	}
+	if m, out, err := ops.Retry(ctx, pool, n); err != nil || m != 0 || out != "not finished" {
+		t.Fatalf("retry a live job = %d, %q, %v", m, out, err)
+	}
+	if out, err := ops.Cancel(ctx, pool, 1<<40); err != nil || out != "unknown" {
+		t.Fatalf("cancel an unknown job = %q, %v", out, err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if out, err := ops.Cancel(ctx, tx, n); err != nil || out != "cancelled" {
+		t.Fatalf("cancel in a transaction = %q, %v", out, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.Pause(ctx, pool, "q"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := ops.Paused(ctx, pool, "q"); err != nil || !p {
+		t.Fatalf("paused after pause = %v, %v", p, err)
+	}
+	if err := ops.Resume(ctx, pool, "q"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := ops.Paused(ctx, pool, "q"); err != nil || p {
+		t.Fatalf("paused after resume = %v, %v", p, err)
+	}
+}
