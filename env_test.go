@@ -61,12 +61,14 @@ func poolOn(t *testing.T, url string) *pgxpool.Pool {
 	return pool
 }
 
-// workOnce inserts n jobs (singly and in bulk) through producer and works
-// them with the clients made by start, then checks that every job ran
-// exactly once and finished completed, with no error text stored.
-func workOnce(t *testing.T, owner *pgxpool.Pool, producer *millrace.Client, n int, s *seen) {
+// workOnce inserts n jobs (singly and in bulk) through the last of clients
+// and works them with all of them, then checks that every job ran exactly
+// once and finished completed, with no error text stored. It stops the
+// clients: the runs are counted once no more can come.
+func workOnce(t *testing.T, owner *pgxpool.Pool, clients []*millrace.Client, n int, s *seen) {
 	t.Helper()
 	ctx := context.Background()
+	producer := clients[len(clients)-1]
 	single := n / 5
 	var wg sync.WaitGroup
 	for p := 0; p < 2; p++ {
@@ -100,7 +102,18 @@ func workOnce(t *testing.T, owner *pgxpool.Pool, producer *millrace.Client, n in
 		owner.QueryRow(ctx, "SELECT count(*) FILTER (WHERE state = 'completed' AND error IS NULL), count(*) FILTER (WHERE state <> 'completed' OR error IS NOT NULL) FROM millrace.history").Scan(&done, &bad)
 		return done+bad >= n
 	}, func() string { return fmt.Sprintf("%d completed, %d other outcomes", done, bad) })
-	time.Sleep(300 * time.Millisecond) // a late duplicate would show up by now
+	// A duplicate run comes from a job still in the queue (available,
+	// running or scheduled) or from a batch claimed before its acks: once
+	// every job has its outcome, the ring has turned once more and a
+	// sentinel inserted after that has run (settle), the clients are
+	// stopped (Stop waits for the jobs they run) and none can come.
+	settle(t, owner, producer, n, s.ran, true)
+	for _, c := range clients {
+		if err := c.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owner.QueryRow(ctx, "SELECT count(*) FILTER (WHERE state <> 'completed' OR error IS NOT NULL) FROM millrace.history").Scan(&bad)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	dups, lost := 0, 0
@@ -136,7 +149,7 @@ func TestDefaultIsolation(t *testing.T) {
 			alterDatabase(t, owner, "default_transaction_isolation", iso)
 			url := owner.Config().ConnString()
 			s := &seen{runs: map[int]int{}}
-			var producer *millrace.Client
+			var clients []*millrace.Client
 			for i := 0; i < 2; i++ {
 				pool := poolOn(t, url)
 				var got string
@@ -146,8 +159,9 @@ func TestDefaultIsolation(t *testing.T) {
 				c := startClient(t, pool, countingWorkers(s, 0), millrace.Config{
 					Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}},
 					RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond})
-				producer = c
+				clients = append(clients, c)
 			}
+			producer := clients[1]
 			// A unique insert needs READ COMMITTED: the client's own
 			// transaction has it whatever the default.
 			u := &millrace.InsertOpts{Unique: &millrace.UniqueOpts{ByArgs: true}}
@@ -157,7 +171,7 @@ func TestDefaultIsolation(t *testing.T) {
 			if r := mustInsert(t, producer, countArgs{N: -1}, u); !r.Duplicate {
 				t.Fatal("the second unique insert was not a duplicate")
 			}
-			workOnce(t, owner, producer, 2000, s)
+			workOnce(t, owner, clients, 2000, s)
 		})
 	}
 }
@@ -317,18 +331,27 @@ func TestIdleSessionTimeout(t *testing.T) {
 	alterRole(t, owner, url, "idle_session_timeout", "1s")
 	logger, lost := countLogs("lost the session connection")
 	s := &seen{runs: map[int]int{}}
-	var c *millrace.Client
+	var clients []*millrace.Client
 	for i := 0; i < 2; i++ {
-		c = startClient(t, poolOn(t, url), startCounting(s, 3*time.Second), millrace.Config{Logger: logger,
-			Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}}})
+		clients = append(clients, startClient(t, poolOn(t, url), startCounting(s, 3*time.Second), millrace.Config{Logger: logger,
+			Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}}}))
 	}
+	c := clients[1]
 	const n = 8
 	for i := 0; i < n; i++ {
 		mustInsert(t, c, countArgs{N: i}, nil)
 	}
 	waitFor(t, "every job to finish", 60*time.Second, func() bool { return finished(owner) >= n })
-	// Past another idle timeout: a duplicate would have started by now.
-	time.Sleep(2 * time.Second)
+	// A duplicate (a batch taken from a process that lost its lease) is a
+	// job still in the queue, or a run started before its outcome: once
+	// every job has its outcome and a sentinel inserted after that has run
+	// (settle), and both processes have stopped, every run has been seen.
+	settle(t, owner, c, n, s.ran, false)
+	for _, cl := range clients {
+		if err := cl.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	checkOnce(t, s, n)
 	if k := lost.Load(); k > 0 {
 		t.Errorf("a process lost its session connection %d times", k)
@@ -424,17 +447,17 @@ func TestRoleTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &seen{runs: map[int]int{}}
-	var c *millrace.Client
+	var clients []*millrace.Client
 	for i := 0; i < 2; i++ {
-		c = startClient(t, poolOn(t, url), countingWorkers(s, 0), millrace.Config{
+		clients = append(clients, startClient(t, poolOn(t, url), countingWorkers(s, 0), millrace.Config{
 			Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}},
-			RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond})
+			RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond}))
 	}
 	waitFor(t, "the ring to turn", 60*time.Second, func() bool {
 		st, err := millrace.ReadStats(ctx, owner)
 		return err == nil && st.Reclaims-st0.Reclaims >= 3
 	})
-	workOnce(t, owner, c, 1000, s)
+	workOnce(t, owner, clients, 1000, s)
 }
 
 func init() {
@@ -508,16 +531,19 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := &seen{runs: map[int]int{}}
+			var clients []*millrace.Client
 			for i := 0; i < 2; i++ {
-				c = startClient(t, poolOn(t, pooled), countingWorkers(s, 0), millrace.Config{SessionURL: direct,
+				clients = append(clients, startClient(t, poolOn(t, pooled), countingWorkers(s, 0), millrace.Config{SessionURL: direct,
 					Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}},
-					RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond})
+					RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond}))
 			}
-			workOnce(t, owner, c, 1000, s)
+			// The ring turns through the pooler (before the jobs: workOnce
+			// stops the clients).
 			waitFor(t, "the ring to turn", 30*time.Second, func() bool {
 				st, err := millrace.ReadStats(ctx, owner)
 				return err == nil && st.Reclaims-st0.Reclaims >= 2
 			})
+			workOnce(t, owner, clients, 1000, s)
 			owner.Exec(ctx, "TRUNCATE millrace.finished") // the next mode counts its own history
 		})
 	}

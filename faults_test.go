@@ -426,7 +426,7 @@ func TestBatchSharedAcrossProcesses(t *testing.T) {
 		t.Cleanup(pool.Close)
 		workers := millrace.NewWorkers()
 		millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the job's work
 			per[p].Add(1)
 			total.Add(1)
 			return nil

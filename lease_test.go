@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // The tests of this file run client processes as children of the test
@@ -100,13 +101,15 @@ func leaseChild(url string) {
 		os.Exit(5)
 	}
 	fmt.Println("STARTED")
+	// Print each change of leadership: Until polls it; the hour bounds one
+	// wait only, and a wait that ends without a change starts again.
 	lead := false
 	for {
-		if l := c.Leader(); l != lead {
+		var l bool
+		if testkit.Until(time.Hour, func() bool { l = c.Leader(); return l != lead }) {
 			lead = l
 			fmt.Printf("LEAD %v\n", l)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

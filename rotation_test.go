@@ -51,13 +51,21 @@ func TestRotationUnderLoadAndLock(t *testing.T) {
 
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
+	// The producer inserts one job per tick of a millisecond (fewer when an
+	// insert takes longer: the ticker drops the ticks it missed).
 	var inserted atomic.Int64
 	go func() {
-		for i := 0; pctx.Err() == nil; i++ {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-pctx.Done():
+				return
+			case <-tick.C:
+			}
 			if _, err := client.Insert(pctx, countArgs{N: i}, nil); err == nil {
 				inserted.Add(1)
 			}
-			time.Sleep(time.Millisecond)
 		}
 	}()
 	start, _ := rotationCount(t, pool)

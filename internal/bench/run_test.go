@@ -631,7 +631,9 @@ func TestRunAnalyticsReaders(t *testing.T) {
 		open, withXid, done = new(int), new(int), make(chan struct{})
 		go func() {
 			defer close(done)
-			for ctx.Err() == nil {
+			tick := time.NewTicker(200 * time.Millisecond) // one sample per tick
+			defer tick.Stop()
+			for {
 				var n, x int
 				if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state <> 'idle'), count(backend_xid)
 				  FROM pg_stat_activity WHERE application_name = $1`, bench.AppAnalytics).Scan(&n, &x); err == nil {
@@ -642,7 +644,11 @@ func TestRunAnalyticsReaders(t *testing.T) {
 						*withXid++
 					}
 				}
-				time.Sleep(200 * time.Millisecond)
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
 			}
 		}()
 		return open, withXid, done

@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/millrace/millrace/internal/testkit"
 	"github.com/millrace/millrace/millracetest/pgcluster"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -116,11 +117,19 @@ func TestServerDiesWithParent(t *testing.T) {
 			os.Exit(3)
 		}
 		os.Stdout.WriteString(strconv.Itoa(c.PID()) + "\n")
-		time.Sleep(time.Minute)
+		// Hang until the parent kills this process, without cleanup. The
+		// parent holds stdin open; were it to die first, the end of stdin
+		// ends this process.
+		io.Copy(io.Discard, os.Stdin)
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServerDiesWithParent$")
 	cmd.Env = append(os.Environ(), "PGCLUSTER_CHILD=1")
+	in, err := cmd.StdinPipe() // closed by Wait, after the kill
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
