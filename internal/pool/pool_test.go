@@ -102,22 +102,23 @@ func (e *env) pool(cfg Config) *Pool {
 	return p
 }
 
-// start starts p and returns its Stop (with a generous deadline), which
-// also runs when the test ends if the test did not call it.
+// start starts p and returns its Stop (with a generous deadline). If the
+// test ends without calling it, p is stopped with StopAndCancel (a failed
+// test does not wait for its jobs).
 func (e *env) start(p *Pool) (stop func() error) {
 	p.Start()
 	var once sync.Once
 	var err error
-	stop = func() error {
+	stopWith := func(f func(context.Context) error) error {
 		once.Do(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
-			err = p.Stop(ctx)
+			err = f(ctx)
 		})
 		return err
 	}
-	e.t.Cleanup(func() { stop() })
-	return stop
+	e.t.Cleanup(func() { stopWith(p.StopAndCancel) })
+	return func() error { return stopWith(p.Stop) }
 }
 
 // waitFor fails the test if cond does not hold within wait.
