@@ -87,15 +87,15 @@ func actionErr(err error) error {
 
 // Cancel is the package function Cancel on the client's pool.
 func (c *Client) Cancel(ctx context.Context, id int64) (CancelResult, error) {
-	return Cancel(ctx, c.pool, id)
+	return Cancel(ctx, c.db, id)
 }
 
 // PauseQueue is the package function PauseQueue on the client's pool.
 func (c *Client) PauseQueue(ctx context.Context, queue string) error {
-	return PauseQueue(ctx, c.pool, queue)
+	return PauseQueue(ctx, c.db, queue)
 }
 
 // ResumeQueue is the package function ResumeQueue on the client's pool.
 func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
-	return ResumeQueue(ctx, c.pool, queue)
+	return ResumeQueue(ctx, c.db, queue)
 }

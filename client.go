@@ -149,7 +149,7 @@ type JobError struct {
 
 // Client inserts and works jobs.
 type Client struct {
-	pool   *pgxpool.Pool
+	db     *pgxpool.Pool // the application's connection pool, given to NewClient
 	cfg    Config
 	store  *storage.Store
 	sender *notifier.Sender
@@ -158,7 +158,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	started bool
-	workers *pool.Pool
+	workers *pool.Pool // the worker pool that runs the jobs (set by Start)
 	cancel  context.CancelFunc
 	session *session.Session
 }
@@ -294,7 +294,7 @@ func NewClient(p *pgxpool.Pool, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{pool: p, cfg: cfg, store: &storage.Store{Pool: p},
+	return &Client{db: p, cfg: cfg, store: &storage.Store{Pool: p},
 		sender: &notifier.Sender{Pool: p, Window: 2 * time.Millisecond}}, nil
 }
 
@@ -324,7 +324,7 @@ func (c *Client) Start(ctx context.Context) error {
 	if c.started {
 		return errors.New("millrace: client already started")
 	}
-	if err := schema.Check(ctx, c.pool); err != nil {
+	if err := schema.Check(ctx, c.db); err != nil {
 		return err
 	}
 	if err := c.applyRetention(ctx); err != nil {
@@ -362,7 +362,7 @@ func (c *Client) Start(ctx context.Context) error {
 				}
 				return pgx.ConnectConfig(ctx, cc)
 			}
-			return pgx.ConnectConfig(ctx, c.pool.Config().ConnConfig.Copy())
+			return pgx.ConnectConfig(ctx, c.db.Config().ConnConfig.Copy())
 		},
 		Name: c.cfg.Name, Logger: c.cfg.Logger,
 		SetOwner: c.workers.SetOwner, WakeAll: c.workers.WakeAll,
@@ -421,10 +421,10 @@ func (c *Client) applyRetention(ctx context.Context) error {
 	if c.cfg.CompletedRetention == 0 && c.cfg.DiscardedRetention == 0 {
 		return nil
 	}
-	_, _, err := storage.SetRetention(ctx, c.pool, c.cfg.CompletedRetention, c.cfg.DiscardedRetention)
+	_, _, err := storage.SetRetention(ctx, c.db, c.cfg.CompletedRetention, c.cfg.DiscardedRetention)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-		completed, other, rerr := storage.Retention(ctx, c.pool)
+		completed, other, rerr := storage.Retention(ctx, c.db)
 		c.cfg.Logger.Warn("millrace: Config.CompletedRetention and DiscardedRetention not applied: history's retention is "+
 			"an administrator's setting (millrace.SetRetention, as millrace_admin); the database's applies",
 			"completed", completed, "discarded", other, "err", errors.Join(err, rerr))

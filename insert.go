@@ -272,7 +272,7 @@ func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (*I
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.insert(ctx, c.pool, []*InsertParams{p}, false)
+	res, err := c.insert(ctx, c.db, []*InsertParams{p}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func (c *Client) InsertTx(ctx context.Context, tx pgx.Tx, args JobArgs, opts *In
 func (c *Client) InsertMany(ctx context.Context, jobs []InsertManyParams) ([]InsertResult, error) {
 	var res []InsertResult
 	// READ COMMITTED whatever the database's default: unique keys need it.
-	err := pgx.BeginTxFunc(ctx, c.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, c.db, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		var err error
 		res, err = c.InsertManyTx(ctx, tx, jobs)
 		return err

@@ -2,20 +2,191 @@ package pool
 
 import (
 	"context"
-	"github.com/millrace/millrace/internal/testkit"
 	"io"
 	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/schema"
 	"github.com/millrace/millrace/internal/storage"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+// wait is how long a test waits for a condition: a bound on a broken run,
+// not a measure.
+const wait = 30 * time.Second
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// env is what the tests of a role that talks to the database share: a
+// database at the current schema (testkit), a store on it whose
+// statements are traced, and a registered process identity.
+type env struct {
+	t     *testing.T
+	db    *pgxpool.Pool
+	store *storage.Store
+	owner int32
+	trace *tracer
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(testkit.DBURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = testkit.MaxConns
+	tr := &tracer{}
+	cfg.ConnConfig.Tracer = tr
+	db, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	e := &env{t: t, db: db, store: &storage.Store{Pool: db}, trace: tr}
+	e.owner = e.register()
+	return e
+}
+
+// register registers a process identity.
+func (e *env) register() int32 {
+	e.t.Helper()
+	id, err := e.store.Register(context.Background(), "p", "h", 1, time.Hour)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// enqueue inserts a job of queue q (kind k, 3 attempts), without a
+// notification: only the claimer's own claims find it.
+func (e *env) enqueue() int64 {
+	e.t.Helper()
+	id, err := e.store.Enqueue(context.Background(), e.db, storage.NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), Priority: 1, MaxAttempts: 3}, false)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// state is where job id stands (millrace.job_state).
+func (e *env) state(id int64) string {
+	e.t.Helper()
+	st, err := e.store.JobState(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+// pool makes a pool on the env's store under its identity, queue q with
+// one worker unless cfg says otherwise, logs discarded; it is not started.
+func (e *env) pool(cfg Config) *Pool {
+	cfg.Store = e.store
+	if cfg.Queues == nil {
+		cfg.Queues = map[string]int{"q": 1}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = quiet()
+	}
+	p := New(cfg)
+	p.SetOwner(e.owner)
+	return p
+}
+
+// start starts p and returns its Stop (with a generous deadline). If the
+// test ends without calling it, p is stopped with StopAndCancel (a failed
+// test does not wait for its jobs).
+func (e *env) start(p *Pool) (stop func() error) {
+	p.Start()
+	var once sync.Once
+	var err error
+	stopWith := func(f func(context.Context) error) error {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			err = f(ctx)
+		})
+		return err
+	}
+	e.t.Cleanup(func() { stopWith(p.StopAndCancel) })
+	return func() error { return stopWith(p.Stop) }
+}
+
+// waitFor fails the test if cond does not hold within wait.
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	testkit.WaitFor(e.t, what, wait, cond)
+}
+
+// tracer records the statements of the protocol a store runs (each is
+// sent in a pipeline: see storage.RunTx), so that a test can wait for a
+// claim or a start mark rather than sleep.
+type tracer struct {
+	mu   sync.Mutex
+	seen []traced
+}
+
+// traced is one statement: its SQL, its arguments, how many rows it
+// returned, its error.
+type traced struct {
+	sql  string
+	args []any
+	rows int64
+	err  error
+}
+
+func (tr *tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (tr *tracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (tr *tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (tr *tracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	tr.mu.Lock()
+	tr.seen = append(tr.seen, traced{sql: d.SQL, args: d.Args, rows: d.CommandTag.RowsAffected(), err: d.Err})
+	tr.mu.Unlock()
+}
+
+func (tr *tracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// calls returns the statements that succeeded calling function fn of
+// schema millrace, in the order they ended.
+func (tr *tracer) calls(fn string) []traced {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var out []traced
+	for _, c := range tr.seen {
+		if c.err == nil && strings.Contains(c.sql, "millrace."+fn+"(") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// emptyClaims is how many claims found nothing: after each, the claimer
+// waits to be woken (or for Config.Poll).
+func (tr *tracer) emptyClaims() int {
+	n := 0
+	for _, c := range tr.calls("claim_start") {
+		if c.rows == 0 {
+			n++
+		}
+	}
+	return n
+}
 
 // TestNoJobStartsWhileTheLeaseIsInDoubt: a job waits in the process's
 // buffer (claimed while another runs) when the process stops being sure
@@ -95,5 +266,18 @@ func TestNoJobStartsWhileTheLeaseIsInDoubt(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the second job did not start once the lease was renewed")
+	}
+}
+
+// next is the next value on ch, failing the test if none comes within
+// wait.
+func next[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(wait):
+		t.Fatalf("timed out after %v waiting for %s", wait, what)
+		panic("unreachable")
 	}
 }

@@ -1,0 +1,180 @@
+// The acker: the outcomes of attempts, written in bulk and fenced.
+
+package pool
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/millrace/millrace/internal/storage"
+)
+
+// doneMark is an ack-channel entry that closes a batch.
+const doneMark int16 = -1
+
+func (p *Pool) ack(b *batch, a storage.Ack) {
+	p.send(a)
+	if b.remaining.Add(-1) == 0 {
+		p.send(storage.Ack{Batch: b.Batch, State: doneMark})
+	}
+}
+
+// send queues an ack for the acker; once the acker has exited (a job
+// outlived Stop's deadline) the ack is dropped: its batch is released and
+// the job runs again elsewhere.
+func (p *Pool) send(a storage.Ack) {
+	select {
+	case p.acks <- a:
+	case <-p.ackerDone:
+	}
+}
+
+func (p *Pool) acker() {
+	defer close(p.ackerDone)
+	for {
+		var first storage.Ack
+		select {
+		case first = <-p.acks:
+		case <-p.ackStop:
+			// Write what is queued, then exit.
+			var rest []storage.Ack
+			for {
+				select {
+				case a := <-p.acks:
+					rest = append(rest, a)
+					continue
+				default:
+				}
+				break
+			}
+			if len(rest) > 0 {
+				p.flush(rest)
+			}
+			return
+		}
+		pending := []storage.Ack{first}
+		timer := time.NewTimer(p.cfg.FlushDelay)
+	gather:
+		for {
+			select {
+			case a := <-p.acks:
+				pending = append(pending, a)
+			case <-timer.C:
+				break gather
+			}
+		}
+		timer.Stop()
+		// Drain whatever else is already queued.
+	drain:
+		for {
+			select {
+			case a := <-p.acks:
+				pending = append(pending, a)
+			default:
+				break drain
+			}
+		}
+		p.flush(pending)
+	}
+}
+
+func (p *Pool) flush(pending []storage.Ack) {
+	var acks []storage.Ack
+	var done []*storage.Batch
+	for _, a := range pending {
+		if a.State == doneMark {
+			done = append(done, a.Batch)
+		} else {
+			acks = append(acks, a)
+		}
+	}
+	p.flushParts(acks, done)
+}
+
+// flushParts writes acks, then done, and never drops them. A flush the
+// server rejects (as opposed to a lost connection) is split in halves
+// until the ack it rejects is alone; that ack is then written with a
+// placeholder error text. Batches are closed with the last part.
+func (p *Pool) flushParts(acks []storage.Ack, done []*storage.Batch) {
+	err := p.flushOnce(acks, done)
+	if err == nil {
+		return
+	}
+	if len(acks) > 1 {
+		half := len(acks) / 2
+		p.flushParts(acks[:half], nil)
+		p.flushParts(acks[half:], done)
+		return
+	}
+	if len(acks) == 1 && acks[0].Err != unstorable {
+		p.cfg.Logger.Error("millrace: the server rejected an ack; storing it with a placeholder error", "job", acks[0].Job.ID, "err", err)
+		a := acks[0]
+		a.Err = unstorable
+		p.flushParts([]storage.Ack{a}, done)
+		return
+	}
+	// Nothing left to simplify: keep trying, slowly, and say so.
+	for attempt := 0; ; attempt++ {
+		p.cfg.Logger.Error("millrace: the server keeps rejecting an ack flush; retrying", "acks", len(acks), "done", len(done), "err", err)
+		time.Sleep(min(time.Second<<min(attempt, 5), 30*time.Second))
+		if err = p.flushOnce(acks, done); err == nil {
+			return
+		}
+	}
+}
+
+// unstorable replaces an error text the server would not store.
+const unstorable = "millrace: the job's error text could not be stored"
+
+// flushOnce writes one flush under one sequence number, retrying while the
+// connection or server is away, or the server rolled it back for a reason
+// of its own (a serialization failure, a deadlock, a timeout: see
+// storage.Retryable); a replay of a flush that did commit is a no-op. It
+// returns the error of a flush the server rejected.
+func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
+	owner := p.Owner()
+	for owner == 0 {
+		time.Sleep(20 * time.Millisecond) // registering a new identity
+		owner = p.Owner()
+	}
+	seq := p.flushSeq.Add(1)
+	backoff := 5 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		fenced, err := p.cfg.Store.Flush(ctx, owner, seq, attempt > 0, acks, done)
+		cancel()
+		if err == nil {
+			if p.cfg.OnAcked != nil && len(acks) > 0 {
+				p.cfg.OnAcked(unfenced(acks, fenced))
+			}
+			for _, t := range fenced {
+				p.cfg.Logger.Warn("millrace: batch was released to another process; its acks from here were dropped", "tick", t)
+				if p.cfg.OnFenced != nil {
+					p.cfg.OnFenced(t)
+				}
+			}
+			return nil
+		}
+		if !storage.Retryable(err) {
+			return err
+		}
+		p.cfg.Logger.Warn("millrace: ack flush failed; retrying", "acks", len(acks), "err", err, "attempt", attempt)
+		time.Sleep(backoff)
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// unfenced is acks without those of the fenced batches.
+func unfenced(acks []storage.Ack, fenced []int64) []storage.Ack {
+	if len(fenced) == 0 {
+		return acks
+	}
+	out := make([]storage.Ack, 0, len(acks))
+	for _, a := range acks {
+		if !slices.Contains(fenced, a.Batch.TickID) {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -1,0 +1,129 @@
+// The claimer: one per queue, it takes batches when the queue's workers
+// have room and hands their jobs over.
+
+package pool
+
+import (
+	"time"
+
+	"github.com/millrace/millrace/internal/storage"
+)
+
+// Wake tells a queue's claimer that new jobs may have committed.
+func (p *Pool) Wake(queueName string) {
+	if q, ok := p.queues[queueName]; ok {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// WakeAll wakes every claimer (after a reconnect, notifications may have
+// been missed).
+func (p *Pool) WakeAll() {
+	for name := range p.queues {
+		p.Wake(name)
+	}
+}
+
+func (p *Pool) claim(q *queue) {
+	defer p.claimersWG.Done()
+	ctx := p.claimCtx
+	backoff := 10 * time.Millisecond
+	lim := storage.Limits{MaxJobs: min(p.cfg.MaxBatchJobs, q.workers), MaxBytes: p.cfg.MaxBatchBytes, Starve: p.cfg.Starve}
+	// req numbers this claimer's calls. After an error the same req is
+	// sent again with retry set: if the failed call committed and only its
+	// reply was lost, its batch comes back instead of being stranded.
+	var req int64
+	retry := false
+	retryOwner := int32(0)
+	for ctx.Err() == nil {
+		// Claim only when the workers have room: the buffer holds at most
+		// one job per worker, and a new batch is taken once it has drained.
+		if len(q.jobs) > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-q.taken:
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		owner := p.Owner()
+		if owner == 0 || (p.cfg.Fresh != nil && !p.cfg.Fresh()) {
+			// No identity, or one that may be dead (the process was stopped
+			// or cut off): wait for a heartbeat to say.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		if retry && owner != retryOwner {
+			retry = false // the old identity's batches are released by the leader
+		}
+		if !retry {
+			req++
+		}
+		start := time.Now()
+		// The workers idle now start the first jobs of the claim at once
+		// (nothing else feeds them): the claim records their starts.
+		lim.Start = int(q.idle.Load())
+		sbs, err := p.cfg.Store.Claim(ctx, q.name, owner, req, retry, lim)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			retry, retryOwner = true, owner
+			p.cfg.Logger.Warn("millrace: claim failed; retrying", "queue", q.name, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 2*time.Second)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		retry = false
+		if len(sbs) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-q.wake:
+			case <-time.After(p.cfg.Poll):
+			}
+			continue
+		}
+		n := 0
+		for _, sb := range sbs {
+			n += len(sb.Jobs)
+		}
+		if p.cfg.OnClaim != nil {
+			p.cfg.OnClaim(q.name, time.Since(start), n)
+		}
+		// Batches come in lane order (priority, the starving first); run
+		// each batch's jobs in commit order.
+		marked := lim.Start
+		for _, sb := range sbs {
+			b := &batch{Batch: sb, owner: owner}
+			b.remaining.Store(int32(len(sb.Jobs)))
+			for _, j := range sb.Jobs {
+				if j.Cancelled {
+					// Cancelled before it ran: ack it so, never run it.
+					p.ack(b, storage.Ack{Batch: sb, Job: &j, State: storage.AckCancelled, Finished: time.Now()})
+					continue
+				}
+				it := item{batch: b, job: j, started: marked > 0}
+				marked--
+				select {
+				case q.jobs <- it:
+				case <-ctx.Done():
+					return // the rest stay unacked: released with the lease
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package pool
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestWakeWakesAWaitingClaimer: a claimer that found nothing waits until
+// it is woken (Poll is an hour here): a job committed meanwhile runs once
+// Wake names its queue, and again once WakeAll wakes every claimer.
+func TestWakeWakesAWaitingClaimer(t *testing.T) {
+	e := newEnv(t)
+	started := make(chan int64, 4)
+	p := e.pool(Config{Poll: time.Hour, Handle: func(ctx context.Context, run *Run) error {
+		started <- run.Job.ID
+		return nil
+	}})
+	e.start(p)
+	for round, wake := range []func(){func() { p.Wake("q") }, p.WakeAll} {
+		// The claimer's claim found nothing: it waits for a wake-up. A job
+		// enqueued now is not in that claim's snapshot.
+		e.waitFor("the claimer to find nothing", func() bool { return e.trace.emptyClaims() > round })
+		id := e.enqueue()
+		p.Wake("no such queue") // a queue the pool does not work: nothing happens
+		wake()
+		select {
+		case got := <-started:
+			if got != id {
+				t.Fatalf("round %d: job %d started, want %d", round, got, id)
+			}
+		case <-time.After(wait):
+			t.Fatalf("round %d: job %d did not start once the claimer was woken", round, id)
+		}
+	}
+}
+
+// TestClaimMarksTheStartsOfJobsForIdleWorkers: the claim passes the
+// number of idle workers and records the starts of the jobs they take at
+// once (no start mark of their own); a job that waits in the process for
+// a busy worker is marked through the marker when it starts.
+func TestClaimMarksTheStartsOfJobsForIdleWorkers(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	started := make(chan int64, 4)
+	release := make(chan struct{})
+	var first atomic.Int64
+	p := e.pool(Config{Poll: time.Hour, Handle: func(ctx context.Context, run *Run) error {
+		started <- run.Job.ID
+		if run.Job.ID == first.Load() {
+			select { // a failed test stops the pool: the job then ends
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}})
+	e.start(p)
+	q := p.queues["q"]
+	e.waitFor("the idle worker and the claimer's empty claim", func() bool {
+		return q.idle.Load() == 1 && e.trace.emptyClaims() == 1
+	})
+	first.Store(e.enqueue())
+	p.Wake("q")
+	if got := next(t, started, "a job to start"); got != first.Load() {
+		t.Fatalf("job %d started, want %d", got, first.Load())
+	}
+	claims := func() []traced {
+		var out []traced
+		for _, c := range e.trace.calls("claim_start") {
+			if c.rows > 0 {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	startArg := func(c traced) int { return c.args[7].(int) }
+	if c := claims(); len(c) != 1 || startArg(c[0]) != 1 {
+		t.Fatalf("claims that returned jobs: %+v; want one, asked to mark 1 start (one idle worker)", c)
+	}
+	if m := e.trace.calls("mark_started"); len(m) != 0 {
+		t.Fatalf("a start mark was written for a job the claim marked: %+v", m)
+	}
+	var marks int
+	if err := e.db.QueryRow(ctx, "SELECT count(*) FROM millrace.start WHERE $1 = ANY (jobs)", first.Load()).Scan(&marks); err != nil {
+		t.Fatal(err)
+	}
+	if marks != 1 {
+		t.Fatalf("job %d has %d start marks while it runs, want 1 (the claim's)", first.Load(), marks)
+	}
+
+	// The worker is busy: the next job waits in the process, unmarked.
+	second := e.enqueue()
+	p.Wake("q")
+	e.waitFor("the second job's claim", func() bool { return len(claims()) == 2 })
+	if c := claims()[1]; startArg(c) != 0 {
+		t.Fatalf("the claim made while the only worker was busy asked to mark %d starts, want 0", startArg(c))
+	}
+	close(release)
+	if got := next(t, started, "a job to start"); got != second {
+		t.Fatalf("job %d started, want %d", got, second)
+	}
+	m := e.trace.calls("mark_started")
+	if len(m) != 1 || !slices.Equal(m[0].args[3].([]int64), []int64{second}) {
+		t.Fatalf("start marks written: %+v; want one, for job %d", m, second)
+	}
+}

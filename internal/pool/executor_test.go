@@ -1,0 +1,192 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/millrace/millrace/internal/storage"
+)
+
+// bare is a pool whose workers' contexts exist but which runs no
+// goroutine: a test calls run itself and reads the acks run queues.
+func bare(t *testing.T, cfg Config) *Pool {
+	if cfg.Logger == nil {
+		cfg.Logger = quiet()
+	}
+	p := New(cfg)
+	p.claimCtx, p.stopClaims = context.WithCancel(context.Background())
+	p.jobCtx, p.cancelJobs = context.WithCancel(context.Background())
+	t.Cleanup(func() { p.stopClaims(); p.cancelJobs() })
+	return p
+}
+
+// leased is job j alone in a batch held by identity 1.
+func leased(j storage.Job) item {
+	b := &batch{Batch: &storage.Batch{Queue: "q", TickID: 1, Token: 1}, owner: 1}
+	b.remaining.Store(1)
+	return item{batch: b, job: j}
+}
+
+// ackOf is the ack run queued for its job, and checks that the batch's
+// done mark follows it.
+func ackOf(t *testing.T, p *Pool) storage.Ack {
+	t.Helper()
+	if len(p.acks) != 2 {
+		t.Fatalf("%d entries queued for the acker, want the job's ack and its batch's done mark", len(p.acks))
+	}
+	a := <-p.acks
+	if done := <-p.acks; done.State != doneMark {
+		t.Fatalf("the second entry queued is %+v, want the batch's done mark", done)
+	}
+	return a
+}
+
+// TestTimeoutEndsTheJobsContext: a job past its timeout (its own, or else
+// its kind's) sees its context cancelled with ErrTimeout as the cause; the
+// attempt fails with an error that says it timed out.
+func TestTimeoutEndsTheJobsContext(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		job, policy time.Duration
+	}{
+		{"the job's own timeout", 20 * time.Millisecond, time.Hour},
+		{"its kind's timeout", 0, 20 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cause error
+			p := bare(t, Config{
+				Policy: func(kind string) KindPolicy { return KindPolicy{Timeout: tc.policy} },
+				Handle: func(ctx context.Context, run *Run) error {
+					<-ctx.Done()
+					cause = context.Cause(ctx)
+					return ctx.Err()
+				}})
+			p.run(leased(storage.Job{ID: 7, Kind: "k", MaxAttempts: 3, Timeout: tc.job}))
+			if !errors.Is(cause, ErrTimeout) {
+				t.Fatalf("the job's context ended with cause %v, want ErrTimeout", cause)
+			}
+			a := ackOf(t, p)
+			if a.State != storage.AckRetried || !strings.HasPrefix(a.Err, "millrace: job timed out") {
+				t.Fatalf("ack state %d, error %q; want retried, with an error that says the job timed out", a.State, a.Err)
+			}
+			if a.Started.IsZero() || a.Finished.Before(a.Started) {
+				t.Fatalf("the attempt is timed %v to %v", a.Started, a.Finished)
+			}
+			if len(p.running) != 0 {
+				t.Fatalf("%d jobs still listed as running", len(p.running))
+			}
+		})
+	}
+}
+
+// TestAJobIgnoringItsContextIsAbandoned: a handler that does not return
+// within its timeout and the grace after it frees its worker: the attempt
+// fails (errAbandoned) and is counted as abandoned.
+func TestAJobIgnoringItsContextIsAbandoned(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	p := bare(t, Config{TimeoutGrace: 20 * time.Millisecond, Handle: func(ctx context.Context, run *Run) error {
+		<-hold // ignores its context
+		return nil
+	}})
+	p.run(leased(storage.Job{ID: 7, Kind: "k", MaxAttempts: 3, Timeout: 20 * time.Millisecond}))
+	a := ackOf(t, p)
+	if a.State != storage.AckRetried || !strings.Contains(a.Err, errAbandoned.Error()) {
+		t.Fatalf("ack state %d, error %q; want retried, abandoned", a.State, a.Err)
+	}
+	if n := p.abandoned.Load(); n != 1 {
+		t.Fatalf("%d jobs counted as abandoned, want 1", n)
+	}
+}
+
+// TestAPanicFailsTheAttempt: a handler's panic is recovered and fails the
+// attempt; its error holds the panic's value and stack.
+func TestAPanicFailsTheAttempt(t *testing.T) {
+	p := bare(t, Config{Handle: func(ctx context.Context, run *Run) error { panic("boom") }})
+	p.run(leased(storage.Job{ID: 7, Kind: "k", MaxAttempts: 3}))
+	a := ackOf(t, p)
+	if a.State != storage.AckRetried || !strings.HasPrefix(a.Err, "panic: boom\n") || !strings.Contains(a.Err, "goroutine") {
+		t.Fatalf("ack state %d, error %q; want retried, with the panic and its stack", a.State, a.Err)
+	}
+}
+
+// TestAJobWhoseBatchWasReleasedDoesNotStart: a job waits in the process
+// for a busy worker; meanwhile its batch is released and another process
+// adopts it. When the worker is free, the marker finds the batch fenced:
+// the job does not start here, and OnFenced is told.
+func TestAJobWhoseBatchWasReleasedDoesNotStart(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	first := e.enqueue()
+	started := make(chan int64, 4)
+	release := make(chan struct{})
+	fenced := make(chan int64, 4)
+	p := e.pool(Config{Poll: time.Hour, OnFenced: func(tick int64) { fenced <- tick },
+		Handle: func(ctx context.Context, run *Run) error {
+			started <- run.Job.ID
+			if run.Job.ID == first {
+				select { // a failed test stops the pool: the job then ends
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		}})
+	stop := e.start(p)
+	if got := next(t, started, "a job to start"); got != first {
+		t.Fatalf("job %d started, want %d", got, first)
+	}
+	second := e.enqueue()
+	p.Wake("q")
+	e.waitFor("the second job to wait in the process", func() bool { return len(p.queues["q"].jobs) == 1 })
+	if n, err := e.store.Release(ctx, e.owner); err != nil || n != 2 {
+		t.Fatalf("released %d batches (%v), want both", n, err)
+	}
+	other := e.register()
+	var tick, firstTick int64
+	for req := int64(1); ; req++ {
+		bs, err := e.store.Claim(ctx, "q", other, req, false, storage.Limits{MaxJobs: 10, MaxBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bs) == 0 {
+			break
+		}
+		for _, b := range bs {
+			for _, j := range b.Jobs {
+				switch j.ID {
+				case first:
+					firstTick = b.TickID
+				case second:
+					tick = b.TickID
+				}
+			}
+		}
+	}
+	if tick == 0 {
+		t.Fatalf("the other process did not adopt the second job's batch")
+	}
+	close(release)
+	// The first job's ack is fenced too (its batch went with the other).
+	for got := int64(0); got != tick; {
+		select {
+		case got = <-fenced:
+			if got != tick && got != firstTick {
+				t.Fatalf("OnFenced told of batch %d, want %d (the waiting job's) or %d (the first job's)", got, tick, firstTick)
+			}
+		case <-time.After(wait):
+			t.Fatal("OnFenced was not told of the waiting job's batch")
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-started:
+		t.Fatalf("job %d started after its batch went to another process", got)
+	default:
+	}
+}
