@@ -33,6 +33,10 @@ type Config struct {
 	// Queues to work, by name, with their worker limits. Several processes
 	// may work the same queue.
 	Queues map[string]QueueConfig
+
+	// clock replaces time.Now for the times a worker records (tests of a
+	// skewed host: export_test.go).
+	clock func() time.Time
 	// Workers runs the jobs; required when Queues is not empty.
 	Workers *Workers
 	// Name identifies the process in millrace.process (default host:pid).
@@ -341,7 +345,7 @@ func (c *Client) Start(ctx context.Context) error {
 	c.workers = pool.New(pool.Config{Store: c.store, Queues: queues, Handle: handle, Logger: c.cfg.Logger,
 		Backoff: c.cfg.Backoff, Poll: c.cfg.PollInterval, OnClaim: c.cfg.OnClaim,
 		MaxBatchJobs: c.cfg.MaxBatchJobs, MaxBatchBytes: c.cfg.MaxBatchBytes, OnFailure: c.onFailure,
-		Policy: ws.policy, OnAcked: c.events.publishAcks, Starve: c.cfg.StarveAfter, Fresh: fresh})
+		Policy: ws.policy, OnAcked: c.events.publishAcks, Starve: c.cfg.StarveAfter, Fresh: fresh, Now: c.cfg.clock})
 	promoter := maint.NewPromoter(c.store, c.cfg.Logger)
 	runCtx, cancel := context.WithCancel(context.Background())
 	sess, err := session.Start(ctx, runCtx, session.Config{

@@ -113,7 +113,7 @@ func (p *Pool) claim(q *queue) {
 			for _, j := range sb.Jobs {
 				if j.Cancelled {
 					// Cancelled before it ran: ack it so, never run it.
-					p.ack(b, storage.Ack{Batch: sb, Job: &j, State: storage.AckCancelled, Finished: time.Now()})
+					p.ack(b, storage.Ack{Batch: sb, Job: &j, State: storage.AckCancelled, Finished: p.cfg.Now()})
 					continue
 				}
 				it := item{batch: b, job: j, started: marked > 0}

@@ -56,7 +56,7 @@ func (p *Pool) work(q *queue) {
 }
 
 func (p *Pool) run(it item) {
-	run := &Run{Job: &it.job, Batch: it.batch.Batch, Owner: it.batch.owner, Started: time.Now()}
+	run := &Run{Job: &it.job, Batch: it.batch.Batch, Owner: it.batch.owner, Started: p.cfg.Now()}
 	var pol KindPolicy
 	if p.cfg.Policy != nil {
 		pol = p.cfg.Policy(it.job.Kind)
@@ -113,7 +113,7 @@ func (p *Pool) run(it item) {
 		err = nil
 	}
 	a := p.outcome(&it, err, cause, pol)
-	a.Started, a.Finished = run.Started, time.Now()
+	a.Started, a.Finished = run.Started, p.cfg.Now()
 	if run.completedTx.Load() {
 		// The handler's transaction may have committed the completion (then
 		// the flush skips this ack), or rolled back (then this outcome

@@ -21,6 +21,9 @@ func New(cfg Config) *Pool {
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.FlushDelay <= 0 {
 		cfg.FlushDelay = 5 * time.Millisecond
 	}

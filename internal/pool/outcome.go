@@ -72,7 +72,7 @@ func (p *Pool) outcome(it *item, err error, cause error, pol KindPolicy) storage
 	switch {
 	case errors.As(err, &sn):
 		a.State = storage.AckSnoozed
-		a.RetryAt = time.Now().Add(max(sn.Delay, 0))
+		a.RetryAt = p.cfg.Now().Add(max(sn.Delay, 0))
 		return a
 	case errors.As(err, &cn):
 		a.State = storage.AckCancelled
@@ -106,7 +106,7 @@ func (p *Pool) outcome(it *item, err error, cause error, pol KindPolicy) storage
 		}
 	} else {
 		a.State = storage.AckRetried
-		a.RetryAt = time.Now().Add(backoff(attempt))
+		a.RetryAt = p.cfg.Now().Add(backoff(attempt))
 	}
 	var pe *panicError
 	panicked := errors.As(err, &pe)

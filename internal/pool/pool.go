@@ -101,6 +101,11 @@ type Config struct {
 	// Fresh says the process is surely alive (its lease was renewed
 	// recently): claims wait while it says no (nil: always).
 	Fresh func() bool
+	// Now is the clock the times of an attempt (started, finished, a
+	// retry's due time) are read from (default time.Now). The server reads
+	// them relative to the flush that carries them (millrace.flush), so a
+	// skewed host changes no outcome; tests set a skewed one.
+	Now func() time.Time
 }
 
 // item is one job of a leased batch.
