@@ -138,7 +138,7 @@ func Run(ctx context.Context, cfg Config) error {
 type Maintainer struct {
 	cfg     Config
 	logged  map[string]time.Time
-	started time.Time // the server's time at the first periodic round
+	started time.Time            // the server's time at the first periodic round
 	expired time.Time            // when history was last expired
 	tallied time.Time            // when history was last tallied (or found tallied by another leader)
 	last    map[string]time.Time // newest slot enqueued, per periodic job
