@@ -148,13 +148,12 @@ BEGIN
     -- newest lease is checked; a release or adoption takes it exclusively.
     PERFORM pg_advisory_xact_lock_shared(millrace.fence_space(), (t % 2147483647)::int)
     FROM (SELECT DISTINCT t FROM unnest(p_tick) t ORDER BY t) x;
-    -- (Leases only grow: the caller's token is the newest unless a higher
-    -- one exists. Written out rather than through holder(), an SQL
-    -- function planned at every call: this runs before job starts.)
-    SELECT coalesce(array_agg(DISTINCT u.t), '{}') INTO v_fenced
-    FROM unnest(p_tick, p_token) AS u(t, k)
-    WHERE EXISTS (SELECT 1 FROM millrace.lease l WHERE l.tick_id = u.t AND l.token > u.k)
-       OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = u.t);
+    -- A batch whose rows are gone (closed and reclaimed while this
+    -- process was stopped) has no holder: fenced too.
+    SELECT coalesce(array_agg(x.t), '{}') INTO v_fenced FROM (
+        SELECT DISTINCT u.t, u.k FROM unnest(p_tick, p_token) AS u(t, k)) x
+    WHERE (SELECT h.token FROM millrace.holder(x.t) h) IS DISTINCT FROM x.k
+       OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = x.t);
     INSERT INTO millrace.start (slot, tick_id, token, jobs)
     SELECT millrace.current_segment(), u.t, u.k, array_agg(u.j ORDER BY u.j)
     FROM unnest(p_tick, p_token, p_job) AS u(t, k, j)

@@ -7,29 +7,34 @@
 
 CREATE OR REPLACE FUNCTION millrace.holder(p_tick bigint, OUT token bigint, OUT owner integer)
  RETURNS record
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
-    SELECT token, owner FROM (
+-- PL/pgSQL for a plan cached for the session: every flush and start mark
+-- asks for each of its batches (see current_segment).
+BEGIN
+    SELECT h.token, h.owner INTO token, owner FROM (
         (SELECT l.token, l.owner FROM millrace.lease l WHERE l.tick_id = p_tick ORDER BY l.token DESC LIMIT 1)
         UNION ALL
         (SELECT t.tick_id, t.owner FROM millrace.tick t WHERE t.tick_id = p_tick AND NOT t.carried LIMIT 1)) h
-    ORDER BY token DESC LIMIT 1
-$function$;
+    ORDER BY h.token DESC LIMIT 1;
+END $function$;
 COMMENT ON FUNCTION millrace.holder(p_tick bigint, OUT token bigint, OUT owner integer) IS
     'holder is the newest lease token of batch p_tick (its tick id if it was never re-leased) and its holder (0: released).';
 
 CREATE OR REPLACE FUNCTION millrace.queue_paused(p_queue text)
  RETURNS boolean
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
-    SELECT coalesce((SELECT s.paused FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1), false)
-$function$;
+-- PL/pgSQL for a plan cached for the session: every claim asks.
+BEGIN
+    RETURN coalesce((SELECT s.paused FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1), false);
+END $function$;
 COMMENT ON FUNCTION millrace.queue_paused(p_queue text) IS
     'queue_paused says queue p_queue is paused.';
 
@@ -84,17 +89,19 @@ CREATE OR REPLACE FUNCTION millrace.range_jobs(p_queue text, p_priority smallint
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
- SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
--- Plans are made for each call's bounds: a cached generic plan would turn
--- the optional bounds below into filters, and a continued range would be
--- rescanned from its start at every claim.
+-- Each shape of range (bounded below, above, both or neither) is its own
+-- static statement, so that the session's cached plan has every bound as
+-- an index condition: planning a claim's statements over the partitioned
+-- job table at every call cost more than running them.
 DECLARE
     v_x     xid8;
     v_r     millrace.job;
     v_n     int := 0;
     v_bytes bigint := 0;
     v_lo    xid8 := pg_snapshot_xmax(p_prev);
+    v_hi    xid8 := pg_snapshot_xmax(p_snap);
+    v_c     refcursor;
 BEGIN
     FOR v_x IN SELECT x FROM pg_snapshot_xip(p_prev) x
                WHERE (p_after_txid IS NULL OR x >= p_after_txid) AND (p_upto_txid IS NULL OR x <= p_upto_txid)
@@ -116,19 +123,40 @@ BEGIN
     IF p_after_txid IS NOT NULL AND p_after_txid > v_lo THEN
         v_lo := p_after_txid;
     END IF;
-    FOR v_r IN SELECT * FROM millrace.job j
-               WHERE j.queue = p_queue AND j.priority = p_priority AND j.txid >= v_lo AND j.txid < pg_snapshot_xmax(p_snap)
-                 AND (p_after_txid IS NULL OR (j.txid, j.id) > (p_after_txid, p_after_id))
-                 AND (p_upto_txid IS NULL OR (j.txid, j.id) <= (p_upto_txid, p_upto_id))
-                 AND pg_visible_in_snapshot(j.txid, p_snap)
-               ORDER BY j.txid, j.id LOOP
+    IF p_after_txid IS NULL AND p_upto_txid IS NULL THEN
+        OPEN v_c FOR SELECT * FROM millrace.job j
+                     WHERE j.queue = p_queue AND j.priority = p_priority AND j.txid >= v_lo AND j.txid < v_hi
+                       AND pg_visible_in_snapshot(j.txid, p_snap)
+                     ORDER BY j.txid, j.id;
+    ELSIF p_upto_txid IS NULL THEN
+        OPEN v_c FOR SELECT * FROM millrace.job j
+                     WHERE j.queue = p_queue AND j.priority = p_priority AND j.txid >= v_lo AND j.txid < v_hi
+                       AND (j.txid, j.id) > (p_after_txid, p_after_id)
+                       AND pg_visible_in_snapshot(j.txid, p_snap)
+                     ORDER BY j.txid, j.id;
+    ELSIF p_after_txid IS NULL THEN
+        OPEN v_c FOR SELECT * FROM millrace.job j
+                     WHERE j.queue = p_queue AND j.priority = p_priority AND j.txid >= v_lo AND j.txid < v_hi
+                       AND (j.txid, j.id) <= (p_upto_txid, p_upto_id)
+                       AND pg_visible_in_snapshot(j.txid, p_snap)
+                     ORDER BY j.txid, j.id;
+    ELSE
+        OPEN v_c FOR SELECT * FROM millrace.job j
+                     WHERE j.queue = p_queue AND j.priority = p_priority AND j.txid >= v_lo AND j.txid < v_hi
+                       AND (j.txid, j.id) > (p_after_txid, p_after_id)
+                       AND (j.txid, j.id) <= (p_upto_txid, p_upto_id)
+                       AND pg_visible_in_snapshot(j.txid, p_snap)
+                     ORDER BY j.txid, j.id;
+    END IF;
+    LOOP
+        FETCH v_c INTO v_r;
+        EXIT WHEN NOT FOUND;
         RETURN NEXT v_r;
         v_n := v_n + 1;
         v_bytes := v_bytes + octet_length(v_r.args::text);
-        IF v_n >= p_max_jobs OR v_bytes >= p_max_bytes THEN
-            RETURN;
-        END IF;
+        EXIT WHEN v_n >= p_max_jobs OR v_bytes >= p_max_bytes;
     END LOOP;
+    CLOSE v_c;
 END $function$;
 COMMENT ON FUNCTION millrace.range_jobs(p_queue text, p_priority smallint, p_prev pg_snapshot, p_snap pg_snapshot, p_after_txid xid8, p_after_id bigint, p_upto_txid xid8, p_upto_id bigint, p_max_jobs integer, p_max_bytes bigint) IS
     'range_jobs returns the jobs of lane (p_queue, p_priority) visible in p_snap and not in p_prev with key (txid, id) above p_after and at most p_upto (NULL: unbounded), in key order, stopping after p_max_jobs jobs or once p_max_bytes of args are reached (at least one job). Args are counted as the worker receives them, their text (octet_length(args::text)), not as stored: a compressed value of 10 KB can be 1 MB in the worker.';

@@ -66,17 +66,27 @@ COMMENT ON FUNCTION millrace.schema_version() IS
 
 CREATE OR REPLACE FUNCTION millrace.current_segment()
  RETURNS smallint
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
-AS $function$ SELECT segment FROM millrace.rotation ORDER BY id DESC LIMIT 1 $function$;
+AS $function$
+-- PL/pgSQL, not SQL: its statement's plan is cached for the session. An
+-- SQL function that is not inlined is planned at every call, and this one
+-- runs several times per job.
+BEGIN
+    RETURN (SELECT r.segment FROM millrace.rotation r ORDER BY r.id DESC LIMIT 1);
+END $function$;
 COMMENT ON FUNCTION millrace.current_segment() IS
     'current_segment is the current slot of the ring, from the newest rotation: producers and claims write into it.';
 
 CREATE OR REPLACE FUNCTION millrace.current_gen()
  RETURNS smallint
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
-AS $function$ SELECT gen FROM millrace.sched_gen ORDER BY id DESC LIMIT 1 $function$;
+AS $function$
+-- PL/pgSQL for a plan cached for the session (see current_segment).
+BEGIN
+    RETURN (SELECT g.gen FROM millrace.sched_gen g ORDER BY g.id DESC LIMIT 1);
+END $function$;
 COMMENT ON FUNCTION millrace.current_gen() IS
     'current_gen is the active generation of the schedule, from the newest compaction.';
 
