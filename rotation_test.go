@@ -101,8 +101,23 @@ func TestRotationUnderLoadAndLock(t *testing.T) {
 		idLocked int64
 		ltx      pgx.Tx
 	)
+	// The slot locked is the one the ring wraps around into, after its
+	// last: arithmetic on the ring that is wrong (a ring of three, or of
+	// five) cannot pass by locking, by luck, a slot it gets right. A slot
+	// that stays unclean, or the wrong one, ends in a failure.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("found no moment in 30 s to lock the slot after slot %d, clean, before the ring rotated into it", slots-1)
+		}
 		_, cur := rotationCount(t, pool)
+		if cur != slots-1 {
+			waitFor(t, "the ring to rotate", 20*time.Second, func() bool {
+				_, seg := rotationCount(t, pool)
+				return seg != cur
+			})
+			continue
+		}
 		next = (cur + 1) % slots
 		ltx, _ = locker.Begin(ctx)
 		if _, err := ltx.Exec(ctx, fmt.Sprintf("LOCK TABLE millrace.job_%d IN ACCESS SHARE MODE", next)); err != nil {
