@@ -18,17 +18,29 @@ DECLARE
     v_q text := coalesce((SELECT j.queue FROM millrace.job j WHERE j.id = p_id LIMIT 1),
                          (SELECT s.queue FROM millrace.sched s WHERE s.id = p_id LIMIT 1));
 BEGIN
+    -- History is read before the queue's claim lock, which every claim of
+    -- the queue waits for: a finished job stays finished, and probing
+    -- history's buckets takes milliseconds that claims must not wait. Under
+    -- the lock only the live rows are read, which is what a claim changes.
+    IF millrace.final_state(p_id, millrace.live_since(p_id)) IS NOT NULL THEN
+        RETURN 'finished';
+    END IF;
     IF v_q IS NOT NULL THEN
         PERFORM pg_advisory_xact_lock(millrace.claim_space(), hashtext(v_q));
     END IF;
-    v_state := millrace.job_state(p_id);
+    v_state := millrace.live_state(p_id);
     IF v_state IS NULL THEN
-        RETURN 'unknown';
+        -- No live row: it finished meanwhile (and its rows went), or it
+        -- never was.
+        RETURN CASE WHEN millrace.final_state(p_id) IS NOT NULL THEN 'finished' ELSE 'unknown' END;
     END IF;
-    IF v_state IN ('completed', 'discarded', 'cancelled') THEN
-        RETURN 'finished';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = p_id) THEN
+    IF EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = p_id) THEN
+        -- Asked before: another call may have cancelled it while this one
+        -- waited for the lock (a rare path, where history is read again).
+        IF v_state <> 'running' AND millrace.final_state(p_id, millrace.live_since(p_id)) IS NOT NULL THEN
+            RETURN 'finished';
+        END IF;
+    ELSE
         INSERT INTO millrace.cancel (slot, job_id) VALUES (millrace.current_segment(), p_id);
     END IF;
     IF v_state = 'running' THEN

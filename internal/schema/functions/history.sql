@@ -7,10 +7,13 @@
 
 CREATE OR REPLACE FUNCTION millrace.history_v6()
  RETURNS timestamp with time zone
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
-AS $function$ SELECT at FROM millrace.mark WHERE name = 'history_v6' $function$;
+AS $function$
+BEGIN
+    RETURN (SELECT m.at FROM millrace.mark m WHERE m.name = 'history_v6');
+END $function$;
 COMMENT ON FUNCTION millrace.history_v6() IS
     'history_v6 is when migration 6 ran: history rows written before it were bucketed by the writer''s clock, so a job created before it is looked for in every bucket.';
 
@@ -36,39 +39,45 @@ COMMENT ON FUNCTION millrace.history_bucket(p_state smallint, p_at timestamp wit
 
 CREATE OR REPLACE FUNCTION millrace.history_buckets(p_from timestamp with time zone, p_to timestamp with time zone)
  RETURNS smallint[]
- LANGUAGE sql
+ LANGUAGE plpgsql
  IMMUTABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
-    SELECT CASE
-        WHEN p_from IS NULL OR p_to IS NULL OR NOT isfinite(p_from) OR NOT isfinite(p_to)
-             OR greatest(p_from, p_to) - least(p_from, p_to) >= interval '32 days'
-        THEN ARRAY(SELECT g::smallint FROM generate_series(0, 67) g)
-        ELSE ARRAY(
-            SELECT DISTINCT b FROM (
-                SELECT (((g % 36) + 36) % 36)::smallint AS b
-                FROM generate_series(floor(extract(epoch FROM least(p_from, p_to)) / 7200)::bigint,
-                                     least(floor(extract(epoch FROM greatest(p_from, p_to)) / 7200)::bigint,
-                                           floor(extract(epoch FROM least(p_from, p_to)) / 7200)::bigint + 35)) g
-                UNION ALL
-                SELECT (36 + ((g % 32) + 32) % 32)::smallint
-                FROM generate_series(floor(extract(epoch FROM least(p_from, p_to)) / 86400)::bigint,
-                                     floor(extract(epoch FROM greatest(p_from, p_to)) / 86400)::bigint) g) x
-            ORDER BY b) END
-$function$;
+-- PL/pgSQL for a plan cached for the session: every lookup of a job's
+-- history asks (an SQL function that is not inlined is planned at every call).
+BEGIN
+    RETURN (SELECT CASE
+            WHEN p_from IS NULL OR p_to IS NULL OR NOT isfinite(p_from) OR NOT isfinite(p_to)
+                 OR greatest(p_from, p_to) - least(p_from, p_to) >= interval '32 days'
+            THEN ARRAY(SELECT g::smallint FROM generate_series(0, 67) g)
+            ELSE ARRAY(
+                SELECT DISTINCT b FROM (
+                    SELECT (((g % 36) + 36) % 36)::smallint AS b
+                    FROM generate_series(floor(extract(epoch FROM least(p_from, p_to)) / 7200)::bigint,
+                                         least(floor(extract(epoch FROM greatest(p_from, p_to)) / 7200)::bigint,
+                                               floor(extract(epoch FROM least(p_from, p_to)) / 7200)::bigint + 35)) g
+                    UNION ALL
+                    SELECT (36 + ((g % 32) + 32) % 32)::smallint
+                    FROM generate_series(floor(extract(epoch FROM least(p_from, p_to)) / 86400)::bigint,
+                                         floor(extract(epoch FROM greatest(p_from, p_to)) / 86400)::bigint) g) x
+                ORDER BY b) END);
+END $function$;
 COMMENT ON FUNCTION millrace.history_buckets(p_from timestamp with time zone, p_to timestamp with time zone) IS
     'history_buckets lists the history buckets that rows finished between p_from and p_to can be in: the two-hour buckets of completed rows (0-35) and the daily buckets of every other state (36-67), each ring at most once around. A range that is not finite, or longer than the daily ring, lists every bucket.';
 
 CREATE OR REPLACE FUNCTION millrace.history_since(p_since timestamp with time zone)
  RETURNS smallint[]
- LANGUAGE sql
+ LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
-    SELECT CASE WHEN p_since IS NULL OR p_since < millrace.history_v6()
-                THEN millrace.history_buckets(NULL, NULL)
-                ELSE millrace.history_buckets(least(p_since, clock_timestamp()) - millrace.history_slack(),
-                                              clock_timestamp() + millrace.history_slack()) END
-$function$;
+-- PL/pgSQL for a plan cached for the session (see history_buckets).
+BEGIN
+    IF p_since IS NULL OR p_since < millrace.history_v6() THEN
+        RETURN millrace.history_buckets(NULL, NULL);
+    END IF;
+    RETURN millrace.history_buckets(least(p_since, clock_timestamp()) - millrace.history_slack(),
+                                    clock_timestamp() + millrace.history_slack());
+END $function$;
 COMMENT ON FUNCTION millrace.history_since(p_since timestamp with time zone) IS
     'history_since lists the buckets that can hold the history of a job created at p_since: from then (or now, if p_since is later) until now, widened by history_slack; every bucket for a job created before version 6 or at an unknown time.';
 
@@ -117,13 +126,15 @@ COMMENT ON FUNCTION millrace.final_state(p_id bigint, p_since timestamp with tim
 
 CREATE OR REPLACE FUNCTION millrace.live_since(p_id bigint)
  RETURNS timestamp with time zone
- LANGUAGE sql
+ LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
-    SELECT coalesce((SELECT j.created_at FROM millrace.job j WHERE j.id = p_id LIMIT 1),
-                    (SELECT s.created_at FROM millrace.sched s WHERE s.id = p_id LIMIT 1))
-$function$;
+-- PL/pgSQL for a plan cached for the session (see history_buckets).
+BEGIN
+    RETURN coalesce((SELECT j.created_at FROM millrace.job j WHERE j.id = p_id LIMIT 1),
+                    (SELECT s.created_at FROM millrace.sched s WHERE s.id = p_id LIMIT 1));
+END $function$;
 COMMENT ON FUNCTION millrace.live_since(p_id bigint) IS
     'live_since is when live job p_id was created, from its newest job or schedule row; NULL when it has none (it finished, or never existed).';
 
@@ -193,23 +204,16 @@ $function$;
 COMMENT ON FUNCTION millrace.live_jobs() IS
     'live_jobs lists every job not yet finished, by lane: its newest job row, or its schedule row when it waits in the schedule.';
 
-CREATE OR REPLACE FUNCTION millrace.job_state(p_id bigint)
+CREATE OR REPLACE FUNCTION millrace.live_state(p_id bigint)
  RETURNS text
  LANGUAGE plpgsql
- SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
 DECLARE
-    -- A live job's job or schedule row says when it was created; a job with
-    -- neither finished (or never existed), and every bucket is probed.
-    v_s smallint := millrace.final_state(p_id, millrace.live_since(p_id));
     v_j millrace.job;
     v_f record;
 BEGIN
-    IF v_s IS NOT NULL THEN
-        RETURN (ARRAY['completed', 'failed', 'discarded', 'cancelled', 'snoozed'])[v_s];
-    END IF;
     IF EXISTS (SELECT 1 FROM millrace.sched s
                LEFT JOIN LATERAL (SELECT p.upto, p.snap FROM millrace.promote p ORDER BY p.round DESC LIMIT 1) lp ON true
                WHERE s.id = p_id AND NOT (coalesce(pg_visible_in_snapshot(s.txid, lp.snap), false) AND s.due_at <= lp.upto)) THEN
@@ -226,6 +230,26 @@ BEGIN
         RETURN 'available';
     END IF;
     RETURN 'running';
+END $function$;
+COMMENT ON FUNCTION millrace.live_state(p_id bigint) IS
+    'live_state is what the live rows of job p_id say, history aside: scheduled (a schedule row not yet promoted), available (its newest job row not yet claimed), running (claimed), or NULL (no live row). A finished job''s rows may still be live until their slot is reclaimed: job_state looks at history first.';
+
+CREATE OR REPLACE FUNCTION millrace.job_state(p_id bigint)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    -- A live job's job or schedule row says when it was created; a job with
+    -- neither finished (or never existed), and every bucket is probed.
+    v_s smallint := millrace.final_state(p_id, millrace.live_since(p_id));
+BEGIN
+    IF v_s IS NOT NULL THEN
+        RETURN (ARRAY['completed', 'failed', 'discarded', 'cancelled', 'snoozed'])[v_s];
+    END IF;
+    RETURN millrace.live_state(p_id);
 END $function$;
 COMMENT ON FUNCTION millrace.job_state(p_id bigint) IS
     'job_state is where job p_id stands: ''completed'', ''discarded'' or ''cancelled'' (finished, while history holds it), ''scheduled'' (due later, or waiting for a retry or a snooze), ''available'' (ready, not yet claimed), ''running'' (claimed, no outcome yet), or NULL (unknown). It costs a few index probes.';
