@@ -62,7 +62,7 @@ BEGIN
     RETURN 'cancelled';
 END $function$;
 COMMENT ON FUNCTION millrace.cancel(p_id bigint) IS
-    'cancel asks that job p_id not run, or stop if it runs: a job waiting in a slot or the schedule is finished as cancelled; a running one gets a cancellation request its process polls. It takes its queue''s claim lock before it looks, so that a claim not yet committed cannot hand the job to a worker after cancel finished it.';
+    'cancel asks that job p_id not run, or stop if it runs: a job waiting in a slot or the schedule is finished as cancelled; a running one gets a cancellation request its process polls. It reads history first (a finished job stays finished), then takes its queue''s claim lock and reads the job''s live rows under it, so that a claim not yet committed cannot hand the job to a worker after cancel finished it, and claims never wait for history''s lookups.';
 
 CREATE OR REPLACE FUNCTION millrace.pause(p_queue text)
  RETURNS void
