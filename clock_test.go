@@ -63,7 +63,9 @@ func TestSkewedClocksDecideNothing(t *testing.T) {
 			millrace.SetClock(&cfg, func() time.Time { return time.Now().Add(skew) })
 			c := startClient(t, pool, ws, cfg)
 
-			period := &millrace.InsertOpts{Unique: &millrace.UniqueOpts{ByPeriod: time.Hour}}
+			// On a queue nobody works: the jobs stay unfinished, so only
+			// their period decides whether they block.
+			period := &millrace.InsertOpts{Queue: "skew-unworked", Unique: &millrace.UniqueOpts{ByPeriod: time.Hour}}
 			inserted := 0
 			for range 3 {
 				if !mustInsert(t, c, skewPeriod{}, period).Duplicate {

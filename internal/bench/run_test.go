@@ -561,7 +561,9 @@ func TestRunMix(t *testing.T) {
 		if ps == nil || ps.Cancelled == nil || ps.SchedLateP99MS == nil || ps.UniqueDupesRun == nil || ps.CancelledRun == nil {
 			t.Fatalf("%s: mix fields missing: %+v", p, ps)
 		}
-		if ps.Offered < int64(150*ps.Seconds) {
+		// The producer keeps pace but for a second at the phase's edge (a
+		// loaded machine may hold its ticker that long).
+		if ps.Offered < int64(150*(ps.Seconds-1)) {
 			t.Errorf("%s: offered %d in %.0fs at 200/s", p, ps.Offered, ps.Seconds)
 		}
 		if ps.Expected != ps.Offered-*ps.Cancelled-*ps.Deduplicated {

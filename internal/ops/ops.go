@@ -403,7 +403,8 @@ func SampleSince(ctx context.Context, db DB, since time.Time) (Sample, error) {
 		from = &since
 	}
 	err := db.QueryRow(ctx, `
-WITH w AS (SELECT clock_timestamp() AS at, coalesce($1::timestamptz, clock_timestamp() - interval '1 second') AS since)
+WITH n AS (SELECT clock_timestamp() AS at),
+     w AS (SELECT n.at, coalesce($1::timestamptz, n.at - interval '1 second') AS since FROM n)
 SELECT w.at, w.since,
        count(*) FILTER (WHERE h.state = 'completed'), count(*) FILTER (WHERE h.state = 'failed'),
        count(*) FILTER (WHERE h.state = 'discarded'), count(*) FILTER (WHERE h.state = 'cancelled'),
