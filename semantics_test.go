@@ -184,11 +184,7 @@ func TestScheduledJobStartsOnTime(t *testing.T) {
 		return nil
 	}), millrace.KindOpts{Backoff: func(int) time.Duration { return 300 * time.Millisecond }})
 	c := startClient(t, pool, workers, millrace.Config{})
-	waitFor(t, "a leader", 10*time.Second, func() bool {
-		var n int
-		pool.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 0 AND granted").Scan(&n)
-		return n > 0
-	})
+	waitFor(t, "the client to lead (its promoter runs the schedule)", 30*time.Second, c.Leader)
 	base := time.Now().Add(500 * time.Millisecond)
 	for i := 0; i < 20; i++ {
 		mustInsert(t, c, countArgs{N: i}, &millrace.InsertOpts{RunAt: base.Add(time.Duration(i) * 37 * time.Millisecond)})
