@@ -454,9 +454,20 @@ func TestAcceptanceStall(t *testing.T) {
 		t.Errorf("lost %d, duplicated %d", ss.LostJobs, ss.DuplicateJobs)
 	}
 	clean, stress := ss.Phases[bench.PhaseClean], ss.Phases[bench.PhaseStress]
-	if stress.StorageBytesMax > 2*clean.StorageBytesMax {
-		t.Errorf("storage max: stress %d bytes, clean %d: more than twice", stress.StorageBytesMax, clean.StorageBytesMax)
+	// The queue's storage, sample by sample: storage less history, which
+	// keeps every finished attempt for its retention (24 h) and so grows
+	// with the phase's length whatever pins the horizon.
+	queueMax := map[string]int64{}
+	for _, smp := range res.Samples {
+		if smp.Strategy == "millrace" {
+			queueMax[smp.Phase] = max(queueMax[smp.Phase], smp.StorageBytes-smp.HistoryBytes)
+		}
 	}
+	if c, st := queueMax[bench.PhaseClean], queueMax[bench.PhaseStress]; c == 0 || st > 2*c {
+		t.Errorf("queue storage max (history aside): stress %d bytes, clean %d: more than twice", st, c)
+	}
+	t.Logf("storage max with history: clean %d, stress %d; without: clean %d, stress %d",
+		clean.StorageBytesMax, stress.StorageBytesMax, queueMax[bench.PhaseClean], queueMax[bench.PhaseStress])
 	if clean.Rotations == nil || stress.Rotations == nil || *clean.Rotations == 0 {
 		t.Fatalf("rotations: clean %v, stress %v", clean.Rotations, stress.Rotations)
 	}
