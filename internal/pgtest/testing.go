@@ -23,9 +23,22 @@ var (
 // Main runs a test package's tests and stops the shared cluster afterwards.
 // Call it from TestMain: func TestMain(m *testing.M) { pgtest.Main(m) }.
 func Main(m *testing.M) {
+	QuickRaceExit()
 	code := m.Run()
 	StopShared()
 	os.Exit(code)
+}
+
+// QuickRaceExit makes the processes a test starts (the test binary run
+// again as a worker, a CLI, a crashing child) exit at once under the race
+// detector: by default a race-enabled binary sleeps a second before it
+// exits (GORACE atexit_sleep_ms=1000), and the suite starts several
+// hundred of them. Races are still reported as they happen. A GORACE the
+// caller set is kept.
+func QuickRaceExit() {
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
 }
 
 // StopShared stops the package-wide cluster if one was started.

@@ -56,6 +56,7 @@ var (
 // a test and stops the shared cluster. Call it from TestMain:
 // func TestMain(m *testing.M) { testkit.Main(m) }.
 func Main(m *testing.M) {
+	pgtest.QuickRaceExit()
 	code := m.Run()
 	dropMade()
 	pgtest.StopShared()
