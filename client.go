@@ -99,6 +99,16 @@ type Config struct {
 	// as the worker receives them (their JSON text, not their compressed
 	// size in storage; default 8 MiB; a claim takes at least one job).
 	MaxBatchBytes int64
+	// MaxCarryBytes bounds what one reclaim of the ring copies forward of
+	// the jobs not yet claimed, in bytes as stored (default 16 MiB). A
+	// slot whose backlog is larger (a queue nobody works, or one far
+	// behind, of large jobs) is not reclaimed until that backlog is
+	// claimed: it is never copied at every turn of the ring. Claims read
+	// every slot, so nothing waits or is lost; the leader logs the slot,
+	// its bytes and its queues. If every other slot holds such a backlog,
+	// the ring waits and storage grows with arrivals until one is claimed
+	// (docs/architecture.md). The leader's setting applies.
+	MaxCarryBytes int64
 	// MaintenanceEvery is the leader's maintenance cadence (default 1s).
 	MaintenanceEvery time.Duration
 	// OnClaim observes every claim that returned jobs: its duration and size.
@@ -186,6 +196,7 @@ const (
 	DefaultLeaderLease        = 10 * time.Second   // Config.LeaderLease
 	DefaultMaxBatchJobs       = 1000               // Config.MaxBatchJobs
 	DefaultMaxBatchBytes      = 8 << 20            // Config.MaxBatchBytes
+	DefaultMaxCarryBytes      = 16 << 20           // Config.MaxCarryBytes
 	DefaultStarveAfter        = 5 * time.Second    // Config.StarveAfter
 	DefaultCompletedRetention = 24 * time.Hour     // the database's retention until an administrator sets it
 	DefaultDiscardedRetention = 7 * 24 * time.Hour // the same, for every other finished attempt
@@ -227,7 +238,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.MaxAttempts < 0 || cfg.MaxAttempts > 1000 {
 		return cfg, errors.New("millrace: Config.MaxAttempts must be 1 to 1000 (0: the default)")
 	}
-	if cfg.MaxArgsBytes < 0 || cfg.MaxBatchJobs < 0 || cfg.MaxBatchBytes < 0 {
+	if cfg.MaxArgsBytes < 0 || cfg.MaxBatchJobs < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxCarryBytes < 0 {
 		return cfg, errors.New("millrace: Config limits must not be negative")
 	}
 	def := func(v *time.Duration, d time.Duration) {
@@ -277,6 +288,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.MaxBatchBytes == 0 {
 		cfg.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if cfg.MaxCarryBytes == 0 {
+		cfg.MaxCarryBytes = DefaultMaxCarryBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -396,7 +410,7 @@ func (c *Client) Start(ctx context.Context) error {
 				promoted <- err
 			}()
 			err = maint.Run(lctx, maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
-				RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter,
+				RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter, MaxCarryBytes: c.cfg.MaxCarryBytes,
 				Periodic: periodic, Owner: owner, Term: term, LeaderLease: c.cfg.LeaderLease})
 			stop()
 			if perr := <-promoted; errors.Is(perr, maint.ErrLostLead) {

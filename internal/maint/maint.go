@@ -35,6 +35,11 @@ type Config struct {
 	// RotateAfter is the life of a slot as current, and the grace before
 	// a slot that left use is reclaimed (default 10s).
 	RotateAfter time.Duration
+	// MaxCarryBytes bounds the jobs not yet claimed that one reclaim
+	// copies forward, in stored bytes (default
+	// storage.DefaultMaxCarryBytes, 16 MiB): a slot holding a larger
+	// backlog stays in place until it is claimed (storage.Store.Rotate).
+	MaxCarryBytes int64
 	// StuckAfter releases a batch whose lease is older than this even
 	// though its holder lives (default 1h).
 	StuckAfter time.Duration
@@ -88,6 +93,9 @@ func (cfg *Config) defaults() {
 	}
 	if cfg.StuckAfter <= 0 {
 		cfg.StuckAfter = time.Hour
+	}
+	if cfg.MaxCarryBytes <= 0 {
+		cfg.MaxCarryBytes = storage.DefaultMaxCarryBytes
 	}
 	if cfg.CompactMin <= 0 {
 		cfg.CompactMin = 10000
@@ -246,7 +254,7 @@ func (m *Maintainer) Step(ctx context.Context) error {
 		}
 	}
 	start := time.Now()
-	actions, err := cfg.Store.Rotate(ctx, cfg.Term, cfg.RotateAfter)
+	actions, err := cfg.Store.Rotate(ctx, cfg.Term, cfg.RotateAfter, cfg.MaxCarryBytes)
 	if took := time.Since(start); took > 100*time.Millisecond {
 		cfg.Logger.Info("millrace: slow rotation round", "took", took.Round(time.Millisecond), "actions", len(actions))
 	}

@@ -35,7 +35,7 @@ func TestLeaderTermFencing(t *testing.T) {
 	}
 	steps := func(term int64) map[string]error {
 		out := map[string]error{}
-		_, out["rotate"] = s.Rotate(ctx, term, time.Hour)
+		_, out["rotate"] = s.Rotate(ctx, term, time.Hour, 0)
 		_, out["promote"] = s.Promote(ctx, term, 10000)
 		_, out["rescue"] = s.Rescue(ctx, term, time.Hour)
 		_, _, out["tally"] = s.Tally(ctx, term, 0)

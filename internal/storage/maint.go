@@ -18,19 +18,29 @@ import (
 // RingAction is one thing a rotation round did or could not do.
 type RingAction struct {
 	// Action is "rotated", "reclaimed", "blocked" (a slot could not be
-	// reclaimed: Detail names who holds it), "waiting" (no clean slot to
+	// reclaimed: Detail names who holds it, or the backlog it keeps in
+	// place and its queues), "waiting" (no clean slot to
 	// rotate into) or "busy" (another rotation is running).
 	Action  string
 	Segment int16
 	Detail  string
 }
 
+// DefaultMaxCarryBytes is the default bound of Rotate's maxCarryBytes, the
+// SQL default of millrace.rotate's p_max_carry_bytes.
+const DefaultMaxCarryBytes = 16 << 20
+
 // Rotate runs one round of ring maintenance (millrace.rotate): it reclaims
 // every slot that has been out of use for at least after, carrying forward
 // what is still needed, and makes the next clean slot current once the
 // current one is after old. Nothing waits on a lock; what could not be done
-// is reported with its reason.
-func (s *Store) Rotate(ctx context.Context, term int64, after time.Duration) ([]RingAction, error) {
+// is reported with its reason. A slot whose jobs not yet claimed take more
+// than maxCarryBytes (stored) is not reclaimed until they are claimed,
+// even when the ring must wait for it (0: DefaultMaxCarryBytes).
+func (s *Store) Rotate(ctx context.Context, term int64, after time.Duration, maxCarryBytes int64) ([]RingAction, error) {
+	if maxCarryBytes <= 0 {
+		maxCarryBytes = DefaultMaxCarryBytes
+	}
 	var out []RingAction
 	err := s.tx(ctx, func(rows pgx.Rows) error {
 		var err error
@@ -40,7 +50,8 @@ func (s *Store) Rotate(ctx context.Context, term int64, after time.Duration) ([]
 			return a, err
 		})
 		return err
-	}, "SELECT action, coalesce(segment, -1), detail FROM millrace.rotate($1, p_term => $2)", after, termArg(term))
+	}, "SELECT action, coalesce(segment, -1), detail FROM millrace.rotate($1, p_term => $2, p_max_carry_bytes => $3)",
+		after, termArg(term), maxCarryBytes)
 	return out, fenced(err)
 }
 

@@ -93,7 +93,7 @@ func waitDead(t *testing.T, pool *pgxpool.Pool, p int32) {
 
 func rotate(t *testing.T, s *Store, after time.Duration) []RingAction {
 	t.Helper()
-	a, err := s.Rotate(context.Background(), 0, after)
+	a, err := s.Rotate(context.Background(), 0, after, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,11 +137,12 @@ END $function$;
 COMMENT ON FUNCTION millrace.txn_slot() IS
     'txn_slot is the slot a producer transaction writes its jobs into: the current one when it first enqueues, and the same one for the rest of the transaction (a transaction-local setting), so that a transaction that enqueues for a long time holds one slot of the ring, never all of them.';
 
-CREATE OR REPLACE FUNCTION millrace.unclaimed(p_slot smallint)
- RETURNS SETOF millrace.job
+CREATE OR REPLACE FUNCTION millrace.slot_lanes(p_slot smallint)
+ RETURNS TABLE(queue text, priority smallint, prev_snap pg_snapshot, snap pg_snapshot, more boolean, upto_txid xid8, upto_id bigint)
  LANGUAGE sql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ ROWS 10
 AS $function$
     WITH RECURSIVE ls AS (
         (SELECT j.queue, j.priority FROM millrace.job j WHERE j.slot = p_slot ORDER BY j.queue, j.priority LIMIT 1)
@@ -149,18 +150,82 @@ AS $function$
         SELECT n.queue, n.priority FROM ls
         CROSS JOIN LATERAL (SELECT j.queue, j.priority FROM millrace.job j
                             WHERE j.slot = p_slot AND (j.queue, j.priority) > (ls.queue, ls.priority)
-                            ORDER BY j.queue, j.priority LIMIT 1) n),
-    f AS MATERIALIZED (
-        SELECT ls.queue, ls.priority, t.prev_snap, t.snap, t.more, t.upto_txid, t.upto_id FROM ls
-        LEFT JOIN LATERAL (SELECT * FROM millrace.tick t WHERE t.queue = ls.queue AND t.priority = ls.priority
-                           ORDER BY t.tick_id DESC LIMIT 1) t ON true)
-    SELECT j.* FROM f JOIN millrace.job j ON j.slot = p_slot AND j.queue = f.queue AND j.priority = f.priority
-    WHERE f.snap IS NULL
-       OR NOT pg_visible_in_snapshot(j.txid, f.snap)
-       OR (f.more AND NOT pg_visible_in_snapshot(j.txid, f.prev_snap) AND (j.txid, j.id) > (f.upto_txid, f.upto_id))
+                            ORDER BY j.queue, j.priority LIMIT 1) n)
+    SELECT ls.queue, ls.priority, t.prev_snap, t.snap, t.more, t.upto_txid, t.upto_id FROM ls
+    LEFT JOIN LATERAL (SELECT * FROM millrace.tick t WHERE t.queue = ls.queue AND t.priority = ls.priority
+                       ORDER BY t.tick_id DESC LIMIT 1) t ON true
+$function$;
+COMMENT ON FUNCTION millrace.slot_lanes(p_slot smallint) IS
+    'slot_lanes returns each lane (queue and priority) with job rows in slot p_slot, found by skip scan, with its newest tick''s frontier (nulls when the lane has no tick): what unclaimed and backlog test each row against.';
+
+CREATE OR REPLACE FUNCTION millrace.uncovered(p_txid xid8, p_id bigint, p_prev_snap pg_snapshot, p_snap pg_snapshot, p_more boolean, p_upto_txid xid8, p_upto_id bigint)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+    SELECT p_snap IS NULL
+        OR NOT pg_catalog.pg_visible_in_snapshot(p_txid, p_snap)
+        OR (p_more AND NOT pg_catalog.pg_visible_in_snapshot(p_txid, p_prev_snap) AND (p_txid, p_id) > (p_upto_txid, p_upto_id))
+$function$;
+COMMENT ON FUNCTION millrace.uncovered(p_txid xid8, p_id bigint, p_prev_snap pg_snapshot, p_snap pg_snapshot, p_more boolean, p_upto_txid xid8, p_upto_id bigint) IS
+    'uncovered says a job row (p_txid, p_id) is not yet claimed by its lane''s frontier (slot_lanes): no tick, a tick whose snapshot does not see it, or one that stopped at its cap before it. One expression, without SET clauses, so that it is inlined into unclaimed and backlog.';
+
+CREATE OR REPLACE FUNCTION millrace.unclaimed(p_slot smallint)
+ RETURNS SETOF millrace.job
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT j.* FROM millrace.slot_lanes(p_slot) f
+    JOIN millrace.job j ON j.slot = p_slot AND j.queue = f.queue AND j.priority = f.priority
+    WHERE millrace.uncovered(j.txid, j.id, f.prev_snap, f.snap, f.more, f.upto_txid, f.upto_id)
 $function$;
 COMMENT ON FUNCTION millrace.unclaimed(p_slot smallint) IS
-    'unclaimed returns the jobs of slot p_slot that no tick covers yet: for each lane with jobs in the slot (found by skip scan), the rows its newest tick''s snapshot does not see, or that lie in the rest of a range that tick stopped at its cap.';
+    'unclaimed returns the jobs of slot p_slot that no tick covers yet: for each lane with jobs in the slot (slot_lanes), the rows its newest tick''s snapshot does not see, or that lie in the rest of a range that tick stopped at its cap (uncovered). Its result is materialized, arguments detoasted: to measure a backlog, use backlog.';
+
+CREATE OR REPLACE FUNCTION millrace.backlog(p_slot smallint, p_max_jobs bigint, p_max_bytes bigint, OUT jobs bigint, OUT bytes bigint, OUT queues text)
+ RETURNS record
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- A loop over a cursor, not a query over unclaimed: a set-returning
+-- function's result is materialized whole (and a row of millrace.job
+-- built from it has its arguments detoasted), so a LIMIT over unclaimed
+-- would still read every byte of the backlog. Here the job rows are read
+-- in the lanes' order, a few at a time, and the stored size of their
+-- arguments is read from the row (pg_column_size of a TOAST pointer reads
+-- no TOAST): the check costs at most p_max_jobs rows or p_max_bytes
+-- bytes' worth of rows, plus one fetch.
+DECLARE
+    r      record;
+    v_last text;
+    v_n    int := 0;
+BEGIN
+    jobs := 0;
+    bytes := 0;
+    FOR r IN
+        SELECT j.queue, pg_column_size(j.args) + pg_column_size(j.queue) + pg_column_size(j.kind) + 64 AS b
+        FROM millrace.slot_lanes(p_slot) f
+        JOIN millrace.job j ON j.slot = p_slot AND j.queue = f.queue AND j.priority = f.priority
+        WHERE millrace.uncovered(j.txid, j.id, f.prev_snap, f.snap, f.more, f.upto_txid, f.upto_id)
+    LOOP
+        jobs := jobs + 1;
+        bytes := bytes + r.b;
+        IF r.queue IS DISTINCT FROM v_last THEN
+            v_last := r.queue;
+            v_n := v_n + 1;
+            IF v_n <= 5 THEN
+                queues := concat_ws(', ', queues, quote_literal(r.queue));
+            ELSIF v_n = 6 THEN
+                queues := queues || ', ...';
+            END IF;
+        END IF;
+        EXIT WHEN jobs > p_max_jobs OR bytes > p_max_bytes;
+    END LOOP;
+END $function$;
+COMMENT ON FUNCTION millrace.backlog(p_slot smallint, p_max_jobs bigint, p_max_bytes bigint, OUT jobs bigint, OUT bytes bigint, OUT queues text) IS
+    'backlog measures the jobs of slot p_slot not yet claimed (the rows unclaimed returns) without reading their arguments: how many, their stored bytes (arguments, queue and kind as stored, compressed or not, plus 64 bytes a row), and the queues they are in (the first five, quoted). It stops at the first row past p_max_jobs jobs or p_max_bytes bytes (null: no limit), so it costs what it counts up to its bounds: past a bound, jobs or bytes says only that it is past.';
 
 CREATE OR REPLACE FUNCTION millrace.uniq_kept(p_slot smallint)
  RETURNS SETOF millrace.uniq
@@ -324,7 +389,7 @@ END $function$;
 COMMENT ON FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallint) IS
     'reclaim_slot empties slot p_slot into slot p_into. The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick, the newest promotion round, cancellations of unfinished jobs, unique keys that still block, start marks of open batches, each registered process''s newest heartbeat and the newest leader term. Then the partitions are truncated. It returns the rows copied (the leases not counted).';
 
-CREATE OR REPLACE FUNCTION millrace.rotate(p_after interval, p_max_carry bigint DEFAULT 5000, p_term bigint DEFAULT NULL::bigint)
+CREATE OR REPLACE FUNCTION millrace.rotate(p_after interval, p_max_carry bigint DEFAULT 5000, p_term bigint DEFAULT NULL::bigint, p_max_carry_bytes bigint DEFAULT 16777216)
  RETURNS TABLE(action text, segment smallint, detail text)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -341,6 +406,8 @@ DECLARE
     v_try   int;
     v_holders text;
     v_n     bigint;
+    v_b     record;
+    v_clean_left boolean;
 BEGIN
     IF NOT pg_try_advisory_xact_lock(millrace.maint_space(), 0) THEN
         action := 'busy'; segment := NULL; detail := 'another rotation is running';
@@ -348,6 +415,7 @@ BEGIN
         RETURN;
     END IF;
     PERFORM millrace.fence_leader(p_term);
+    p_max_carry_bytes := coalesce(p_max_carry_bytes, 9223372036854775807);  -- null: no byte bound
     SELECT r.id, r.segment, r.at, r.n INTO v_cur FROM millrace.rotation r ORDER BY r.id DESC LIMIT 1;
 
     FOR v_slot IN
@@ -371,16 +439,36 @@ BEGIN
                 WHERE g <> v_cur.segment
                   AND millrace.slot_is_clean(g));
         END IF;
-        SELECT count(*) INTO v_n FROM (SELECT 1 FROM millrace.unclaimed(v_slot.slot) LIMIT p_max_carry + 1) u;
-        -- ... unless no slot is clean: then the backlog is carried rather
-        -- than letting the ring stop.
-        IF v_n > p_max_carry AND EXISTS (
-                SELECT 1 FROM generate_series(0, millrace.slots() - 1) g
-                WHERE g <> v_cur.segment
-                  AND millrace.slot_is_clean(g)) THEN
+        -- A backlog (jobs not yet claimed, in a queue nobody works or one
+        -- that fell behind) stays where it is while it is large: claims
+        -- read every slot, and copying it at every turn of the ring costs
+        -- more than the space the reclaim frees (issue 20.4: 300 jobs of
+        -- 1 MB made 2 GB of WAL in 40 s). Measured with early stops
+        -- (backlog), before the locks.
+        SELECT * INTO v_b FROM millrace.backlog(v_slot.slot, p_max_carry, p_max_carry_bytes);
+        v_clean_left := EXISTS (SELECT 1 FROM generate_series(0, millrace.slots() - 1) g
+                                WHERE g <> v_cur.segment AND millrace.slot_is_clean(g));
+        IF v_b.jobs > p_max_carry AND v_b.bytes <= p_max_carry_bytes THEN
+            -- Many jobs: left in place while another slot is clean. When
+            -- none is, the backlog is carried rather than letting the ring
+            -- stop, if its bytes are within the bound (counted now in full).
+            IF v_clean_left THEN
+                action := 'blocked'; segment := v_slot.slot;
+                detail := format('slot %s holds more than %s jobs not yet claimed (a backlog, in queue(s) %s); it is reclaimed once they are',
+                                 v_slot.slot, p_max_carry, v_b.queues);
+                RETURN NEXT;
+                CONTINUE;
+            END IF;
+            SELECT * INTO v_b FROM millrace.backlog(v_slot.slot, NULL, p_max_carry_bytes);
+        END IF;
+        IF v_b.bytes > p_max_carry_bytes THEN
+            -- Many bytes: left in place even when no other slot is clean.
+            -- The ring then waits (it says so in a 'waiting' row) and the current
+            -- slot grows until the backlog is claimed; nothing is lost.
             action := 'blocked'; segment := v_slot.slot;
-            detail := format('slot %s holds more than %s jobs not yet claimed (a backlog); it is reclaimed once they are',
-                             v_slot.slot, p_max_carry);
+            detail := format('slot %s holds more than %s bytes of jobs not yet claimed (a backlog of at least %s bytes in %s job(s), in queue(s) %s), more than one reclaim carries; it is reclaimed once they are claimed%s',
+                             v_slot.slot, p_max_carry_bytes, v_b.bytes, v_b.jobs, v_b.queues,
+                             CASE WHEN v_clean_left THEN '' ELSE ', and until then no slot is free for the ring to turn into' END);
             RETURN NEXT;
             CONTINUE;
         END IF;
@@ -437,8 +525,8 @@ BEGIN
     DELETE FROM millrace.rotation r WHERE r.id < (SELECT min(id) FROM (SELECT id FROM millrace.rotation ORDER BY id DESC LIMIT 100) k);
     DELETE FROM millrace.reclaim c WHERE c.id < (SELECT min(id) FROM (SELECT id FROM millrace.reclaim ORDER BY id DESC LIMIT 100) k);
 END $function$;
-COMMENT ON FUNCTION millrace.rotate(p_after interval, p_max_carry bigint, p_term bigint) IS
-    'rotate is one round of ring maintenance, serialized by an advisory lock and reading the ledger only after it holds it (so two leaders can never both rotate from the same state): 1. reclaim every slot that is not current, not clean, and stopped being current at least p_after ago (or any such slot when no slot is clean), each under ACCESS EXCLUSIVE NOWAIT locks tried a few times: a slot in use is skipped and named, never waited for. A slot that still holds more than p_max_carry jobs not yet claimed (a backlog) is left where it is until they are claimed: copying a backlog at every turn of the ring would cost more than the space it frees, and claims read every slot anyway; 2. make the next clean slot current once the current one is p_after old. It returns one row per action or obstacle. p_term is the calling leader''s term (fence_leader).';
+COMMENT ON FUNCTION millrace.rotate(p_after interval, p_max_carry bigint, p_term bigint, p_max_carry_bytes bigint) IS
+    'rotate is one round of ring maintenance, serialized by an advisory lock and reading the ledger only after it holds it (so two leaders can never both rotate from the same state): 1. reclaim every slot that is not current, not clean, and stopped being current at least p_after ago (or any such slot when no slot is clean), each under ACCESS EXCLUSIVE NOWAIT locks tried a few times: a slot in use is skipped and named, never waited for. A slot whose jobs not yet claimed (a backlog) are more than p_max_carry jobs or p_max_carry_bytes bytes (stored size, measured by backlog) is left where it is until they are claimed: copying a backlog at every turn of the ring would cost more than the space it frees, and claims read every slot anyway. When no slot is clean, a backlog over the job count but within the byte bound is carried so the ring keeps turning; one over the byte bound never is: the ring waits and the current slot grows until the backlog is claimed. So no reclaim copies more than p_max_carry_bytes of unclaimed jobs (as measured before its locks; null: no byte bound); 2. make the next clean slot current once the current one is p_after old. It returns one row per action or obstacle. p_term is the calling leader''s term (fence_leader).';
 
 CREATE OR REPLACE FUNCTION millrace.ring_stats(OUT current_slot smallint, OUT since timestamp with time zone, OUT rotations bigint, OUT reclaims bigint, OUT last_reclaim timestamp with time zone)
  RETURNS record

@@ -1,0 +1,5 @@
+-- Back to version 7: the binary of version 7 writes its functions again
+-- when it next migrates (the newest function set's hash is not its own);
+-- its rotate has one parameter fewer, and would otherwise be an ambiguous
+-- overload of this one.
+DROP FUNCTION IF EXISTS millrace.rotate(interval, bigint, bigint, bigint);

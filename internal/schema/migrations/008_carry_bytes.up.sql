@@ -1,0 +1,11 @@
+-- millrace storage protocol, version 8: what one reclaim carries is bounded
+-- in bytes (issue 20.4: a backlog of 300 jobs of 1 MB in a queue nobody
+-- worked, under the carry limit of 5,000 jobs, was copied at every reclaim:
+-- 2 GB of WAL in 40 s). rotate takes p_max_carry_bytes, and a slot whose
+-- backlog is over it stays in place until the backlog is claimed
+-- (functions/ring.sql, docs/architecture.md). Its version-7 signature is
+-- dropped here; the new one, like every function, lives in functions/.
+-- IF EXISTS: a database upgraded from version 6 or older reaches this point
+-- without it (version 7's own migration dropped version 6's signature, and
+-- functions are applied after the migrations).
+DROP FUNCTION IF EXISTS millrace.rotate(interval, bigint, bigint);
