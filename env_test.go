@@ -483,8 +483,9 @@ func pooledWorker(url, sessionURL, queue string) {
 		pool.Exec(ctx, "INSERT INTO started_job (n, pid) VALUES ($1, $2)", j.Args.N, os.Getpid())
 		select {}
 	}))
+	lease, _ := time.ParseDuration(os.Getenv("MILLRACE_TEST_LEASE")) // as testWorker
 	c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(), SessionURL: sessionURL,
-		Queues: map[string]millrace.QueueConfig{queue: {MaxWorkers: 10}}})
+		Queues: map[string]millrace.QueueConfig{queue: {MaxWorkers: 10}}, ProcessLease: lease, LeaderLease: lease})
 	if err != nil {
 		os.Exit(4)
 	}
@@ -573,7 +574,8 @@ func TestPgBouncerKilledWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "MILLRACE_POOLED_WORKER="+pooled, "MILLRACE_SESSION_URL="+direct, "MILLRACE_TEST_QUEUE=b")
+	cmd.Env = append(os.Environ(), "MILLRACE_POOLED_WORKER="+pooled, "MILLRACE_SESSION_URL="+direct, "MILLRACE_TEST_QUEUE=b",
+		"MILLRACE_TEST_LEASE=2s")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -339,7 +339,7 @@ func TestRescueToAnyClaimer(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		leader.Insert(ctx, countArgs{N: i}, &millrace.InsertOpts{Queue: "b"})
 	}
-	victim := startWorkerProcess(t, pool, "b", 5)
+	victim := startWorkerProcess(t, pool, "b", 5, "MILLRACE_TEST_LEASE=2s")
 	victim.Process.Kill()
 	victim.Wait()
 	s := &seen{runs: map[int]int{}}

@@ -34,8 +34,10 @@ func TestStopKeepsItsWord(t *testing.T) {
 		<-gate
 		return nil
 	}))
+	// Its lease is short: the jobs it was running when Stop gave up are
+	// released to the second client a lease after its session closed.
 	first, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
-		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 2}}})
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 2}}, ProcessLease: 2 * time.Second})
 	params := make([]millrace.InsertManyParams, 10)
 	for i := range params {
 		params[i] = millrace.InsertManyParams{Args: countArgs{N: i}}

@@ -37,7 +37,11 @@ func stressWorker(url string) {
 		return err
 	}))
 	c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
-		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}}, RotateAfter: 2 * time.Second})
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}}, RotateAfter: 2 * time.Second,
+		// A killed process's batch is released a lease after it died: 3 s
+		// rather than the default 15 keeps the test's wait for the last
+		// jobs short.
+		ProcessLease: 3 * time.Second, LeaderLease: 3 * time.Second})
 	if err != nil {
 		os.Exit(4)
 	}
