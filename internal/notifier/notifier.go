@@ -104,12 +104,21 @@ func (s *Sender) Notify(queue string) {
 
 func (s *Sender) run(queue string, st *queueState) {
 	defer s.wg.Done()
-	for {
+	for failed := 0; ; {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		s.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, queue)
+		_, err := s.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, queue)
 		cancel()
 		time.Sleep(s.Window)
 		s.mu.Lock()
+		if err != nil && failed < 5 && !s.closing {
+			// Not sent (a dropped connection, a restart): the queue's idle
+			// consumers would otherwise find the jobs only at their next
+			// poll, which backs off to Config.MaxPollInterval.
+			failed++
+			s.mu.Unlock()
+			continue
+		}
+		failed = 0
 		if !st.again || s.closing {
 			st.inFlight = false
 			s.mu.Unlock()

@@ -31,6 +31,7 @@ func (p *Pool) claim(q *queue) {
 	defer p.claimersWG.Done()
 	ctx := p.claimCtx
 	backoff := 10 * time.Millisecond
+	idle := p.cfg.Poll // the wait after a claim that found nothing
 	lim := storage.Limits{MaxJobs: min(p.cfg.MaxBatchJobs, q.workers), MaxBytes: p.cfg.MaxBatchBytes, Starve: p.cfg.Starve}
 	// req numbers this claimer's calls. After an error the same req is
 	// sent again with retry set: if the failed call committed and only its
@@ -89,14 +90,20 @@ func (p *Pool) claim(q *queue) {
 		backoff = 10 * time.Millisecond
 		retry = false
 		if len(sbs) == 0 {
+			// Nothing to claim: wait for a notification, polling as a
+			// fallback, less often the longer the queue stays idle.
+			p.idleWait.Fire(idle)
 			select {
 			case <-ctx.Done():
 				return
 			case <-q.wake:
-			case <-time.After(p.cfg.Poll):
+				idle = p.cfg.Poll
+			case <-time.After(idle):
+				idle = min(idle*2, max(p.cfg.MaxPoll, p.cfg.Poll))
 			}
 			continue
 		}
+		idle = p.cfg.Poll
 		n := 0
 		for _, sb := range sbs {
 			n += len(sb.Jobs)

@@ -107,3 +107,56 @@ func TestClaimMarksTheStartsOfJobsForIdleWorkers(t *testing.T) {
 		t.Fatalf("start marks written: %+v; want one, for job %d", m, second)
 	}
 }
+
+// TestAnIdleQueuePollsLessAndLess: a claimer that keeps finding nothing
+// waits Poll, then twice that, and so on up to MaxPoll (what an idle queue
+// costs); a wake-up, or a claim that finds a job, starts it again at Poll.
+func TestAnIdleQueuePollsLessAndLess(t *testing.T) {
+	e := newEnv(t)
+	started := make(chan int64, 4)
+	const poll, maxPoll = 5 * time.Millisecond, 40 * time.Millisecond
+	p := e.pool(Config{Poll: poll, MaxPoll: maxPoll, Handle: func(ctx context.Context, run *Run) error {
+		started <- run.Job.ID
+		return nil
+	}})
+	p.idleWait.Arm()
+	e.start(p)
+	waits := func(n int) []time.Duration {
+		var got []time.Duration
+		for range n {
+			got = append(got, p.idleWait.Wait(t, wait))
+		}
+		return got
+	}
+	want := []time.Duration{poll, 2 * poll, 4 * poll, maxPoll, maxPoll, maxPoll}
+	if got := waits(len(want)); !slices.Equal(got, want) {
+		t.Fatalf("an idle queue's waits: %v; want %v", got, want)
+	}
+	// A wake-up (a notification) starts the backoff again.
+	p.Wake("q")
+	backAtPoll(t, p, "after a wake-up", maxPoll)
+	if got, want := waits(2), []time.Duration{2 * poll, 4 * poll}; !slices.Equal(got, want) {
+		t.Fatalf("after a wake-up: %v; want %v", got, want)
+	}
+	// So does a claim that finds a job.
+	id := e.enqueue()
+	if got := <-started; got != id {
+		t.Fatalf("job %d started, want %d", got, id)
+	}
+	backAtPoll(t, p, "after a claim that found a job", maxPoll)
+}
+
+// backAtPoll waits for the claimer's next wait to be Poll again, the waits
+// chosen before the event (MaxPoll) aside.
+func backAtPoll(t *testing.T, p *Pool, what string, maxPoll time.Duration) {
+	t.Helper()
+	for {
+		switch w := p.idleWait.Wait(t, wait); w {
+		case p.cfg.Poll:
+			return
+		case maxPoll:
+		default:
+			t.Fatalf("%s: a wait of %v; want %v", what, w, p.cfg.Poll)
+		}
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/millrace/millrace/internal/storage"
+	"github.com/millrace/millrace/internal/testsignal"
 )
 
 // Handler runs one job. A nil error completes it; an error fails the
@@ -65,6 +66,11 @@ type Config struct {
 	// Poll is the fallback claim interval of an idle queue when no
 	// notification arrives (notifications are the normal wake-up).
 	Poll time.Duration
+	// MaxPoll caps Poll's backoff: each claim that finds nothing doubles
+	// the wait before the next, from Poll up to MaxPoll; a wake-up or a
+	// claim that finds jobs starts it again at Poll. Zero or less than
+	// Poll: no backoff.
+	MaxPoll time.Duration
 	// FlushDelay is how long the acker waits after the first pending ack
 	// for more before it writes them all in one transaction (default 5ms:
 	// at a few hundred jobs per second or more, one flush carries several
@@ -155,6 +161,10 @@ type Pool struct {
 	acks      chan storage.Ack
 	starts    chan startReq
 	markSlots chan struct{} // start-mark rounds in flight
+
+	// idleWait fires with the wait a claimer chose after a claim that
+	// found nothing (tests only).
+	idleWait testsignal.Signal[time.Duration]
 
 	claimCtx    context.Context
 	stopClaims  context.CancelFunc
