@@ -117,6 +117,10 @@ func TestWritePathsHoldOneSlot(t *testing.T) {
 			}
 			return err
 		}},
+		{"SQL unique enqueue", func(tx pgx.Tx) error { // issue 20.3's reproduction
+			_, err := tx.Exec(ctx, "SELECT millrace.enqueue('k', '{}', 'u', p_unique_key => 'k2')")
+			return err
+		}},
 		{"CompleteTx", func(tx pgx.Tx) error {
 			return Complete(ctx, tx, 7, batch, &batch.Jobs[0], time.Now())
 		}},
