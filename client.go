@@ -123,6 +123,24 @@ type Config struct {
 	MaxCarryBytes int64
 	// MaintenanceEvery is the leader's maintenance cadence (default 1s).
 	MaintenanceEvery time.Duration
+	// RingReaderLimit bounds how long a reader of the queue's tables may
+	// keep the ring from being reclaimed (0, the default: no bound). A
+	// transaction that read the queue's tables (SELECT count(*) FROM
+	// millrace.jobs left open, a long report, a pg_dump) holds every slot
+	// it read until it ends: no slot it holds is reclaimed, and storage
+	// grows with arrivals meanwhile. The leader names such a reader in a
+	// warning at every LogEvery while it holds the ring; with this set, it
+	// ends the reader's transaction once it is older than this: a running
+	// statement is cancelled (its transaction aborts and lets go of its
+	// locks), a session idle in its transaction is terminated, each logged
+	// at level Error with its pid, role, application and age. Only
+	// backends holding partitions of two slots or more are ended: a write
+	// path (an enqueue, CompleteTx) holds only the slot it writes, and a
+	// long producer transaction is named, never ended. Ending another
+	// role's backend needs the same role or pg_signal_backend
+	// (docs/deploy.md). Set it well above your longest legitimate read of
+	// the queue's tables.
+	RingReaderLimit time.Duration
 	// OnClaim observes every claim that returned jobs: its duration and size.
 	OnClaim func(queue string, d time.Duration, n int)
 	// ErrorHandler is told about every failed attempt (an error returned by
@@ -428,7 +446,8 @@ func (c *Client) Start(ctx context.Context) error {
 			}()
 			err = maint.Run(lctx, maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
 				RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter, MaxCarryBytes: c.cfg.MaxCarryBytes,
-				Periodic: periodic, Owner: owner, Term: term, LeaderLease: c.cfg.LeaderLease})
+				Periodic: periodic, Owner: owner, Term: term, LeaderLease: c.cfg.LeaderLease,
+				RingReaderLimit: c.cfg.RingReaderLimit})
 			stop()
 			if perr := <-promoted; errors.Is(perr, maint.ErrLostLead) {
 				err = perr

@@ -72,6 +72,33 @@ type Config struct {
 	ListenerStuckAfter time.Duration
 	// OnEndListener observes each listener ended (for tests).
 	OnEndListener func(pid int32)
+	// RingReaderLimit bounds how long a reader of the queue's tables may
+	// hold the ring (0, the default: no bound; the leader only names it).
+	// A transaction that has read the queue's partitioned tables (SELECT
+	// count(*) FROM millrace.jobs, a report, a pg_dump) holds a lock on a
+	// partition of every slot it read until it ends, and no slot it holds
+	// can be reclaimed: storage then grows with arrivals until it ends.
+	// When a slot cannot be reclaimed, the leader ends each backend that
+	// holds it whose transaction has been open longer than this and that
+	// holds partitions of two slots or more (a write path holds only the
+	// slot it writes: a producer's transaction, however long, is named,
+	// never ended): a backend running a statement is cancelled
+	// (pg_cancel_backend: the statement fails, its transaction is aborted
+	// and lets go of its locks, the session stays); one idle in its
+	// transaction, or still holding the ring a round after a cancel, is
+	// terminated (pg_terminate_backend: a cancel does nothing to a
+	// session with no statement running). Each is logged at level Error,
+	// with its pid, role, application and transaction age, when it is
+	// ended; the warning that names the holders meanwhile says when it
+	// will be. A transaction's age is its real age when the leader's
+	// role sees it (the same role, or pg_read_all_stats), else how long
+	// this leader has seen it hold the ring. Ending another role's backend
+	// needs the same role or pg_signal_backend; otherwise it is logged as
+	// not ended.
+	RingReaderLimit time.Duration
+	// OnEndReader observes each reader of the ring ended ("cancelled" or
+	// "terminated"; for tests).
+	OnEndReader func(pid int32, how string)
 }
 
 // Periodic is a job enqueued at every slot of a schedule.
@@ -152,6 +179,23 @@ type Maintainer struct {
 	last    map[string]time.Time // newest slot enqueued, per periodic job
 	holders map[holderKey]time.Time
 	writers map[int32]time.Time // backends seen blocked writing to their client, since when
+	// cancels are the readers of the ring this leader cancelled, by
+	// backend and transaction: one still holding at a later round is
+	// terminated.
+	cancels map[holderKey]bool
+}
+
+// holder is a backend a rotation named as holding a slot, as the leader
+// sees it.
+type holder struct {
+	key              holderKey
+	role, app, state string
+	// age is its transaction's age: the real one when visible (ageKnown),
+	// else how long this leader has seen it hold the slot.
+	age      time.Duration
+	ageKnown bool
+	slots    int // the slots of the ring it holds partitions of
+	desc     string
 }
 
 // holderKey is a backend seen holding a slot the leader could not reclaim,
@@ -166,7 +210,7 @@ type holderKey struct {
 func New(cfg Config) *Maintainer {
 	cfg.defaults()
 	return &Maintainer{cfg: cfg, logged: map[string]time.Time{}, last: map[string]time.Time{},
-		holders: map[holderKey]time.Time{}, writers: map[int32]time.Time{}}
+		holders: map[holderKey]time.Time{}, writers: map[int32]time.Time{}, cancels: map[holderKey]bool{}}
 }
 
 // Step runs one round of maintenance: it renews the leader's term, then
@@ -268,6 +312,7 @@ func (m *Maintainer) Step(ctx context.Context) error {
 		return nil
 	}
 	seen := map[holderKey]bool{}
+	var held []holder
 	for _, a := range actions {
 		switch a.Action {
 		case "rotated", "reclaimed":
@@ -276,6 +321,7 @@ func (m *Maintainer) Step(ctx context.Context) error {
 			// Who holds the slot, watched at every round (their age as
 			// this leader saw it), named once per LogEvery.
 			holders := m.watchHolders(ctx, a, seen)
+			held = append(held, holders...)
 			// Rate-limited: one line per kind of obstacle and slot per LogEvery.
 			key := a.Action + string(rune('0'+a.Segment))
 			if time.Since(m.logged[key]) >= cfg.LogEvery {
@@ -287,6 +333,14 @@ func (m *Maintainer) Step(ctx context.Context) error {
 	for k := range m.holders {
 		if !seen[k] {
 			delete(m.holders, k) // gone, or holds it no more
+		}
+	}
+	if renewed {
+		m.endReaders(ctx, held)
+	}
+	for k := range m.cancels {
+		if !seen[k] {
+			delete(m.cancels, k)
 		}
 	}
 	if cfg.OnRotate != nil {
@@ -306,7 +360,7 @@ var holderPID = regexp.MustCompile(`\bpid (\d+)\b`)
 // with its own rights and gives each holder its role and its real age
 // when visible, else the age of its transaction id or snapshot in
 // transactions, and how long this leader has seen it hold the slot.
-func (m *Maintainer) watchHolders(ctx context.Context, a storage.RingAction, seen map[holderKey]bool) []string {
+func (m *Maintainer) watchHolders(ctx context.Context, a storage.RingAction, seen map[holderKey]bool) []holder {
 	var pids []int32
 	for _, sm := range holderPID.FindAllStringSubmatch(a.Detail, -1) {
 		if n, err := strconv.ParseInt(sm[1], 10, 32); err == nil {
@@ -318,13 +372,14 @@ func (m *Maintainer) watchHolders(ctx context.Context, a storage.RingAction, see
 	}
 	rows, err := m.cfg.Store.Pool.Query(ctx, `SELECT a.pid, coalesce(a.usename::text, '?'), coalesce(a.application_name, ''),
 		a.state, extract(epoch FROM clock_timestamp() - a.xact_start)::float8, a.xact_start::text,
-		age(a.backend_xid), age(a.backend_xmin), a.backend_xid::text, a.backend_xmin::text, current_user::text
+		age(a.backend_xid), age(a.backend_xmin), a.backend_xid::text, a.backend_xmin::text, current_user::text,
+		(`+slotsHeldSQL+`)
 		FROM pg_stat_activity a WHERE a.pid = ANY($1) ORDER BY a.pid`, pids)
 	if err != nil {
 		return nil
 	}
 	defer rows.Close()
-	var out []string
+	var out []holder
 	now := time.Now()
 	for rows.Next() {
 		var (
@@ -333,8 +388,9 @@ func (m *Maintainer) watchHolders(ctx context.Context, a storage.RingAction, see
 			state, start, xid, xmin *string
 			open                    *float64
 			xidAge, xminAge         *int32
+			slots                   int
 		)
-		if err := rows.Scan(&pid, &role, &app, &state, &open, &start, &xidAge, &xminAge, &xid, &xmin, &me); err != nil {
+		if err := rows.Scan(&pid, &role, &app, &state, &open, &start, &xidAge, &xminAge, &xid, &xmin, &me, &slots); err != nil {
 			return out
 		}
 		k := holderKey{pid: pid, slot: a.Segment, xact: deref(start) + "/" + deref(xid) + "/" + deref(xmin)}
@@ -363,9 +419,80 @@ func (m *Maintainer) watchHolders(ctx context.Context, a storage.RingAction, see
 			parts = append(parts, fmt.Sprintf("seen holding slot %d for %d s", a.Segment, int64(now.Sub(first).Seconds())),
 				fmt.Sprintf("its transaction's start is not visible to role %s (grant it pg_read_all_stats to see it)", me))
 		}
-		out = append(out, fmt.Sprintf("pid %d (%s)", pid, strings.Join(parts, ", ")))
+		h := holder{key: k, role: role, app: app, state: deref(state), age: now.Sub(first), slots: slots}
+		if open != nil {
+			h.age, h.ageKnown = time.Duration(*open*float64(time.Second)), true
+		}
+		if slots > 1 {
+			parts = append(parts, fmt.Sprintf("it holds %d slots of the ring: a reader of the queue's tables", slots))
+			if lim := m.cfg.RingReaderLimit; lim > 0 {
+				parts = append(parts, fmt.Sprintf("it is ended once its transaction is %s old (RingReaderLimit)", lim))
+			} else {
+				parts = append(parts, "storage grows with arrivals until it ends (RingReaderLimit bounds it; it is off)")
+			}
+		}
+		h.desc = fmt.Sprintf("pid %d (%s)", pid, strings.Join(parts, ", "))
+		out = append(out, h)
 	}
 	return out
+}
+
+// slotsHeldSQL counts the slots of the ring backend a.pid holds a lock on
+// a partition of: partitions of the schema's tables partitioned by slot,
+// read from the catalogs (readable by any role).
+const slotsHeldSQL = `SELECT count(DISTINCT pg_get_expr(c.relpartbound, c.oid))::int
+		FROM pg_locks l
+		JOIN pg_class c ON c.oid = l.relation
+		JOIN pg_inherits i ON i.inhrelid = c.oid
+		JOIN pg_partitioned_table p ON p.partrelid = i.inhparent
+		JOIN pg_attribute t ON t.attrelid = p.partrelid AND t.attnum = p.partattrs[0]
+		WHERE l.pid = a.pid AND l.locktype = 'relation' AND l.granted
+		  AND c.relnamespace = 'millrace'::regnamespace AND t.attname = 'slot'`
+
+// endReaders ends, when RingReaderLimit is set, the readers of the ring
+// among holders (backends that hold partitions of two slots or more)
+// whose transaction is older than the limit: cancelled when running a
+// statement (the first time), terminated otherwise. See
+// Config.RingReaderLimit.
+func (m *Maintainer) endReaders(ctx context.Context, holders []holder) {
+	lim := m.cfg.RingReaderLimit
+	if lim <= 0 {
+		return
+	}
+	done := map[int32]bool{}
+	for _, h := range holders {
+		if done[h.key.pid] || h.slots < 2 || h.age < lim {
+			continue
+		}
+		done[h.key.pid] = true
+		how, fn := "terminated", "pg_terminate_backend"
+		if h.state == "active" && !m.cancels[h.key] {
+			how, fn = "cancelled", "pg_cancel_backend"
+		}
+		attrs := []any{"pid", h.key.pid, "role", h.role, "application", h.app, "state", h.state,
+			"transaction_age", h.age.Round(time.Second), "slots_held", h.slots, "ring_reader_limit", lim}
+		if !h.ageKnown {
+			attrs = append(attrs, "age_is", "how long this leader has seen it hold the ring (its transaction's start is not visible to the leader's role)")
+		}
+		var ended bool
+		err := m.cfg.Store.Pool.QueryRow(ctx, "SELECT "+fn+"($1)", h.key.pid).Scan(&ended)
+		if err != nil || !ended {
+			key := "reader" + strconv.Itoa(int(h.key.pid))
+			if time.Since(m.logged[key]) >= m.cfg.LogEvery {
+				m.logged[key] = time.Now()
+				m.cfg.Logger.Error("millrace: a reader of the queue's tables has held the ring longer than RingReaderLimit and could not be ended (the leader's role needs the same role or pg_signal_backend)",
+					append(attrs, "err", err)...)
+			}
+			continue
+		}
+		if how == "cancelled" {
+			m.cancels[h.key] = true
+		}
+		m.cfg.Logger.Error("millrace: "+how+" a reader of the queue's tables that held the ring longer than RingReaderLimit", attrs...)
+		if m.cfg.OnEndReader != nil {
+			m.cfg.OnEndReader(h.key.pid, how)
+		}
+	}
 }
 
 func deref(s *string) string {
@@ -377,10 +504,14 @@ func deref(s *string) string {
 
 // warnBehind logs why the ring could not move and how far behind it is,
 // and who holds it back.
-func (m *Maintainer) warnBehind(ctx context.Context, a storage.RingAction, holders []string) {
+func (m *Maintainer) warnBehind(ctx context.Context, a storage.RingAction, holders []holder) {
 	attrs := []any{"detail", a.Detail}
 	if len(holders) > 0 {
-		attrs = append(attrs, "holders", strings.Join(holders, "; "))
+		desc := make([]string, len(holders))
+		for i, h := range holders {
+			desc[i] = h.desc
+		}
+		attrs = append(attrs, "holders", strings.Join(desc, "; "))
 	}
 	if st, err := storage.Ring(ctx, m.cfg.Store.Pool); err == nil {
 		attrs = append(attrs, "current_slot", st.Current, "current_for", time.Since(st.Since).Round(time.Second),

@@ -106,6 +106,9 @@ CREATE OR REPLACE FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_toke
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
+DECLARE
+    v_fenced boolean;
+    v_acked  boolean;
 BEGIN
     -- The check of the batch's holder below must see releases committed
     -- after the caller's transaction began: a snapshot older than its lock
@@ -115,24 +118,49 @@ BEGIN
         RAISE EXCEPTION 'millrace: CompleteTx needs a READ COMMITTED transaction, not %: begin it with pgx.TxOptions{IsoLevel: pgx.ReadCommitted}',
             current_setting('transaction_isolation') USING ERRCODE = '0A000';
     END IF;
+    -- The fence lock, held shared to the end of the caller's transaction,
+    -- is what fences: a release or an adoption of the batch takes it
+    -- exclusively, so none commits between the check below and the
+    -- caller's commit.
     PERFORM pg_advisory_xact_lock_shared(millrace.fence_space(), (p_tick % 2147483647)::int);
-    IF (SELECT h.token FROM millrace.holder(p_tick) h) IS DISTINCT FROM p_token
-       OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = p_tick) THEN
+    -- The batch's tick, leases, done row and acks may be in any slot not
+    -- yet reclaimed (a reclaim carries an open batch's forward): reading
+    -- them opens those partitions of every slot, and the caller's
+    -- transaction would keep every slot from being reclaimed until it ends
+    -- (issue 20.3). The reads run in a block rolled back at once, which
+    -- lets go of their locks (see insert_many); the variables keep what
+    -- was read. A reclaim that then runs before the caller commits carries
+    -- the open batch forward as it is (its ack, not yet committed, is in
+    -- the caller's slot, which the caller holds): the batch's holder and
+    -- token are unchanged, and the job's row it may copy as not yet acked
+    -- is never claimed again (its txid is behind the lane's tick) and goes
+    -- with a later reclaim.
+    BEGIN
+        v_fenced := (SELECT h.token FROM millrace.holder(p_tick) h) IS DISTINCT FROM p_token
+                    OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = p_tick);
+        v_acked := EXISTS (SELECT 1 FROM millrace.ack a WHERE a.tick_id = p_tick AND a.job_id = p_job);
+        RAISE EXCEPTION USING ERRCODE = 'MR001';  -- roll the reads back: their locks go
+    EXCEPTION WHEN SQLSTATE 'MR001' THEN
+        NULL;
+    END;
+    IF v_fenced THEN
         RAISE EXCEPTION 'millrace: job % was released to another process; it cannot be completed here', p_job
             USING ERRCODE = '40001';
     END IF;
-    IF EXISTS (SELECT 1 FROM millrace.ack a WHERE a.tick_id = p_tick AND a.job_id = p_job) THEN
+    IF v_acked THEN
         RAISE EXCEPTION 'millrace: job % already has an outcome', p_job USING ERRCODE = '55000';
     END IF;
+    -- Into the slot the caller's transaction writes into (txn_slot: the
+    -- current one, unless it enqueued earlier), so that it holds one slot.
     INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt)
-    VALUES (millrace.current_segment(), p_job, p_tick, p_token, 1, p_attempt);
+    VALUES (millrace.txn_slot(), p_job, p_tick, p_token, 1, p_attempt);
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, owner)
     VALUES (millrace.history_bucket(1::smallint, clock_timestamp()), p_job, p_attempt, 1, p_queue, p_kind, p_args, p_priority,
             p_max_attempts, p_created_at, least(p_started, clock_timestamp()), clock_timestamp(), p_owner);
 END $function$;
 COMMENT ON FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer) IS
-    'complete finalizes an attempt inside the caller''s transaction (exactly-once for the handler''s database effects): the ack, the batch''s done row when it is the last, and the history row, bucketed by the time it is called, not by its transaction''s start, which may be older than the job. The caller''s transaction must be READ COMMITTED.';
+    'complete finalizes an attempt inside the caller''s transaction (exactly-once for the handler''s database effects): the ack, the batch''s done row when it is the last, and the history row, bucketed by the time it is called, not by its transaction''s start, which may be older than the job. The caller''s transaction must be READ COMMITTED. It reads the batch''s state in a subtransaction rolled back at once, so that the caller''s transaction holds only the slot its ack goes to.';
 
 CREATE OR REPLACE FUNCTION millrace.mark_started(p_owner integer, p_tick bigint[], p_token bigint[], p_job bigint[])
  RETURNS SETOF bigint

@@ -69,6 +69,9 @@ DECLARE
     v_now timestamptz := now();
     v_slot smallint;
     v_gen smallint;
+    v_blocks boolean;
+    v_shown timestamptz;
+    v_sched boolean;
 BEGIN
     IF cardinality(p_args) <> v_n OR cardinality(p_queue) <> v_n OR cardinality(p_priority) <> v_n
        OR cardinality(p_run_at) <> v_n OR cardinality(p_max_attempts) <> v_n
@@ -99,10 +102,10 @@ BEGIN
                WHERE r < '0001-01-01 00:00:00+00'::timestamptz OR r >= '10000-01-01 00:00:00+00'::timestamptz) THEN
         RAISE EXCEPTION 'millrace: run_at must be a finite time in years 1 to 9999 (UTC)' USING ERRCODE = '22023';
     END IF;
-    v_slot := millrace.txn_slot();
     v_gen := millrace.current_gen();
 
     IF p_unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM unnest(p_unique_key) k WHERE k IS NOT NULL) THEN
+        v_slot := millrace.txn_slot();
         RETURN QUERY
         WITH u AS (
             SELECT nextval('millrace.job_id_seq') AS id, i, k, a, q, p, r, m, coalesce(t, 0) AS t
@@ -128,13 +131,44 @@ BEGIN
             scheduled := p_run_at[i] IS NOT NULL AND p_run_at[i] > v_now;
             run_at := greatest(coalesce(p_run_at[i], v_now), v_now);
             IF p_unique_key[i] IS NOT NULL THEN
+                -- The key's lock is taken here, outside the block below, and
+                -- held to the end of the transaction: two inserts of one key
+                -- run one after the other.
                 PERFORM pg_advisory_xact_lock(millrace.uniq_space(), hashtext(p_unique_key[i]));
-                SELECT * INTO v_u FROM millrace.uniq u WHERE u.key = p_unique_key[i] ORDER BY u.job_id DESC LIMIT 1;
-                IF FOUND AND millrace.uniq_blocks(v_u.job_id, v_u.states, v_u.until, v_u.at) THEN
+                -- The key's newest row may be in any slot not yet reclaimed,
+                -- and its job's row too: reading them opens (ACCESS SHARE)
+                -- the uniq and job partitions of every slot, which would keep
+                -- every slot from being reclaimed until this transaction
+                -- ends (issue 20.3). The reads run in a block that is then
+                -- rolled back, which lets go of those locks at once
+                -- (PostgreSQL releases the locks a rolled-back subtransaction
+                -- took); the local variables keep what was read. Each read
+                -- is one statement, so under one snapshot taken after its
+                -- locks: a reclaim that moves rows from a slot into the
+                -- current one either committed before it (the rows are seen
+                -- where they went) or waits for it. Letting go early changes
+                -- no decision: a concurrent insert of the key waits for the
+                -- key's lock; a reclaim moves the key's row (same key, same
+                -- job) or drops it only when it no longer blocks; the key's
+                -- job finishing is a race an insert had with it before too.
+                v_blocks := false;
+                BEGIN
+                    SELECT * INTO v_u FROM millrace.uniq u WHERE u.key = p_unique_key[i] ORDER BY u.job_id DESC LIMIT 1;
+                    IF FOUND AND millrace.uniq_blocks(v_u.job_id, v_u.states, v_u.until, v_u.at) THEN
+                        v_blocks := true;
+                        SELECT millrace.due_shown(s.due_at) INTO v_shown FROM millrace.sched s
+                        WHERE s.id = v_u.job_id ORDER BY s.due_at DESC LIMIT 1;
+                        v_sched := FOUND;
+                    END IF;
+                    RAISE EXCEPTION USING ERRCODE = 'MR001';  -- roll the reads back: their locks go
+                EXCEPTION WHEN SQLSTATE 'MR001' THEN
+                    NULL;
+                END;
+                IF v_blocks THEN
                     id := v_u.job_id;
                     duplicate := true;
-                    SELECT millrace.due_shown(s.due_at) INTO run_at FROM millrace.sched s WHERE s.id = v_u.job_id ORDER BY s.due_at DESC LIMIT 1;
-                    scheduled := FOUND AND run_at > v_now;
+                    run_at := v_shown;
+                    scheduled := v_sched AND run_at > v_now;
                     IF NOT scheduled THEN
                         run_at := NULL;
                     END IF;
@@ -142,6 +176,9 @@ BEGIN
                     CONTINUE;
                 END IF;
             END IF;
+            -- The slot is fixed at the first row written, not before: a
+            -- transaction that only found duplicates holds no slot.
+            v_slot := millrace.txn_slot();
             v_id := nextval('millrace.job_id_seq');
             IF scheduled THEN
                 INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms)
@@ -153,8 +190,10 @@ BEGIN
                         coalesce(p_timeout_ms[i], 0));
             END IF;
             IF p_unique_key[i] IS NOT NULL THEN
+                -- Into the slot the transaction writes its jobs into (not the
+                -- current one, which may have moved on): one slot held.
                 INSERT INTO millrace.uniq (slot, key, job_id, states, until)
-                VALUES (millrace.current_segment(), p_unique_key[i], v_id, coalesce(p_unique_states[i], 0), p_unique_until[i]);
+                VALUES (v_slot, p_unique_key[i], v_id, coalesce(p_unique_states[i], 0), p_unique_until[i]);
             END IF;
             id := v_id;
             RETURN NEXT;
@@ -167,7 +206,7 @@ BEGIN
     END IF;
 END $function$;
 COMMENT ON FUNCTION millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[], p_notify boolean) IS
-    'insert_many inserts jobs (parallel arrays; NULL run_at means now; a run_at must be finite, in years 1 to 9999) and returns, in order, each job''s id, whether it was a duplicate of a unique job (its id is then the existing job''s and nothing was inserted), whether it is scheduled for later, and when it is due. A job with a unique key is inserted only if no job holding the same key still blocks it (see uniq); keys are locked for the rest of the transaction, and unique inserts need READ COMMITTED (a REPEATABLE READ snapshot could not see a concurrent insert of the same key). One NOTIFY per queue with a job due now (a NOTIFY serializes commits: scheduled jobs send none, the leader''s promoter polls the schedule).';
+    'insert_many inserts jobs (parallel arrays; NULL run_at means now; a run_at must be finite, in years 1 to 9999) and returns, in order, each job''s id, whether it was a duplicate of a unique job (its id is then the existing job''s and nothing was inserted), whether it is scheduled for later, and when it is due. A job with a unique key is inserted only if no job holding the same key still blocks it (see uniq); keys are locked for the rest of the transaction, and unique inserts need READ COMMITTED (a REPEATABLE READ snapshot could not see a concurrent insert of the same key). The key is looked up in every slot in a subtransaction rolled back at once, so that the caller''s transaction holds only the slot it writes (none for a duplicate). One NOTIFY per queue with a job due now (a NOTIFY serializes commits: scheduled jobs send none, the leader''s promoter polls the schedule).';
 
 CREATE OR REPLACE FUNCTION millrace.enqueue(p_kind text, p_args jsonb DEFAULT '{}'::jsonb, p_queue text DEFAULT 'default'::text, p_priority integer DEFAULT 0, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 25, p_notify boolean DEFAULT true, p_unique_key text DEFAULT NULL::text, p_unique_states integer DEFAULT 0, p_unique_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_timeout_ms integer DEFAULT 0)
  RETURNS bigint
