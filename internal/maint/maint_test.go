@@ -350,7 +350,7 @@ func TestRingReaderLimit(t *testing.T) {
 		if _, err := s.Enqueue(ctx, pool, storage.NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1}, false); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Rotate(ctx, 0, 0); err != nil {
+		if _, err := s.Rotate(ctx, 0, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -471,7 +471,7 @@ func TestRingReaderLimitCancelsARunningRead(t *testing.T) {
 	defer pool.Close()
 	s := &storage.Store{Pool: pool}
 	for i := 0; i < 4; i++ {
-		if _, err := s.Rotate(ctx, 0, 0); err != nil {
+		if _, err := s.Rotate(ctx, 0, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -521,7 +521,7 @@ func TestRingReaderLimitCancelsARunningRead(t *testing.T) {
 	}
 	var reclaimed bool
 	testkit.WaitFor(t, "a reclaim after the cancel", 10*time.Second, func() bool {
-		as, err := s.Rotate(ctx, 0, 0)
+		as, err := s.Rotate(ctx, 0, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
