@@ -58,13 +58,35 @@ func TestAcceptanceIdleQueues(t *testing.T) {
 		}
 		return ms, calls
 	}
+	perFunc := func() map[string][2]float64 {
+		rows, err := pool.Query(ctx, `SELECT funcname, self_time, calls FROM pg_stat_user_functions WHERE schemaname = 'millrace'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		m := map[string][2]float64{}
+		for rows.Next() {
+			var name string
+			var ms float64
+			var calls int64
+			rows.Scan(&name, &ms, &calls)
+			m[name] = [2]float64{ms, float64(calls)}
+		}
+		return m
+	}
 	pool.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
 	cpu0, start := usage(), time.Now()
 	ms0, calls0 := server()
+	f0 := perFunc()
 	time.Sleep(measure)
 	cpu1, wall := usage(), time.Since(start)
 	pool.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
 	ms1, calls1 := server()
+	for name, v := range perFunc() {
+		if d := v[0] - f0[name][0]; d > 50 {
+			t.Logf("  %s: %.0f ms self, %.0f calls", name, d, v[1]-f0[name][1])
+		}
+	}
 	procPct := 100 * float64(cpu1-cpu0) / float64(wall)
 	serverPct := 100 * (ms1 - ms0) / float64(wall.Milliseconds())
 	t.Logf("1,000 idle queues over %s: process CPU %.2f%% of a core, server time in millrace functions %.2f%% (%d calls, %.1f/s)",
