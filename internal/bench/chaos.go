@@ -126,7 +126,7 @@ type ChaosFault struct {
 	// Only the faults that take capacity away have one: kill, stop,
 	// crash, terminate and restart.
 	RecoverS *float64 `json:"recover_s,omitempty"`
-	Note     string  `json:"note,omitempty"`
+	Note     string   `json:"note,omitempty"`
 }
 
 // ChaosPoison is one poison job and what became of it.
@@ -688,7 +688,6 @@ func (c *chaos) stopLeader(ctx context.Context) {
 	}
 	f.Target += fmt.Sprintf(" (pid %d)", pid)
 	now := c.since()
-	c.t.crash.add(sl.idx, now-chaosCrashSpan, now+time.Second)
 	i := c.fault(f)
 	t := time.NewTimer(c.opts.Stop)
 	select {
@@ -697,6 +696,10 @@ func (c *chaos) stopLeader(ctx context.Context) {
 		t.Stop()
 	}
 	sl.signal(syscall.SIGCONT)
+	// Until a second after it resumed: a resumed process may start a job
+	// of a batch it held before it learns it is dead (the job then runs
+	// elsewhere too).
+	c.t.crash.add(sl.idx, now-chaosCrashSpan, c.since()+time.Second)
 	c.update(i, func(f *ChaosFault) { f.DurationS = round(time.Since(began).Seconds()) })
 }
 
@@ -750,6 +753,18 @@ func (c *chaos) restart(ctx context.Context) {
 		c.mu.Lock()
 		c.stats.Restart = "failed: " + err.Error()
 		c.mu.Unlock()
+	}
+	// An outage longer than the process lease ends every process's
+	// identity (no process could renew it): their batches are released,
+	// and the jobs they ran may run again.
+	if down := time.Since(began); down >= cmpOr(c.opts.Leases.Process, defaultProcessLease) {
+		now := c.since()
+		for _, sl := range c.slots {
+			c.t.crash.add(sl.idx, now-down-chaosCrashSpan, now+time.Second)
+		}
+		c.update(i, func(f *ChaosFault) {
+			f.Note = strings.TrimPrefix(f.Note+"; the outage outlasted the process lease: every process's jobs may run again", "; ")
+		})
 	}
 }
 
