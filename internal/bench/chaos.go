@@ -982,3 +982,45 @@ func recoverS(samples []Sample, at, rate float64) float64 {
 	}
 	return -1
 }
+
+// Line is the chaos figures in one line, for the table and the report.
+func (st *ChaosStats) Line() string {
+	poison := make([]string, 0, len(st.Poison))
+	discarded := 0
+	for _, p := range st.Poison {
+		if p.Discarded {
+			discarded++
+		}
+		poison = append(poison, fmt.Sprintf("%d runs, %s", p.Runs, p.State))
+	}
+	ratio := ""
+	if st.CleanStorageMaxBytes > 0 {
+		ratio = fmt.Sprintf(", %.1fx clean's %.1f MB", float64(st.StorageMaxBytes)/float64(st.CleanStorageMaxBytes), float64(st.CleanStorageMaxBytes)/1e6)
+	}
+	rec := fmt.Sprintf("%gs", st.RecoverMaxS)
+	if st.RecoverMaxS < 0 {
+		rec = "not recovered by the end of the run"
+	}
+	var faults []string
+	for _, f := range st.Faults {
+		s := fmt.Sprintf("%s at %gs", f.Kind, f.AtS)
+		if f.DurationS > 0 {
+			s += fmt.Sprintf(" for %gs", f.DurationS)
+		}
+		if f.RecoverS != nil {
+			if *f.RecoverS < 0 {
+				s += " (not recovered)"
+			} else {
+				s += fmt.Sprintf(" (recovered in %gs)", *f.RecoverS)
+			}
+		}
+		faults = append(faults, s)
+	}
+	tx := "none"
+	if ot := st.OpenTx; ot != nil {
+		tx = fmt.Sprintf("held %gs, committed %v, its job ran %v", ot.HeldS, ot.Committed, ot.Ran)
+	}
+	return fmt.Sprintf("lost %d, duplicated %d outside crash windows (%d in them), stranded %d (%gs after the stress); poison jobs: max runs %d of %d, %d of %d discarded (%s); open transaction: %s; recovery max %s; queue storage max %.1f MB%s; processes started %d, crashed %d; restart: %s; faults: %s",
+		st.Lost, st.Duplicated, st.CrashDuplicated, st.Stranded, st.StrandedAfterS, st.PoisonMaxRuns, ChaosPoisonAttempts, discarded, len(st.Poison), strings.Join(poison, "; "),
+		tx, rec, float64(st.StorageMaxBytes)/1e6, ratio, st.Spawned, st.Exits, st.Restart, strings.Join(faults, ", "))
+}
