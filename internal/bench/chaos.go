@@ -330,6 +330,7 @@ type slot struct {
 	stdin   io.WriteCloser
 	inMu    sync.Mutex
 	leader  bool
+	alive   bool // started, and its exit not yet seen by the supervisor
 	killed  bool // the bench signalled this process: its exit is no crash
 	exited  chan struct{}
 	stopped bool // SIGSTOPped now
@@ -419,7 +420,7 @@ func (c *chaos) work(ctx context.Context, env Env) error {
 				}
 				sl.mu.Lock()
 				killed := sl.killed
-				sl.killed, sl.leader, sl.stopped = false, false, false
+				sl.killed, sl.leader, sl.stopped, sl.alive = false, false, false, false
 				state := sl.cmd.ProcessState
 				sl.mu.Unlock()
 				if !killed && ctx.Err() == nil {
@@ -488,7 +489,7 @@ func (c *chaos) spawn(sl *slot, env Env) error {
 	}
 	exited := make(chan struct{})
 	sl.mu.Lock()
-	sl.cmd, sl.stdin, sl.exited = cmd, stdin, exited
+	sl.cmd, sl.stdin, sl.exited, sl.alive = cmd, stdin, exited, true
 	sl.mu.Unlock()
 	c.mu.Lock()
 	c.stats.Spawned++
@@ -560,7 +561,7 @@ func (c *chaos) shutdown(sl *slot) {
 func (sl *slot) signal(sig syscall.Signal) int {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
-	if sl.cmd == nil || sl.cmd.Process == nil || sl.cmd.ProcessState != nil {
+	if !sl.alive {
 		return 0
 	}
 	if sig == syscall.SIGKILL {
@@ -578,7 +579,7 @@ func (sl *slot) signal(sig syscall.Signal) int {
 func (c *chaos) pick(leader bool) (*slot, bool) {
 	for _, sl := range c.slots {
 		sl.mu.Lock()
-		l, alive := sl.leader, sl.cmd != nil && sl.cmd.ProcessState == nil && !sl.stopped
+		l, alive := sl.leader, sl.alive && !sl.stopped
 		sl.mu.Unlock()
 		if alive && l == leader {
 			return sl, true
