@@ -103,7 +103,8 @@ type ChaosStats struct {
 	// RecoverMaxS is the longest of the faults' RecoverS (-1 if one never
 	// recovered).
 	RecoverMaxS float64 `json:"recover_max_s"`
-	// Notes describe the first duplicates outside a crash window.
+	// Notes describe the first duplicates outside a crash window and the
+	// first stranded jobs.
 	Notes []string `json:"notes,omitempty"`
 }
 
@@ -689,6 +690,11 @@ func (c *chaos) stopLeader(ctx context.Context) {
 	}
 	f.Target += fmt.Sprintf(" (pid %d)", pid)
 	now := c.since()
+	// Until a second after it resumes: a resumed process may start a job
+	// of a batch it held before it learns it is dead (the job then runs
+	// elsewhere too). Registered now: its jobs run again elsewhere while
+	// it is stopped.
+	c.t.crash.add(sl.idx, now-chaosCrashSpan, now+c.opts.Stop+time.Second)
 	i := c.fault(f)
 	t := time.NewTimer(c.opts.Stop)
 	select {
@@ -697,10 +703,6 @@ func (c *chaos) stopLeader(ctx context.Context) {
 		t.Stop()
 	}
 	sl.signal(syscall.SIGCONT)
-	// Until a second after it resumed: a resumed process may start a job
-	// of a batch it held before it learns it is dead (the job then runs
-	// elsewhere too).
-	c.t.crash.add(sl.idx, now-chaosCrashSpan, c.since()+time.Second)
 	c.update(i, func(f *ChaosFault) { f.DurationS = round(time.Since(began).Seconds()) })
 }
 
@@ -888,6 +890,11 @@ func (c *chaos) measureStranded() {
 			at := c.t.chunkOf(id).runAt[id&(chunkSize-1)].Load()
 			return at == 0 || time.Duration(at) <= endNS
 		})
+		for _, id := range ids[:min(len(ids), 10)] {
+			last := c.t.chunkOf(id).last[id&(chunkSize-1)].Load()
+			c.t.note(fmt.Sprintf("stranded: job %d (%s) unfinished after %d runs; the last started in process %d at %.1fs",
+				id, kindOf(c.t.metaOf(id)), c.t.runsOf(id), last&0xff, time.Duration(last>>8).Seconds()))
+		}
 		c.mu.Lock()
 		c.stats.Stranded = int64(len(ids))
 		c.stats.StrandedAfterS = round(time.Since(end).Seconds())

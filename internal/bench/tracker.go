@@ -41,6 +41,9 @@ const (
 	// (its original was about to fall due, or had finished when the
 	// duplicate's insert returned): left out like a de-duplicated one.
 	flagInconclusive = 1 << 19
+	// flagCrashRerun marks a job run again after a crash window (the
+	// chaos scenario): a unique original that ran twice so is no defect.
+	flagCrashRerun = 1 << 20
 )
 
 // phaseIndex numbers the phases for the per-phase counters.
@@ -303,6 +306,7 @@ func (t *tracker) startedIn(id int64, readyAt time.Time, proc int) (uint32, mixK
 		t.duplicates.Add(1)
 		if prev != 0 && t.crash.covers(int(prev&0xff), time.Duration(prev>>8)) {
 			t.crashDuplicates.Add(1)
+			c.meta[k].Or(flagCrashRerun)
 		} else if t.crash != nil {
 			t.note(fmt.Sprintf("job %d (%s) ran again (run %d) in process %d at %.1fs; its previous run started in process %d at %.1fs",
 				id, kind, n, proc, time.Since(t.start).Seconds(), prev&0xff, time.Duration(prev>>8).Seconds()))
@@ -364,7 +368,7 @@ func (t *tracker) settle() map[string]int64 {
 		}
 		meta, runs := c.meta[k].Load(), c.runs[k].Load()
 		kind := kindOf(meta)
-		if kind == kindUniqueDup && runs > 0 && meta&flagInconclusive == 0 || kind == kindUniqueOrig && runs > 1 {
+		if kind == kindUniqueDup && runs > 0 && meta&flagInconclusive == 0 || kind == kindUniqueOrig && runs > 1 && meta&flagCrashRerun == 0 {
 			t.perPhase[phaseOf(meta)].uniqueDupesRun.Add(1)
 		}
 		if runsWanted(meta) > 0 && meta&flagDone == 0 && c.enqueued[k].Load() > 0 && !c.failed[k].Load() {
