@@ -124,10 +124,11 @@ const (
 	kindSched
 	kindUniqueOrig // a scheduled job that a unique duplicate follows
 	kindUniqueDup  // inserted with the key of the job before it
+	kindPoison     // the chaos scenario's: its handler crashes its process
 )
 
 func (k mixKind) String() string {
-	return [...]string{"plain", "fail", "snooze", "cancel", "sched", "unique original", "unique duplicate"}[k]
+	return [...]string{"plain", "fail", "snooze", "cancel", "sched", "unique original", "unique duplicate", "poison"}[k]
 }
 
 // runsWanted is how many times a job of kind k starts when all goes well
@@ -138,6 +139,8 @@ func (k mixKind) runsWanted() uint32 {
 		return 2
 	case kindUniqueDup:
 		return 0
+	case kindPoison:
+		return ChaosPoisonAttempts
 	}
 	return 1
 }

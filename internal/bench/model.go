@@ -123,6 +123,8 @@ type StrategySummary struct {
 	PerProcessCompleted []int64 `json:"per_process_completed"`
 	// Stall describes the stall scenario's three stall sources.
 	Stall *StallStats `json:"stall,omitempty"`
+	// Chaos is the chaos scenario's figures.
+	Chaos *ChaosStats `json:"chaos,omitempty"`
 	// Totals are the bench's own counts of the main stream over the whole
 	// run, warm-up included.
 	Totals *RunTotals `json:"totals"`

@@ -141,6 +141,13 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 			fmt.Fprintf(w, "%s: stall: long job ran %.1fs, transaction held %.1fs, unserved queue %d jobs (%d worked by the drain in %.1fs)\n",
 				n, st.LongJobS, st.HeldTxS, st.UnservedEnqueued, st.UnservedWorked, st.DrainS)
 		}
+		if ch := ss.Chaos; ch != nil {
+			line := fmt.Sprintf("%s: chaos: %s", n, ch.Line())
+			if ch.Lost > 0 || ch.Stranded > 0 || ch.Duplicated > 0 {
+				line = paint(line, red+bold, color)
+			}
+			fmt.Fprintln(w, line)
+		}
 		if r := ss.Readers; r != nil {
 			kind := "taking an xid"
 			if r.ReadOnly {

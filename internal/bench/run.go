@@ -59,6 +59,17 @@ type Config struct {
 	// Analytics sets the analytics scenario's readers (zero: the defaults).
 	Analytics Analytics
 
+	// Chaos tunes the chaos scenario (zero: as the command runs it).
+	Chaos ChaosOptions
+	// Restart, when set, restarts the server in immediate mode (the
+	// bench's own cluster): the chaos scenario's restart. Without it the
+	// scenario skips the restart and says so.
+	Restart func(ctx context.Context) error
+	// ChildCommand is the command line that starts a chaos worker
+	// process; it must call ChildMain first (default: this executable,
+	// with the argument "bench").
+	ChildCommand []string
+
 	Out string // directory for timeseries.jsonl and summary.json
 
 	// Progress receives the live progress line and per-strategy results;
@@ -208,6 +219,16 @@ func (c *Config) Check() error {
 	if _, err := ParseMix(c.Mix.String()); err != nil {
 		return err
 	}
+	if c.Scenario == ScenarioChaos {
+		switch {
+		case c.Rate == 0:
+			return errors.New("the chaos scenario needs a paced producer: --rate N, not max")
+		case c.processes() < 2:
+			return errors.New("the chaos scenario needs --processes 2 or more: it kills one worker process and stops another")
+		case c.Stress <= 0:
+			return errors.New("the chaos scenario needs a stress phase: --stress D")
+		}
+	}
 	if c.Scenario == ScenarioAnalytics {
 		if err := c.Analytics.check(c.Stress); err != nil {
 			return err
@@ -219,6 +240,10 @@ func (c *Config) Check() error {
 			return err
 		}
 		s := f()
+		if _, ok := s.(Chaoser); c.Scenario == ScenarioChaos && !ok {
+			return fmt.Errorf("strategy %q cannot run the %s scenario (its workers cannot run as processes of their own the bench kills and stops; %s supports it)",
+				n, ScenarioChaos, strings.Join(chaosers(), ", "))
+		}
 		if w := c.workersFor(s); c.processes() > w {
 			if c.Workers > 0 {
 				return fmt.Errorf("--processes %d is more than --workers %d: every process needs a worker", c.Processes, w)
@@ -376,6 +401,11 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		stl = newStall(s.(Staller), t, cfg.URL) // Check made sure it is one
 		st = stl
 	}
+	var cha *chaos
+	if cfg.Scenario == ScenarioChaos {
+		cha = newChaos(cfg, name, s.(Chaoser), t, time.Now()) // Check made sure it is one
+		st = cha
+	}
 	prod := &producer{s: s, t: t}
 	mix := !cfg.Mix.Zero()
 	if mix {
@@ -427,6 +457,9 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	phase := &phaseState{name: sched[0].phase}
 	start := time.Now()
 	t.start = start
+	if cha != nil {
+		cha.begun = start
+	}
 	// End-to-end latency of pre-inserted jobs would measure the insert,
 	// not the queue.
 	t.noE2E = cfg.Scenario == ScenarioBurndown
@@ -443,7 +476,12 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	workDone := make(chan error, 1)
-	go func() { workDone <- s.Work(workCtx, env) }()
+	if cha != nil {
+		cha.makeSlots(env)
+		go func() { workDone <- cha.work(workCtx, env) }()
+	} else {
+		go func() { workDone <- s.Work(workCtx, env) }()
+	}
 
 	prodCtx, stopProd := context.WithCancel(runCtx)
 	var prodWG sync.WaitGroup
@@ -589,6 +627,12 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		return ss, smp.samples, fmt.Errorf("remaining: %w", err)
 	}
 	ss.LostJobs = int64(len(t.reconcile(remaining)))
+	if cha != nil {
+		// Lost in chaos: never finished (a run cut by a crash is no
+		// finish), no longer stored.
+		ss.LostJobs = int64(len(t.unfinished(remaining, nil)))
+		ss.Chaos = cha.summary(rctx, smp.samples, cfg.Rate, ss.LostJobs)
+	}
 	return ss, smp.samples, runErr
 }
 

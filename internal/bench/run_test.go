@@ -21,7 +21,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func TestMain(m *testing.M) { testkit.Main(m) }
+func TestMain(m *testing.M) {
+	bench.ChildMain() // a worker process of TestRunChaos
+	testkit.Main(m)
+}
 
 // TestRunIdleXid runs two strategies through a short idle-xid schedule and
 // checks what the run writes: the phases, the pin seen in stress and gone

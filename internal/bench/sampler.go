@@ -17,6 +17,7 @@ import (
 // strategy's tables and about the horizon: the database half of a Sample.
 type probe struct {
 	conn    *pgx.Conn
+	url     string
 	tables  []string
 	history map[string]bool // those of tables that keep finished jobs (see Historian)
 
@@ -73,7 +74,7 @@ func dialProbe(ctx context.Context, url string, tables, history []string) (*prob
 	if err != nil {
 		return nil, err
 	}
-	p := &probe{conn: conn, tables: tables, history: map[string]bool{}, firstSeen: map[string]time.Time{}}
+	p := &probe{conn: conn, url: url, tables: tables, history: map[string]bool{}, firstSeen: map[string]time.Time{}}
 	for _, t := range history {
 		p.history[t] = true
 	}
@@ -144,6 +145,15 @@ SELECT holder, xmin, age_xids, held_s FROM h ORDER BY age_xids DESC NULLS LAST, 
 func (p *probe) read(ctx context.Context, s *Sample) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	if p.conn.IsClosed() {
+		// The server restarted (the chaos scenario), or the connection
+		// was lost: a new one, and the postmaster anew.
+		np, err := dialProbe(ctx, p.url, p.tables, nil)
+		if err != nil {
+			return err
+		}
+		p.conn, p.postmaster, p.cpuTicks, p.cpuAt, p.walLSN = np.conn, np.postmaster, np.cpuTicks, np.cpuAt, np.walLSN
+	}
 	rows, err := p.conn.Query(ctx, tableStatsSQL, p.tables)
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ const (
 	ScenarioStandby    = "standby"
 	ScenarioBurndown   = "burndown"
 	ScenarioStall      = "stall"
+	ScenarioChaos      = "chaos"
 )
 
 // Scenarios lists the scenario names with what their stress phase does.
@@ -31,6 +32,7 @@ var Scenarios = map[string]string{
 	ScenarioAnalytics:  "REPEATABLE READ readers that take a transaction id and scan (--readers, default 3, of --reader-duration, default 120 s, --reader-interval apart; --reader-readonly: no id), by default always overlapping; refused readers retry",
 	ScenarioStandby:    "a hot standby with hot_standby_feedback=on holds a REPEATABLE READ snapshot",
 	ScenarioBurndown:   "no producer: --jobs N are inserted first, then worked down",
+	ScenarioChaos:      "the workers run as --processes OS processes (at least 2); the stress kills one (SIGKILL), stops the leader past its lease (SIGSTOP), terminates the strategy's backends, restarts Postgres (own cluster only), runs jobs that crash their process and a unique enqueue in a transaction held open (millrace only; needs --rate N)",
 	ScenarioStall:      "a job that runs the whole phase, a queue nobody works (5 jobs/s) and a transaction that enqueues early and commits late (millrace only)",
 }
 
@@ -44,7 +46,7 @@ const (
 
 // AppNames are the application names of every stress session the bench
 // opens.
-var AppNames = []string{AppLongrunner, AppAnalytics, AppStall}
+var AppNames = []string{AppLongrunner, AppAnalytics, AppStall, AppChaos}
 
 // setupSQL creates the bench's own small schema: a table the idle-xid
 // session writes to and the table the analytics readers scan.
@@ -160,6 +162,8 @@ func newStress(scenario, url, standbyURL string, phase time.Duration, an Analyti
 		return nil, nil
 	case ScenarioStall:
 		return nil, nil // needs the strategy: see newStall
+	case ScenarioChaos:
+		return nil, nil // needs the strategy and its processes: see newChaos
 	case ScenarioIdleXid:
 		return &holder{url: url, app: AppLongrunner,
 			sql: []string{"BEGIN", "INSERT INTO millrace_bench.holder VALUES (1)"}}, nil

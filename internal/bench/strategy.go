@@ -150,6 +150,36 @@ type Staller interface {
 	Serve(ctx context.Context, queue string, workers int, handle Handler) error
 }
 
+// Chaoser is implemented by strategies that can run the chaos scenario:
+// their workers run as operating-system processes the bench starts, kills
+// and stops (each one client, as WorkProcess runs it), and the bench
+// enqueues jobs that crash their process and a unique job in a
+// transaction it holds open.
+type Chaoser interface {
+	// WorkProcess runs in a child process of the bench: one client of
+	// env.Workers workers on the main queue (Job.Process = proc) until ctx
+	// is cancelled, then it stops gracefully. leases sets the client's
+	// process and leader leases (zero: the library's defaults); leading is
+	// called whenever the client becomes or stops being the maintenance
+	// leader.
+	WorkProcess(ctx context.Context, env Env, proc int, leases Leases, leading func(bool)) error
+	// EnqueueAttempts stores job on the main queue with at most
+	// maxAttempts attempts, and returns the strategy's reference to it.
+	EnqueueAttempts(ctx context.Context, job Job, maxAttempts int) (ref int64, err error)
+	// EnqueueUniqueTx stores job on the main queue, unique by key, inside
+	// tx (a transaction the bench holds open): it exists if tx commits.
+	EnqueueUniqueTx(ctx context.Context, tx pgx.Tx, job Job, key string) error
+	// FinalState is where the job EnqueueAttempts returned ref for stands:
+	// "completed", "discarded", "cancelled", "running", ... ("" unknown).
+	FinalState(ctx context.Context, ref int64) (string, error)
+}
+
+// Leases are a chaos child's process and leader leases (zero: the
+// strategy's defaults).
+type Leases struct {
+	Process, Leader time.Duration
+}
+
 // Instrumented is implemented by strategies whose client exports
 // Prometheus metrics (--metrics-listen). The bench records what they
 // counted next to its own counts, in summary.json.
@@ -225,6 +255,18 @@ func stallers() []string {
 	for _, n := range Names() {
 		f, _ := Lookup(n)
 		if _, ok := f().(Staller); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// chaosers lists the registered strategies that can run the chaos scenario.
+func chaosers() []string {
+	var out []string
+	for _, n := range Names() {
+		f, _ := Lookup(n)
+		if _, ok := f().(Chaoser); ok {
 			out = append(out, n)
 		}
 	}

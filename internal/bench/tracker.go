@@ -26,6 +26,10 @@ type chunk struct {
 	side     [chunkSize]atomic.Bool   // a stall scenario job: in the ledger, not in the main stream's counters
 	meta     [chunkSize]atomic.Uint32 // mix kind (bits 0-7), phase offered in (8-15), flag* bits
 	runAt    [chunkSize]atomic.Int64  // ns since run start when a scheduled job is due
+	// last is, in the chaos scenario, when the job's newest run started
+	// (ns since run start, shifted left 8 bits) and in which process (the
+	// low 8 bits); 0 elsewhere.
+	last [chunkSize]atomic.Int64
 }
 
 // Flags in chunk.meta.
@@ -37,6 +41,9 @@ const (
 	// (its original was about to fall due, or had finished when the
 	// duplicate's insert returned): left out like a de-duplicated one.
 	flagInconclusive = 1 << 19
+	// flagCrashRerun marks a job run again after a crash window (the
+	// chaos scenario): a unique original that ran twice so is no defect.
+	flagCrashRerun = 1 << 20
 )
 
 // phaseIndex numbers the phases for the per-phase counters.
@@ -73,6 +80,13 @@ type tracker struct {
 	// about to fall due; schedEarly scheduled jobs that started before
 	// their run_at.
 	cancelMissed, uniqueNotDeduped, uniqueSkipped, schedEarly atomic.Int64
+
+	// crash is set in the chaos scenario: the windows in which a process
+	// was killed, stopped or crashed. A job run again whose previous run
+	// started in such a window, in that process, is counted in
+	// crashDuplicates as well as in duplicates.
+	crash           *crashLog
+	crashDuplicates atomic.Int64
 
 	notesMu sync.Mutex
 	notes   []string // the first defects of a --mix run, described
@@ -194,6 +208,7 @@ func (t *tracker) ran(id int64) bool {
 // proc, has finished.
 func (t *tracker) finished(id int64, proc int) {
 	if t.isSide(id) {
+		t.chunkOf(id).meta[id&(chunkSize-1)].Or(flagDone)
 		return
 	}
 	t.completed.Add(1)
@@ -268,16 +283,34 @@ func (t *tracker) markFailed(ids []int64) {
 // defects a start can show, and returns how many times the job has started
 // (this start included) and its kind.
 func (t *tracker) started(id int64, readyAt time.Time) (uint32, mixKind) {
+	return t.startedIn(id, readyAt, -1)
+}
+
+// startedIn is started for a run in process proc (-1: not known), which
+// the chaos scenario records to tell a run again after a crash from a
+// duplicate.
+func (t *tracker) startedIn(id int64, readyAt time.Time, proc int) (uint32, mixKind) {
 	if id <= 0 || id > t.nextID.Load() {
 		return 0, kindPlain
 	}
 	c := t.chunkOf(id)
 	k := id & (chunkSize - 1)
+	var prev int64
+	if t.crash != nil && proc >= 0 {
+		prev = c.last[k].Swap(max(int64(time.Since(t.start)), 1)<<8 | int64(proc&0xff))
+	}
 	n := c.runs[k].Add(1)
 	meta := c.meta[k].Load()
 	kind := kindOf(meta)
 	if want := runsWanted(meta); want > 0 && n == want+1 {
 		t.duplicates.Add(1)
+		if prev != 0 && t.crash.covers(int(prev&0xff), time.Duration(prev>>8)) {
+			t.crashDuplicates.Add(1)
+			c.meta[k].Or(flagCrashRerun)
+		} else if t.crash != nil {
+			t.note(fmt.Sprintf("job %d (%s) ran again (run %d) in process %d at %.1fs; its previous run started in process %d at %.1fs",
+				id, kind, n, proc, time.Since(t.start).Seconds(), prev&0xff, time.Duration(prev>>8).Seconds()))
+		}
 	}
 	if c.side[k].Load() {
 		return n, kind
@@ -335,7 +368,7 @@ func (t *tracker) settle() map[string]int64 {
 		}
 		meta, runs := c.meta[k].Load(), c.runs[k].Load()
 		kind := kindOf(meta)
-		if kind == kindUniqueDup && runs > 0 && meta&flagInconclusive == 0 || kind == kindUniqueOrig && runs > 1 {
+		if kind == kindUniqueDup && runs > 0 && meta&flagInconclusive == 0 || kind == kindUniqueOrig && runs > 1 && meta&flagCrashRerun == 0 {
 			t.perPhase[phaseOf(meta)].uniqueDupesRun.Add(1)
 		}
 		if runsWanted(meta) > 0 && meta&flagDone == 0 && c.enqueued[k].Load() > 0 && !c.failed[k].Load() {
@@ -367,6 +400,75 @@ func (t *tracker) reconcile(remaining []int64) (lost []int64) {
 		}
 	}
 	return lost
+}
+
+// unfinished returns the jobs that should have finished and have not:
+// enqueued (committed), not cancelled nor a duplicate, whose final run has
+// not finished (a job that crashes its process, kindPoison, once it has
+// run at all). With remaining (the jobs the strategy still stores) it is
+// the chaos scenario's lost jobs: those no longer stored; keep, when not
+// nil, limits it to the jobs it accepts (its id and meta).
+func (t *tracker) unfinished(remaining []int64, keep func(id int64, enqueued time.Duration, meta uint32) bool) (out []int64) {
+	var left map[int64]bool
+	if remaining != nil {
+		left = make(map[int64]bool, len(remaining))
+		for _, id := range remaining {
+			left[id] = true
+		}
+	}
+	last := t.nextID.Load()
+	for id := int64(1); id <= last; id++ {
+		c := t.chunks[id>>chunkBits].Load()
+		if c == nil {
+			continue
+		}
+		k := id & (chunkSize - 1)
+		meta, enq := c.meta[k].Load(), c.enqueued[k].Load()
+		if runsWanted(meta) == 0 || enq == 0 || c.failed[k].Load() || left[id] {
+			continue
+		}
+		if kindOf(meta) == kindPoison {
+			if c.runs[k].Load() > 0 {
+				continue
+			}
+		} else if meta&flagDone != 0 {
+			continue
+		}
+		if keep == nil || keep(id, time.Duration(enq), meta) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// crashLog holds the windows of the chaos scenario's process faults.
+type crashLog struct {
+	mu      sync.Mutex
+	windows []crashWindow
+}
+
+// crashWindow: a run of process proc that started from from to to (since
+// the run's start) may be cut short by the fault.
+type crashWindow struct {
+	proc     int
+	from, to time.Duration
+}
+
+func (l *crashLog) add(proc int, from, to time.Duration) {
+	l.mu.Lock()
+	l.windows = append(l.windows, crashWindow{proc, from, to})
+	l.mu.Unlock()
+}
+
+func (l *crashLog) covers(proc int, at time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range l.windows {
+		if w.proc == proc && at >= w.from && at <= w.to {
+			return true
+		}
+	}
+	return false
 }
 
 // recorder is a latency histogram that many goroutines record into:

@@ -78,6 +78,9 @@ func (r *redactedError) ExitCode() int {
 // Bench runs `millrace bench` with args (the flags after "bench"). No
 // error it returns shows a password.
 func Bench(ctx context.Context, args []string) (err error) {
+	// A worker process of the chaos scenario runs as this executable's
+	// "bench" command: it never returns from here.
+	bench.ChildMain()
 	defer func() {
 		if err != nil {
 			err = &redactedError{err}
@@ -247,6 +250,8 @@ func Bench(ctx context.Context, args []string) (err error) {
 		if cfg.URL, err = c.CreateDatabase(ctx, "millrace_bench"); err != nil {
 			return err
 		}
+		// The chaos scenario restarts this cluster once, in immediate mode.
+		cfg.Restart = func(ctx context.Context) error { return c.Restart(ctx, pgcluster.Options{}) }
 		if cfg.Scenario == bench.ScenarioStandby {
 			fmt.Println("adding a hot standby (pg_basebackup, hot_standby_feedback=on) ...")
 			sb, err := c.AddStandby(ctx, pgcluster.Options{})

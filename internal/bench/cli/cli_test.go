@@ -25,6 +25,7 @@ import (
 
 // The test binary doubles as the millrace binary for TestInterrupt.
 func TestMain(m *testing.M) {
+	bench.ChildMain() // a worker process of the chaos scenario
 	if args := os.Getenv("MILLRACE_CLI_TEST_ARGS"); args != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		defer stop()
@@ -44,17 +45,21 @@ func TestMain(m *testing.M) {
 // message naming the problem, before anything starts.
 func TestFlagErrors(t *testing.T) {
 	cases := map[string]string{
-		"--rate abc":                                    `--rate "abc"`,
-		"--rate -5":                                     `--rate "-5"`,
-		"--strategies skiplocked,nope":                  `unknown strategy "nope"`,
-		"--scenario nope":                               `unknown scenario "nope"`,
-		"--scenario burndown":                           "needs --jobs",
-		"--workers 4 extra":                             `unexpected argument "extra"`,
-		"--guard /nonexistent/policy.yaml":              "policy.yaml",
-		"--work 5parsecs":                               `--work "5parsecs": not a duration`,
-		"--processes 0":                                 "--processes 0",
-		"--processes 8 --workers 4":                     "more than --workers 4",
-		"--scenario stall --strategies que":             `"que" cannot run the stall scenario`,
+		"--rate abc":                        `--rate "abc"`,
+		"--rate -5":                         `--rate "-5"`,
+		"--strategies skiplocked,nope":      `unknown strategy "nope"`,
+		"--scenario nope":                   `unknown scenario "nope"`,
+		"--scenario burndown":               "needs --jobs",
+		"--workers 4 extra":                 `unexpected argument "extra"`,
+		"--guard /nonexistent/policy.yaml":  "policy.yaml",
+		"--work 5parsecs":                   `--work "5parsecs": not a duration`,
+		"--processes 0":                     "--processes 0",
+		"--processes 8 --workers 4":         "more than --workers 4",
+		"--scenario stall --strategies que": `"que" cannot run the stall scenario`,
+		"--scenario chaos --strategies skiplocked --processes 2":           `"skiplocked" cannot run the chaos scenario`,
+		"--scenario chaos --strategies millrace":                           "needs --processes 2 or more",
+		"--scenario chaos --strategies millrace --processes 4 --rate max":  "needs a paced producer",
+		"--scenario chaos --strategies millrace --processes 4 --stress 0s": "needs a stress phase",
 		"--mix fial=5":                                  `unknown key "fial"`,
 		"--mix fail=abc":                                `fail="abc": want a whole percentage`,
 		"--mix fail=60,sched=50":                        "add up to 110, more than 100",

@@ -34,6 +34,7 @@ var (
 	_ bench.Instrumented = (*Strategy)(nil)
 	_ bench.Mixer        = (*Strategy)(nil)
 	_ bench.Historian    = (*Strategy)(nil)
+	_ bench.Chaoser      = (*Strategy)(nil)
 )
 
 // args is the bench job as millrace stores it.
@@ -344,6 +345,13 @@ func (s *Strategy) Work(ctx context.Context, env bench.Env) error {
 // backoff (0: the library's default backoff).
 func (s *Strategy) newClient(pool *pgxpool.Pool, queue string, workers, proc int, handle bench.Handler, observe func(time.Duration, int),
 	backoff time.Duration) (*millrace.Client, error) {
+	return s.newClientLeases(pool, queue, workers, proc, handle, observe, backoff, bench.Leases{})
+}
+
+// newClientLeases is newClient with the process and leader leases set
+// (zero: the library's defaults).
+func (s *Strategy) newClientLeases(pool *pgxpool.Pool, queue string, workers, proc int, handle bench.Handler, observe func(time.Duration, int),
+	backoff time.Duration, leases bench.Leases) (*millrace.Client, error) {
 	ws := millrace.NewWorkers()
 	var kind millrace.KindOpts
 	if backoff > 0 {
@@ -357,16 +365,85 @@ func (s *Strategy) newClient(pool *pgxpool.Pool, queue string, workers, proc int
 		return err
 	}), kind)
 	return millrace.NewClient(pool, s.config(millrace.Config{
-		SessionURL: s.sessionURL,
-		Workers:    ws,
-		Queues:     map[string]millrace.QueueConfig{queue: {MaxWorkers: workers}},
-		Logger:     quiet(),
+		SessionURL:   s.sessionURL,
+		Workers:      ws,
+		ProcessLease: leases.Process,
+		LeaderLease:  leases.Leader,
+		Queues:       map[string]millrace.QueueConfig{queue: {MaxWorkers: workers}},
+		Logger:       quiet(),
 		OnClaim: func(_ string, d time.Duration, n int) {
 			if observe != nil {
 				observe(d, n)
 			}
 		},
 	}))
+}
+
+// WorkProcess runs one client of env.Workers workers on the default queue,
+// with a pool of its own, as one process of the chaos scenario; it reports
+// its leadership to leading (polled every 100 ms) and stops gracefully
+// when ctx ends.
+func (s *Strategy) WorkProcess(ctx context.Context, env bench.Env, proc int, leases bench.Leases, leading func(bool)) error {
+	s.url = env.URL
+	pool, err := newPool(ctx, env.URL, fmt.Sprintf("%s-p%d", applicationName, proc), int32(min(48, 8+env.Workers)))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	c, err := s.newClientLeases(pool, millrace.DefaultQueue, env.Workers, proc, env.Handle, env.ObserveClaim, env.RetryBackoff, leases)
+	if err != nil {
+		return err
+	}
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	lead := false
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		if l := c.Leader(); l != lead {
+			lead = l
+			leading(l)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	return c.Stop(sctx)
+}
+
+// EnqueueAttempts inserts job on the default queue with maxAttempts
+// attempts; the reference is its millrace id.
+func (s *Strategy) EnqueueAttempts(ctx context.Context, job bench.Job, maxAttempts int) (int64, error) {
+	res, err := s.client.Load().Insert(ctx, args{ID: job.ID, Payload: job.Payload}, &millrace.InsertOpts{MaxAttempts: maxAttempts})
+	if err != nil {
+		return 0, err
+	}
+	return res.ID, nil
+}
+
+// EnqueueUniqueTx enqueues job on the default queue inside tx through the
+// SQL API, unique by key.
+func (s *Strategy) EnqueueUniqueTx(ctx context.Context, tx pgx.Tx, job bench.Job, key string) error {
+	p := "null"
+	if len(job.Payload) > 0 {
+		p = string(job.Payload)
+	}
+	_, err := tx.Exec(ctx, `SELECT millrace.enqueue('bench', jsonb_build_object('id', $1::bigint, 'p', $2::text::jsonb), p_unique_key => $3)`,
+		job.ID, p, key)
+	return err
+}
+
+// FinalState is the state of millrace job ref (millrace.JobByID).
+func (s *Strategy) FinalState(ctx context.Context, ref int64) (string, error) {
+	j, err := millrace.JobByID(ctx, s.pool, ref)
+	if err != nil {
+		return "", err
+	}
+	return string(j.State), nil
 }
 
 // EnqueueMix inserts one job with Insert, scheduled at job.RunAt and

@@ -101,6 +101,15 @@ type series struct {
 type band struct {
 	from, to float64
 	ok       bool
+	// marks are the chaos scenario's faults: a dashed vertical line each,
+	// labelled with its kind.
+	marks []mark
+}
+
+// mark is one fault on the time axis.
+type mark struct {
+	x     float64
+	label string
 }
 
 // groupSamples splits samples by strategy, keeping the order in which the
@@ -487,6 +496,36 @@ func newPlot(c chart, b band, st style) (*plot.Plot, error) {
 			lbl.TextStyle[i].YAlign = draw.YTop
 		}
 		lbl.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(-3)}
+		p.Add(lbl)
+	}
+
+	for i, m := range b.marks {
+		ln, err := plotter.NewLine(plotter.XYs{{X: m.x, Y: ymin}, {X: m.x, Y: ymax}})
+		if err != nil {
+			return nil, fmt.Errorf("fault mark: %w", err)
+		}
+		ln.LineStyle.Color = bandTextColor
+		ln.LineStyle.Width = vg.Points(0.8)
+		ln.LineStyle.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
+		p.Add(ln)
+		// Labels alternate between two heights, so that close faults stay
+		// readable.
+		y := ymax
+		if c.log {
+			y = ymax / math.Pow(1.6, float64(1+i%2))
+		} else {
+			y = ymax - (ymax-ymin)*0.06*float64(1+i%2)
+		}
+		lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: m.x, Y: y}}, Labels: []string{m.label}})
+		if err != nil {
+			return nil, fmt.Errorf("fault label: %w", err)
+		}
+		for j := range lbl.TextStyle {
+			lbl.TextStyle[j].Color = bandTextColor
+			lbl.TextStyle[j].Font.Size = st.tick
+			lbl.TextStyle[j].XAlign = draw.XLeft
+		}
+		lbl.Offset = vg.Point{X: vg.Points(2)}
 		p.Add(lbl)
 	}
 

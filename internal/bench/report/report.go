@@ -62,6 +62,15 @@ func Write(dir string, sum *bench.Summary, samples []bench.Sample) error {
 	}
 	ss := groupSamples(samples)
 	b := stressBand(ss)
+	if sum != nil && len(sum.Strategies) == 1 {
+		for _, st := range sum.Strategies {
+			if st.Chaos != nil {
+				for _, f := range st.Chaos.Faults {
+					b.marks = append(b.marks, mark{x: f.AtS, label: f.Kind})
+				}
+			}
+		}
+	}
 	charts := buildCharts(ss)
 
 	images := map[string][]byte{}
@@ -157,6 +166,8 @@ type strategyView struct {
 	// several; Stall the stall scenario's figures. Empty when not.
 	PerProcess string
 	Stall      string
+	// Chaos is the chaos scenario's figures and faults.
+	Chaos string
 	// Readers is the analytics scenario's reports, when it ran.
 	Readers string
 }
@@ -239,6 +250,9 @@ func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 			if s := st.Stall; s != nil {
 				v.Stall = fmt.Sprintf("the long job ran %ss, the enqueuing transaction was held %ss, the unserved queue received %d jobs (the drain after the run worked %d in %ss)",
 					trim(s.LongJobS), trim(s.HeldTxS), s.UnservedEnqueued, s.UnservedWorked, trim(s.DrainS))
+			}
+			if c := st.Chaos; c != nil {
+				v.Chaos = c.Line()
 			}
 			if r := st.Readers; r != nil {
 				v.Readers = fmt.Sprintf("%d sessions, reports of %ss starting %ss apart: %d begun, %d finished, %d unfinished when the stress ended; %d attempts, %d refused (cancelled or terminated), %d retried",
