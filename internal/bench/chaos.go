@@ -266,7 +266,9 @@ func runChild(config string, in io.Reader, out io.Writer) error {
 	}
 	env := Env{URL: cc.URL, Workers: cc.Workers, Processes: 1, Handle: handle, RetryBackoff: cc.Backoff,
 		ObserveClaim: func(d time.Duration, n int) { send("C %d %d", int64(d), n) }}
-	return ch.WorkProcess(ctx, env, cc.Proc, cc.Leases, func(l bool) {
+	leases := cc.Leases
+	leases.Lost = func() { send("X") }
+	return ch.WorkProcess(ctx, env, cc.Proc, leases, func(l bool) {
 		if l {
 			send("L 1")
 		} else {
@@ -530,6 +532,12 @@ func (c *chaos) read(sl *slot, stdin io.Writer, stdout io.Reader) {
 		case f[0] == "C" && len(f) == 3:
 			d, _ := strconv.ParseInt(f[1], 10, 64)
 			c.t.claim.observe(0, time.Duration(d))
+		case f[0] == "X":
+			// The process's lease ran out (stopped, or cut off by a
+			// restart or a network fault, for longer than it): what it
+			// ran since its last renewal may run again elsewhere.
+			now := c.since()
+			c.t.crash.add(sl.idx, now-cmpOr(c.opts.Leases.Process, defaultProcessLease)-chaosCrashSpan, now+time.Second)
 		case f[0] == "L" && len(f) == 2:
 			sl.mu.Lock()
 			sl.leader = f[1] == "1"
@@ -890,6 +898,24 @@ func (c *chaos) measureStranded() {
 			at := c.t.chunkOf(id).runAt[id&(chunkSize-1)].Load()
 			return at == 0 || time.Duration(at) <= endNS
 		})
+		// A job waiting out a retry's backoff (a failed attempt, or one
+		// charged to a process that died running it: 2^attempt seconds)
+		// is not stranded: the queue holds it and will run it.
+		if len(ids) > 0 {
+			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			waiting, err := c.s.Retrying(rctx, ids)
+			cancel()
+			if err == nil && len(waiting) > 0 {
+				kept := ids[:0]
+				for _, id := range ids {
+					if !waiting[id] {
+						kept = append(kept, id)
+					}
+				}
+				ids = kept
+				c.t.note(fmt.Sprintf("%d unfinished jobs wait for a retry's backoff at the stranded check (not stranded)", len(waiting)))
+			}
+		}
 		for _, id := range ids[:min(len(ids), 10)] {
 			last := c.t.chunkOf(id).last[id&(chunkSize-1)].Load()
 			c.t.note(fmt.Sprintf("stranded: job %d (%s) unfinished after %d runs; the last started in process %d at %.1fs",

@@ -172,12 +172,22 @@ type Chaoser interface {
 	// FinalState is where the job EnqueueAttempts returned ref for stands:
 	// "completed", "discarded", "cancelled", "running", ... ("" unknown).
 	FinalState(ctx context.Context, ref int64) (string, error)
+	// Retrying returns those of the bench's job ids that wait for a
+	// retry due after now (an attempt failed or was charged to a process
+	// that died running it, and its backoff has not passed): unfinished,
+	// yet not stranded.
+	Retrying(ctx context.Context, ids []int64) (map[int64]bool, error)
 }
 
 // Leases are a chaos child's process and leader leases (zero: the
 // strategy's defaults).
 type Leases struct {
 	Process, Leader time.Duration
+	// Lost, when set, is called when the child's client learns that its
+	// identity ended (its lease ran out while it was stopped or cut off):
+	// the jobs it was running, or had finished without their outcome
+	// written, may run again elsewhere (a crash window).
+	Lost func() `json:"-"`
 }
 
 // Instrumented is implemented by strategies whose client exports

@@ -188,6 +188,29 @@ func (s *Strategy) Setup(ctx context.Context, url string) error {
 	return err
 }
 
+// lostWatcher is quiet() that calls lost (when not nil) each time the
+// client logs that its lease ran out.
+func lostWatcher(lost func()) *slog.Logger {
+	if lost == nil {
+		return quiet()
+	}
+	return slog.New(watchHandler{lost})
+}
+
+// watchHandler is a slog handler that discards every record but calls
+// lost on the client's "lease ran out" warning.
+type watchHandler struct{ lost func() }
+
+func (h watchHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h watchHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "lease ran out") {
+		h.lost()
+	}
+	return nil
+}
+func (h watchHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h watchHandler) WithGroup(string) slog.Handler      { return h }
+
 func quiet() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
 }
@@ -370,7 +393,7 @@ func (s *Strategy) newClientLeases(pool *pgxpool.Pool, queue string, workers, pr
 		ProcessLease: leases.Process,
 		LeaderLease:  leases.Leader,
 		Queues:       map[string]millrace.QueueConfig{queue: {MaxWorkers: workers}},
-		Logger:       quiet(),
+		Logger:       lostWatcher(leases.Lost),
 		OnClaim: func(_ string, d time.Duration, n int) {
 			if observe != nil {
 				observe(d, n)
@@ -444,6 +467,25 @@ func (s *Strategy) FinalState(ctx context.Context, ref int64) (string, error) {
 		return "", err
 	}
 	return string(j.State), nil
+}
+
+// Retrying implements bench.Chaoser: the jobs among ids with a schedule
+// row due after now (a retry's backoff).
+func (s *Strategy) Retrying(ctx context.Context, ids []int64) (map[int64]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT (s.args->>'id')::bigint FROM millrace.sched s
+		WHERE s.due_at > now() AND (s.args->>'id')::bigint = ANY ($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
 }
 
 // EnqueueMix inserts one job with Insert, scheduled at job.RunAt and
