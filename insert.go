@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace/internal/maint"
 	"github.com/millrace/millrace/internal/storage"
 )
 
@@ -378,8 +379,13 @@ func (c *Client) insertNow(ctx context.Context, q storage.Querier, ps []*InsertP
 	}
 	if !inTx {
 		for i, j := range nj {
-			if !ins[i].Scheduled && !ins[i].Duplicate {
+			switch {
+			case ins[i].Duplicate:
+			case !ins[i].Scheduled:
 				c.notify(j.Queue)
+			case time.Until(ins[i].RunAt) < maint.PromoterWait:
+				// Due before the leader's promoter would look again.
+				c.sender.NotifySched()
 			}
 		}
 	}

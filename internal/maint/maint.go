@@ -598,10 +598,13 @@ func (m *Maintainer) runPeriodic(ctx context.Context) error {
 type Promoter struct {
 	Store  *storage.Store
 	Logger *slog.Logger
-	// MaxWait bounds a sleep (default 50ms): a job scheduled meanwhile, a
-	// retry, or a transaction that committed after its job's run_at is
-	// promoted within it. Schedules send no NOTIFY (a NOTIFY serializes
-	// commits); an idle round reads two index edges and writes nothing.
+	// MaxWait bounds a sleep (default 1s): a job scheduled meanwhile to
+	// fall due later than that, or whose transaction committed after its
+	// run_at with no notification, is promoted within it. A job scheduled
+	// to fall due sooner (an insert, a retry, a snooze) sends NOTIFY
+	// millrace_sched, which kicks the promoter; farther ones send none (a
+	// NOTIFY serializes commits). An idle round reads two index edges and
+	// writes nothing: two calls a second.
 	MaxWait time.Duration
 	// MinGap spaces promotion rounds (default 10ms): jobs falling due
 	// within it are promoted together, bounding rounds to 100 a second.
@@ -612,12 +615,17 @@ type Promoter struct {
 	kick       chan struct{}
 }
 
+// PromoterWait is the promoter's longest sleep (Promoter.MaxWait): a job
+// falling due sooner than this after it is scheduled is announced by a
+// NOTIFY on millrace_sched.
+const PromoterWait = time.Second
+
 // NewPromoter makes a Promoter.
 func NewPromoter(s *storage.Store, logger *slog.Logger) *Promoter {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Promoter{Store: s, Logger: logger, MaxWait: 50 * time.Millisecond, MinGap: 10 * time.Millisecond, CompactMin: 10000,
+	return &Promoter{Store: s, Logger: logger, MaxWait: PromoterWait, MinGap: 10 * time.Millisecond, CompactMin: 10000,
 		kick: make(chan struct{}, 1)}
 }
 

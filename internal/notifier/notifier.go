@@ -79,7 +79,14 @@ type queueState struct {
 }
 
 // Notify asks for one NOTIFY for queue soon. It never blocks on the database.
-func (s *Sender) Notify(queue string) {
+func (s *Sender) Notify(queue string) { s.notify(Channel, queue) }
+
+// NotifySched asks for one NOTIFY on SchedChannel soon: a job was
+// scheduled to fall due before the leader's promoter would look again.
+func (s *Sender) NotifySched() { s.notify(SchedChannel, "") }
+
+func (s *Sender) notify(channel, payload string) {
+	key := channel + "\x00" + payload
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -88,10 +95,10 @@ func (s *Sender) Notify(queue string) {
 	if s.state == nil {
 		s.state = map[string]*queueState{}
 	}
-	st := s.state[queue]
+	st := s.state[key]
 	if st == nil {
 		st = &queueState{}
-		s.state[queue] = st
+		s.state[key] = st
 	}
 	if st.inFlight {
 		st.again = true
@@ -99,14 +106,14 @@ func (s *Sender) Notify(queue string) {
 	}
 	st.inFlight = true
 	s.wg.Add(1)
-	go s.run(queue, st)
+	go s.run(channel, payload, st)
 }
 
-func (s *Sender) run(queue string, st *queueState) {
+func (s *Sender) run(channel, payload string, st *queueState) {
 	defer s.wg.Done()
 	for failed := 0; ; {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := s.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, queue)
+		_, err := s.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
 		cancel()
 		time.Sleep(s.Window)
 		s.mu.Lock()

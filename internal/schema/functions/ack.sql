@@ -79,6 +79,12 @@ BEGIN
     FROM unnest(p_job, p_state, p_attempt, p_error, p_retry_at, p_queue, p_kind, p_args, p_priority,
                 p_max_attempts, p_created_at, p_timeout_ms) WITH ORDINALITY AS u(j, s, a, e, r, q, kd, ar, p, m, c, tm, i)
     WHERE u.s IN (2, 5) AND v_new[u.i];
+    -- A retry or a snooze due within a second wakes the leader's promoter,
+    -- which, with nothing due sooner, looks again only a second later.
+    IF EXISTS (SELECT 1 FROM unnest(p_state, p_retry_at) WITH ORDINALITY AS u(s, r, i)
+               WHERE u.s IN (2, 5) AND v_new[u.i] AND u.r + v_off < clock_timestamp() + interval '1 second') THEN
+        PERFORM pg_notify('millrace_sched', '');
+    END IF;
 
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, error, owner)
