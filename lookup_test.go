@@ -300,3 +300,72 @@ func TestCancelWaitsForAClaimInFlight(t *testing.T) {
 		t.Fatalf("the claimed job has %d history rows; want none until its worker finishes it", finished)
 	}
 }
+
+// TestConcurrentCancelsOfOneJob: cancels of different jobs share their
+// queue's claim lock, so cancels of one job must still wait for each
+// other: a second cancel that meets the first one's open transaction waits
+// for it, then answers that the job finished; history holds one row.
+func TestConcurrentCancelsOfOneJob(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	c, err := millrace.NewClient(pool, millrace.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := mustInsert(t, c, countArgs{N: 1}, &millrace.InsertOpts{Queue: "cq"})
+	other := mustInsert(t, c, countArgs{N: 2}, &millrace.InsertOpts{Queue: "cq"})
+	first, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback(ctx)
+	var r string
+	if err := first.QueryRow(ctx, "SELECT millrace.cancel($1)", job.ID).Scan(&r); err != nil || r != "cancelled" {
+		t.Fatalf("first cancel: %q, %v", r, err)
+	}
+	// A cancel of another job of the queue does not wait for it (10 s:
+	// a bound on a broken run).
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	res, err := millrace.Cancel(octx, pool, other.ID)
+	cancel()
+	if err != nil || res != millrace.Cancelled {
+		t.Fatalf("a cancel of another job while the first is open: %v, %v", res, err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	var pid int
+	conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid)
+	type answer struct {
+		r   millrace.CancelResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		r, err := millrace.Cancel(ctx, conn, job.ID)
+		done <- answer{r, err}
+	}()
+	waitFor(t, "the second cancel to wait for the first", 10*time.Second, func() bool {
+		var waiting bool
+		pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted AND locktype = 'advisory')", pid).Scan(&waiting)
+		return waiting || len(done) > 0
+	})
+	select {
+	case a := <-done:
+		t.Fatalf("the second cancel answered %v, %v while the first was not committed", a.r, a.err)
+	default:
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-done; a.err != nil || a.r != millrace.Finished {
+		t.Fatalf("the second cancel = %v, %v; want %v", a.r, a.err, millrace.Finished)
+	}
+	var rows int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.history WHERE id = $1", job.ID).Scan(&rows)
+	if rows != 1 {
+		t.Fatalf("the job has %d history rows; want 1", rows)
+	}
+}

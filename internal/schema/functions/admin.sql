@@ -26,7 +26,14 @@ BEGIN
         RETURN 'finished';
     END IF;
     IF v_q IS NOT NULL THEN
-        PERFORM pg_advisory_xact_lock(millrace.claim_space(), hashtext(v_q));
+        -- Cancels of one job wait for each other (the job's own key), and
+        -- share the queue's claim lock, which a claim takes exclusively: a
+        -- claim and a cancel exclude each other (the claim reads the
+        -- cancellations of the jobs it takes; the cancel reads whether its
+        -- job was taken), but cancels of different jobs no longer queue
+        -- behind one another and hold the claims up in turn.
+        PERFORM pg_advisory_xact_lock(millrace.cancel_space(), (p_id % 2147483647)::int);
+        PERFORM pg_advisory_xact_lock_shared(millrace.claim_space(), hashtext(v_q));
     END IF;
     v_state := millrace.live_state(p_id);
     IF v_state IS NULL THEN
@@ -92,6 +99,14 @@ BEGIN
 END $function$;
 COMMENT ON FUNCTION millrace.resume(p_queue text) IS
     'resume lets p_queue be claimed again and wakes its claimers.';
+
+CREATE OR REPLACE FUNCTION millrace.cancel_space()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$ SELECT 1836412281 $function$;
+COMMENT ON FUNCTION millrace.cancel_space() IS
+    'cancel_space is the advisory lock space of cancellations (second key: job id modulo 2^31-1): cancels of one job run one at a time, while cancels of different jobs share their queue''s claim lock.';
 
 CREATE OR REPLACE FUNCTION millrace.retry_space()
  RETURNS integer
