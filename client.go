@@ -99,7 +99,9 @@ type Config struct {
 	// renewal (default 10s, 1s to 1h); the leader renews it at each
 	// maintenance round. If the leader stops making rounds (killed,
 	// stopped, cut off, stuck), another process takes over at most
-	// LeaderLease plus a second after its last renewal, and the old
+	// LeaderLease plus a second after its last renewal (about 3 s after
+	// it when the leader's process died: its connections closed with it),
+	// and the old
 	// leader, should it resume, is refused every maintenance step and
 	// steps down.
 	LeaderLease time.Duration

@@ -468,3 +468,37 @@ func TestIdleSessionTimeoutRunsNoJobTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestKilledLeaderIsReplacedAtOnce: a leader whose process is killed
+// closes its connections with it; another process takes over once the
+// term has gone 2 s without renewal, not when it would have run out (the
+// default leader lease, 10 s), so that promotions and releases stop only
+// briefly. A stopped leader keeps its connections and its term runs out
+// (TestStoppedLeaderIsReplaced).
+func TestKilledLeaderIsReplacedAtOnce(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	a := startChild(t, pool, "MILLRACE_LEASE_QUEUES=lease")
+	a.waitOut(t, "the first process to lead", 30*time.Second, time.Time{}, "LEAD true")
+	b := startChild(t, pool, "MILLRACE_LEASE_QUEUES=lease")
+	var term int64
+	var until time.Time
+	if err := pool.QueryRow(ctx, "SELECT term, until FROM millrace.leader ORDER BY id DESC LIMIT 1").Scan(&term, &until); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	b.waitOut(t, "the other process to lead", 30*time.Second, killed, "LEAD true")
+	// The new term began before the killed leader's newest would have run
+	// out (read after the kill: its last renewal).
+	var lastUntil, began time.Time
+	if err := pool.QueryRow(ctx, `SELECT (SELECT max(until) FROM millrace.leader WHERE term = $1),
+		(SELECT min(at) FROM millrace.leader WHERE term > $1)`, term).Scan(&lastUntil, &began); err != nil {
+		t.Fatal(err)
+	}
+	if !began.Before(lastUntil) {
+		t.Errorf("the new term began at %s, after the killed leader's ran out (%s): the takeover waited for the lease", began, lastUntil)
+	}
+	t.Logf("a new leader %s after the kill; the killed leader's term would have run %s more",
+		time.Since(killed).Round(100*time.Millisecond), lastUntil.Sub(began).Round(100*time.Millisecond))
+}

@@ -106,8 +106,20 @@ BEGIN
         VALUES (millrace.current_segment(), nextval('millrace.lease_seq'), p_term, p_process, v_now + p_lease);
         RETURN p_term;
     END IF;
-    IF v.until > v_now OR NOT millrace.process_alive(p_process) THEN
-        RETURN NULL;  -- a term runs, or the caller is not alive itself
+    IF NOT millrace.process_alive(p_process) THEN
+        RETURN NULL;  -- the caller is not alive itself
+    END IF;
+    -- A term runs until its until, unless its holder is gone: not renewed
+    -- for 2 s and no session connection of its process is open (a killed
+    -- process's connections close with it). A stopped or cut-off holder
+    -- keeps its connection, and its term runs out as a lease does. A live
+    -- holder that only lost its connection for a while is fenced by the
+    -- new term, and steps down.
+    IF v.until > v_now AND NOT (v.at < v_now - interval '2 seconds' AND NOT EXISTS (
+            SELECT 1 FROM pg_stat_activity a
+            WHERE a.datid = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+              AND a.application_name = 'millrace process ' || v.holder)) THEN
+        RETURN NULL;  -- a term runs
     END IF;
     v_id := nextval('millrace.lease_seq');
     INSERT INTO millrace.leader (slot, id, term, holder, until)
@@ -115,7 +127,7 @@ BEGIN
     RETURN v_id;
 END $function$;
 COMMENT ON FUNCTION millrace.lead(p_process integer, p_term bigint, p_lease interval) IS
-    'lead is leadership as a lease. With p_term NULL it is a takeover attempt: when no term runs (the newest one''s until has passed, by the server''s clock) a new term held by p_process starts, for p_lease, and its number is returned (NULL: another term runs). With p_term it is a renewal by the holder: the term is extended to p_lease from now (at most one row a second) and p_term returned, or NULL when the term is no longer the newest or ran out, and the caller must stop leading. Terms are an append-only ledger read newest first, serialized by a transaction-level advisory lock. The leader passes its term to every maintenance function, which refuses it once it is not the newest running term (fence_leader).';
+    'lead is leadership as a lease. With p_term NULL it is a takeover attempt: when no term runs (the newest one''s until has passed, by the server''s clock, or its holder is gone: not renewed for 2 s and no session connection of its process open, as when the process was killed) a new term held by p_process starts, for p_lease, and its number is returned (NULL: another term runs). With p_term it is a renewal by the holder: the term is extended to p_lease from now (at most one row a second) and p_term returned, or NULL when the term is no longer the newest or ran out, and the caller must stop leading. Terms are an append-only ledger read newest first, serialized by a transaction-level advisory lock. The leader passes its term to every maintenance function, which refuses it once it is not the newest running term (fence_leader).';
 
 CREATE OR REPLACE FUNCTION millrace.resign(p_process integer, p_term bigint)
  RETURNS boolean
