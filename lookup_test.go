@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
 )
 
@@ -259,34 +260,9 @@ func TestCancelWaitsForAClaimInFlight(t *testing.T) {
 	if err := claimer.QueryRow(ctx, "SELECT id, cancelled FROM millrace.claim('cq', 1, 1)").Scan(&id, &marked); err != nil || id != job.ID {
 		t.Fatalf("claim: job %d, %v; want job %d", id, err, job.ID)
 	}
-	type answer struct {
-		r   millrace.CancelResult
-		err error
-	}
-	done := make(chan answer, 1)
-	var pid int
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid)
-	go func() {
-		r, err := millrace.Cancel(ctx, conn, job.ID)
-		done <- answer{r, err}
-	}()
 	// The cancel waits on the queue's claim lock while the claim is open
 	// (or, wrongly, answers).
-	waitFor(t, "the cancel to wait for the claim", 10*time.Second, func() bool {
-		var waiting bool
-		pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted AND locktype = 'advisory')", pid).Scan(&waiting)
-		return waiting || len(done) > 0
-	})
-	select {
-	case a := <-done:
-		t.Fatalf("cancel answered %v, %v while the claim of its job was not committed", a.r, a.err)
-	default:
-	}
+	done := waitingCancel(t, pool, job.ID, "the claim of its job")
 	if err := claimer.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -331,32 +307,7 @@ func TestConcurrentCancelsOfOneJob(t *testing.T) {
 	if err != nil || res != millrace.Cancelled {
 		t.Fatalf("a cancel of another job while the first is open: %v, %v", res, err)
 	}
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	var pid int
-	conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid)
-	type answer struct {
-		r   millrace.CancelResult
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		r, err := millrace.Cancel(ctx, conn, job.ID)
-		done <- answer{r, err}
-	}()
-	waitFor(t, "the second cancel to wait for the first", 10*time.Second, func() bool {
-		var waiting bool
-		pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted AND locktype = 'advisory')", pid).Scan(&waiting)
-		return waiting || len(done) > 0
-	})
-	select {
-	case a := <-done:
-		t.Fatalf("the second cancel answered %v, %v while the first was not committed", a.r, a.err)
-	default:
-	}
+	done := waitingCancel(t, pool, job.ID, "the first cancel")
 	if err := first.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -368,4 +319,42 @@ func TestConcurrentCancelsOfOneJob(t *testing.T) {
 	if rows != 1 {
 		t.Fatalf("the job has %d history rows; want 1", rows)
 	}
+}
+
+// cancelAnswer is what a cancel answered.
+type cancelAnswer struct {
+	r   millrace.CancelResult
+	err error
+}
+
+// waitingCancel cancels job id on a connection of its own and returns once
+// that cancel waits on an advisory lock held by what (an open
+// transaction of the test's); it fails the test if the cancel answers
+// instead. The answer comes on the channel once what commits.
+func waitingCancel(t *testing.T, pool *pgxpool.Pool, id int64, what string) <-chan cancelAnswer {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	var pid int
+	conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid)
+	done := make(chan cancelAnswer, 1)
+	go func() {
+		r, err := millrace.Cancel(ctx, conn, id)
+		done <- cancelAnswer{r, err}
+	}()
+	waitFor(t, "the cancel to wait for "+what, 10*time.Second, func() bool {
+		var waiting bool
+		pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted AND locktype = 'advisory')", pid).Scan(&waiting)
+		return waiting || len(done) > 0
+	})
+	select {
+	case a := <-done:
+		t.Fatalf("the cancel answered %v, %v while %s was not committed", a.r, a.err, what)
+	default:
+	}
+	return done
 }

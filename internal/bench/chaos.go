@@ -258,7 +258,7 @@ func runChild(config string, in io.Reader, out io.Writer) error {
 			go func() { panic(fmt.Sprintf("bench: poison job %d crashes its process (chaos scenario)", j.ID)) }()
 			select {}
 		}
-		if err := work(n, kind, cc.Work); err != nil {
+		if err := mixWork(n, kind, cc.Work); err != nil {
 			return err
 		}
 		send("F %d", j.ID)
@@ -277,10 +277,10 @@ func runChild(config string, in io.Reader, out io.Writer) error {
 	})
 }
 
-// work is the bench's job: a job of the mix's snooze share snoozes its
-// first run, the work takes d, and a job of its fail share fails its
-// first attempt. nil means the run finished.
-func work(n uint32, kind mixKind, d time.Duration) error {
+// mixWork is the bench's job, run for the n-th time: a job of the mix's
+// snooze share snoozes its first run, the work takes d, and a job of its
+// fail share fails its first attempt. nil means the run finished.
+func mixWork(n uint32, kind mixKind, d time.Duration) error {
 	if kind == kindSnooze && n == 1 {
 		return &SnoozeError{Delay: MixSnooze}
 	}
@@ -765,11 +765,19 @@ func (c *chaos) restart(ctx context.Context) {
 		c.stats.Restart = "failed: " + err.Error()
 		c.mu.Unlock()
 	}
+	// A claim commits asynchronously (Store.Claim): a claim that committed
+	// within the WAL writer's delay before the crash may be lost with it,
+	// and its jobs, already started, are claimed again. So every process's
+	// runs from 2 s before the restart until it is over are in a window.
+	down := time.Since(began)
+	now := c.since()
+	for _, sl := range c.slots {
+		c.t.crash.add(sl.idx, now-down-2*time.Second, now+time.Second)
+	}
 	// An outage longer than the process lease ends every process's
 	// identity (no process could renew it): their batches are released,
 	// and the jobs they ran may run again.
-	if down := time.Since(began); down >= cmpOr(c.opts.Leases.Process, defaultProcessLease) {
-		now := c.since()
+	if down >= cmpOr(c.opts.Leases.Process, defaultProcessLease) {
 		for _, sl := range c.slots {
 			c.t.crash.add(sl.idx, now-down-chaosCrashSpan, now+time.Second)
 		}
@@ -946,6 +954,7 @@ func (c *chaos) summary(ctx context.Context, samples []Sample, rate float64, los
 	}
 	c.mu.Unlock()
 	st.Lost = lost
+	c.t.settleDuplicates()
 	st.CrashDuplicated = c.t.crashDuplicates.Load()
 	st.Duplicated = c.t.duplicates.Load() - st.CrashDuplicated
 	st.Poison = []ChaosPoison{}
@@ -976,7 +985,7 @@ func (c *chaos) summary(ctx context.Context, samples []Sample, rate float64, los
 			}
 		}
 	}
-	st.Notes = c.t.notes
+	st.Notes = c.t.notesNow()
 	for _, s := range samples {
 		q := s.StorageBytes - s.HistoryBytes
 		switch s.Phase {

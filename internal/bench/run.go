@@ -418,14 +418,8 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	env := Env{URL: cmp.Or(cfg.PoolerURL, cfg.URL), Workers: workers, Processes: cfg.processes(),
 		Handle: func(ctx context.Context, j Job) error {
 			n, kind := t.started(j.ID, j.ReadyAt)
-			if kind == kindSnooze && n == 1 {
-				return &SnoozeError{Delay: MixSnooze}
-			}
-			if work > 0 {
-				time.Sleep(work)
-			}
-			if kind == kindFail && n == 1 {
-				return ErrMixFail
+			if err := mixWork(n, kind, work); err != nil {
+				return err
 			}
 			t.finished(j.ID, j.Process)
 			return nil
@@ -602,7 +596,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		mixStats.UniqueNotDeduplicated = t.uniqueNotDeduped.Load()
 		mixStats.UniqueSkipped = t.uniqueSkipped.Load()
 		mixStats.SchedEarly = t.schedEarly.Load()
-		mixStats.Notes = t.notes
+		mixStats.Notes = t.notesNow()
 		ss.Mix = mixStats
 	}
 	if stl != nil {

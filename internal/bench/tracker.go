@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,12 @@ type tracker struct {
 	// crashDuplicates as well as in duplicates.
 	crash           *crashLog
 	crashDuplicates atomic.Int64
+	// suspects are the duplicates whose previous run was in no crash
+	// window when they ran again: a window may still open for it (a
+	// process that learns late that its lease ran out); settleDuplicates
+	// decides them at the end.
+	suspectsMu sync.Mutex
+	suspects   []suspect
 
 	notesMu sync.Mutex
 	notes   []string // the first defects of a --mix run, described
@@ -128,6 +135,48 @@ func (t *tracker) metaOf(id int64) uint32 { return t.chunkOf(id).meta[id&(chunkS
 func kindOf(meta uint32) mixKind { return mixKind(meta & 0xff) }
 
 func phaseOf(meta uint32) int { return int(meta >> 8 & 0xff) }
+
+// suspect is a run again whose previous run was in no crash window yet.
+type suspect struct {
+	id         int64
+	n          uint32
+	proc       int
+	at         time.Duration
+	prevProc   int
+	prevAt     time.Duration
+	kind       mixKind
+	meta       *atomic.Uint32
+	settledWas bool
+}
+
+// settleDuplicates decides the suspects once every window is known: a
+// run again whose previous run a window now covers is a crash duplicate;
+// the others are described (notes). It is idempotent.
+func (t *tracker) settleDuplicates() {
+	t.suspectsMu.Lock()
+	defer t.suspectsMu.Unlock()
+	for i := range t.suspects {
+		s := &t.suspects[i]
+		if s.settledWas {
+			continue
+		}
+		s.settledWas = true
+		if t.crash.covers(s.prevProc, s.prevAt) {
+			t.crashDuplicates.Add(1)
+			s.meta.Or(flagCrashRerun)
+			continue
+		}
+		t.note(fmt.Sprintf("job %d (%s) ran again (run %d) in process %d at %.1fs; its previous run started in process %d at %.1fs",
+			s.id, s.kind, s.n, s.proc, s.at.Seconds(), s.prevProc, s.prevAt.Seconds()))
+	}
+}
+
+// notesNow is a copy of the notes so far.
+func (t *tracker) notesNow() []string {
+	t.notesMu.Lock()
+	defer t.notesMu.Unlock()
+	return slices.Clone(t.notes)
+}
 
 // note keeps the description of a defect (the first 20).
 func (t *tracker) note(s string) {
@@ -308,8 +357,10 @@ func (t *tracker) startedIn(id int64, readyAt time.Time, proc int) (uint32, mixK
 			t.crashDuplicates.Add(1)
 			c.meta[k].Or(flagCrashRerun)
 		} else if t.crash != nil {
-			t.note(fmt.Sprintf("job %d (%s) ran again (run %d) in process %d at %.1fs; its previous run started in process %d at %.1fs",
-				id, kind, n, proc, time.Since(t.start).Seconds(), prev&0xff, time.Duration(prev>>8).Seconds()))
+			t.suspectsMu.Lock()
+			t.suspects = append(t.suspects, suspect{id: id, n: n, proc: proc, at: time.Since(t.start), prevProc: int(prev & 0xff),
+				prevAt: time.Duration(prev >> 8), kind: kind, meta: &c.meta[k]})
+			t.suspectsMu.Unlock()
 		}
 	}
 	if c.side[k].Load() {
@@ -355,6 +406,7 @@ func (t *tracker) startedIn(id int64, readyAt time.Time, proc int) (uint32, mixK
 // returns the main jobs that should have run and have not completed, by
 // kind and number of starts ("fail ran 1"), for the summary.
 func (t *tracker) settle() map[string]int64 {
+	t.settleDuplicates()
 	pending := map[string]int64{}
 	last := t.nextID.Load()
 	for id := int64(1); id <= last; id++ {
