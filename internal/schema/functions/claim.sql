@@ -90,9 +90,10 @@ CREATE OR REPLACE FUNCTION millrace.range_jobs(p_queue text, p_priority smallint
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
--- Static statements, planned once per session: planning a claim's
--- statements over the partitioned job table at every call cost more than
--- running them.
+-- Each shape of range (bounded below, above, both or neither) is its own
+-- static statement, so that the session's cached plan has every bound as
+-- an index condition: planning a claim's statements over the partitioned
+-- job table at every call cost more than running them.
 DECLARE
     v_x     xid8;
     v_r     millrace.job;
@@ -122,14 +123,31 @@ BEGIN
     IF p_after_txid IS NOT NULL AND p_after_txid > v_lo THEN
         v_lo := p_after_txid;
     END IF;
-    -- Absent bounds become bounds no key passes: one static statement whose
-    -- cached plan has every bound as an index condition.
-    OPEN v_c FOR SELECT * FROM millrace.job j
-                 WHERE j.queue = p_queue AND j.priority = p_priority AND j.txid >= v_lo AND j.txid < v_hi
-                   AND (j.txid, j.id) > (coalesce(p_after_txid, '0'::xid8), coalesce(p_after_id, -9223372036854775808))
-                   AND (j.txid, j.id) <= (coalesce(p_upto_txid, v_hi), coalesce(p_upto_id, 9223372036854775807))
-                   AND pg_visible_in_snapshot(j.txid, p_snap)
-                 ORDER BY j.txid, j.id;
+    IF p_after_txid IS NULL AND p_upto_txid IS NULL THEN
+        OPEN v_c FOR SELECT * FROM millrace.job j
+                     WHERE j.queue = p_queue AND j.priority = p_priority AND j.txid >= v_lo AND j.txid < v_hi
+                       AND pg_visible_in_snapshot(j.txid, p_snap)
+                     ORDER BY j.txid, j.id;
+    ELSIF p_upto_txid IS NULL THEN
+        OPEN v_c FOR SELECT * FROM millrace.job j
+                     WHERE j.queue = p_queue AND j.priority = p_priority AND j.txid >= v_lo AND j.txid < v_hi
+                       AND (j.txid, j.id) > (p_after_txid, p_after_id)
+                       AND pg_visible_in_snapshot(j.txid, p_snap)
+                     ORDER BY j.txid, j.id;
+    ELSIF p_after_txid IS NULL THEN
+        OPEN v_c FOR SELECT * FROM millrace.job j
+                     WHERE j.queue = p_queue AND j.priority = p_priority AND j.txid >= v_lo AND j.txid < v_hi
+                       AND (j.txid, j.id) <= (p_upto_txid, p_upto_id)
+                       AND pg_visible_in_snapshot(j.txid, p_snap)
+                     ORDER BY j.txid, j.id;
+    ELSE
+        OPEN v_c FOR SELECT * FROM millrace.job j
+                     WHERE j.queue = p_queue AND j.priority = p_priority AND j.txid >= v_lo AND j.txid < v_hi
+                       AND (j.txid, j.id) > (p_after_txid, p_after_id)
+                       AND (j.txid, j.id) <= (p_upto_txid, p_upto_id)
+                       AND pg_visible_in_snapshot(j.txid, p_snap)
+                     ORDER BY j.txid, j.id;
+    END IF;
     LOOP
         FETCH v_c INTO v_r;
         EXIT WHEN NOT FOUND;
