@@ -136,17 +136,28 @@ func kindOf(meta uint32) mixKind { return mixKind(meta & 0xff) }
 
 func phaseOf(meta uint32) int { return int(meta >> 8 & 0xff) }
 
+// each calls fn with every job id the tracker has given out, its chunk
+// and its index in the chunk.
+func (t *tracker) each(fn func(id int64, c *chunk, k int64)) {
+	last := t.nextID.Load()
+	for id := int64(1); id <= last; id++ {
+		if c := t.chunks[id>>chunkBits].Load(); c != nil {
+			fn(id, c, id&(chunkSize-1))
+		}
+	}
+}
+
 // suspect is a run again whose previous run was in no crash window yet.
 type suspect struct {
-	id         int64
-	n          uint32
-	proc       int
-	at         time.Duration
-	prevProc   int
-	prevAt     time.Duration
-	kind       mixKind
-	meta       *atomic.Uint32
-	settledWas bool
+	id       int64
+	n        uint32
+	proc     int
+	at       time.Duration
+	prevProc int
+	prevAt   time.Duration
+	kind     mixKind
+	meta     *atomic.Uint32
+	settled  bool
 }
 
 // settleDuplicates decides the suspects once every window is known: a
@@ -157,10 +168,10 @@ func (t *tracker) settleDuplicates() {
 	defer t.suspectsMu.Unlock()
 	for i := range t.suspects {
 		s := &t.suspects[i]
-		if s.settledWas {
+		if s.settled {
 			continue
 		}
-		s.settledWas = true
+		s.settled = true
 		if t.crash.covers(s.prevProc, s.prevAt) {
 			t.crashDuplicates.Add(1)
 			s.meta.Or(flagCrashRerun)
@@ -408,15 +419,9 @@ func (t *tracker) startedIn(id int64, readyAt time.Time, proc int) (uint32, mixK
 func (t *tracker) settle() map[string]int64 {
 	t.settleDuplicates()
 	pending := map[string]int64{}
-	last := t.nextID.Load()
-	for id := int64(1); id <= last; id++ {
-		c := t.chunks[id>>chunkBits].Load()
-		if c == nil {
-			continue
-		}
-		k := id & (chunkSize - 1)
+	t.each(func(id int64, c *chunk, k int64) {
 		if c.side[k].Load() {
-			continue
+			return
 		}
 		meta, runs := c.meta[k].Load(), c.runs[k].Load()
 		kind := kindOf(meta)
@@ -426,7 +431,7 @@ func (t *tracker) settle() map[string]int64 {
 		if runsWanted(meta) > 0 && meta&flagDone == 0 && c.enqueued[k].Load() > 0 && !c.failed[k].Load() {
 			pending[fmt.Sprintf("%s ran %d", kind, runs)]++
 		}
-	}
+	})
 	return pending
 }
 
@@ -439,18 +444,12 @@ func (t *tracker) reconcile(remaining []int64) (lost []int64) {
 	for _, id := range remaining {
 		left[id] = true
 	}
-	last := t.nextID.Load()
-	for id := int64(1); id <= last; id++ {
-		c := t.chunks[id>>chunkBits].Load()
-		if c == nil {
-			continue
-		}
-		k := id & (chunkSize - 1)
+	t.each(func(id int64, c *chunk, k int64) {
 		want := runsWanted(c.meta[k].Load())
 		if want > 0 && c.enqueued[k].Load() > 0 && c.runs[k].Load() < want && !left[id] && !c.failed[k].Load() {
 			lost = append(lost, id)
 		}
-	}
+	})
 	return lost
 }
 
@@ -468,28 +467,22 @@ func (t *tracker) unfinished(remaining []int64, keep func(id int64, enqueued tim
 			left[id] = true
 		}
 	}
-	last := t.nextID.Load()
-	for id := int64(1); id <= last; id++ {
-		c := t.chunks[id>>chunkBits].Load()
-		if c == nil {
-			continue
-		}
-		k := id & (chunkSize - 1)
+	t.each(func(id int64, c *chunk, k int64) {
 		meta, enq := c.meta[k].Load(), c.enqueued[k].Load()
 		if runsWanted(meta) == 0 || enq == 0 || c.failed[k].Load() || left[id] {
-			continue
+			return
 		}
 		if kindOf(meta) == kindPoison {
 			if c.runs[k].Load() > 0 {
-				continue
+				return
 			}
 		} else if meta&flagDone != 0 {
-			continue
+			return
 		}
 		if keep == nil || keep(id, time.Duration(enq), meta) {
 			out = append(out, id)
 		}
-	}
+	})
 	return out
 }
 

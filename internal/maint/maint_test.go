@@ -339,21 +339,7 @@ func TestRunOnStartRemembersOldSlots(t *testing.T) {
 func TestRingReaderLimit(t *testing.T) {
 	const limit = time.Second
 	ctx := context.Background()
-	url := testkit.DBURL(t)
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	s := &storage.Store{Pool: pool}
-	for i := 0; i < 4; i++ { // every slot has been current and holds a job
-		if _, err := s.Enqueue(ctx, pool, storage.NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1}, false); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Rotate(ctx, 0, 0, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	url, pool, s := turnedRing(t, true) // every slot has been current and holds a job
 	// reader opens a session holding the ring and returns it with its pid.
 	reader := func() (*pgx.Conn, int32) {
 		conn, err := pgx.Connect(ctx, url)
@@ -463,18 +449,7 @@ func TestRingReaderLimit(t *testing.T) {
 func TestRingReaderLimitCancelsARunningRead(t *testing.T) {
 	const limit = time.Second
 	ctx := context.Background()
-	url := testkit.DBURL(t)
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	s := &storage.Store{Pool: pool}
-	for i := 0; i < 4; i++ {
-		if _, err := s.Rotate(ctx, 0, 0, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	url, _, s := turnedRing(t, false)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -530,4 +505,30 @@ func TestRingReaderLimitCancelsARunningRead(t *testing.T) {
 		}
 		return reclaimed
 	})
+}
+
+// turnedRing is a fresh database whose ring has turned once: every slot
+// has been current (and, with jobs, got a job while it was). The pool is
+// closed when the test ends.
+func turnedRing(t *testing.T, jobs bool) (url string, pool *pgxpool.Pool, s *storage.Store) {
+	t.Helper()
+	ctx := context.Background()
+	url = testkit.DBURL(t)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s = &storage.Store{Pool: pool}
+	for i := 0; i < 4; i++ {
+		if jobs {
+			if _, err := s.Enqueue(ctx, pool, storage.NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Rotate(ctx, 0, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return url, pool, s
 }
