@@ -449,7 +449,7 @@ func (c *Client) Start(ctx context.Context) error {
 			err = maint.Run(lctx, maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
 				RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter, MaxCarryBytes: c.cfg.MaxCarryBytes,
 				Periodic: periodic, Owner: owner, Term: term, LeaderLease: c.cfg.LeaderLease,
-				RingReaderLimit: c.cfg.RingReaderLimit})
+				RingReaderLimit: c.cfg.RingReaderLimit, PromoterRuns: true})
 			stop()
 			if perr := <-promoted; errors.Is(perr, maint.ErrLostLead) {
 				err = perr

@@ -937,6 +937,25 @@ func (c *chaos) measureStranded() {
 	})
 }
 
+// poisonSettled says every poison job has an end (discarded, or another
+// final state): the drain waits for it while the processes still run, since
+// a poison job's last crash, late in a loaded run, is charged only once its
+// process's lease runs out and the leader rescues its batch.
+func (c *chaos) poisonSettled(ctx context.Context) bool {
+	c.mu.Lock()
+	poison := append([]poisonJob(nil), c.poison...)
+	c.mu.Unlock()
+	for _, p := range poison {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		state, err := c.s.FinalState(sctx, p.ref)
+		cancel()
+		if err != nil || (state != "discarded" && state != "completed" && state != "cancelled") {
+			return false
+		}
+	}
+	return true
+}
+
 // summary completes the figures once the run has ended: the poison jobs'
 // fates, the duplicates, the faults' recovery from the samples and the
 // storage.

@@ -83,7 +83,7 @@ func TestAcceptanceIdleQueues(t *testing.T) {
 	pool.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
 	ms1, calls1 := server()
 	for name, v := range perFunc() {
-		if d := v[0] - f0[name][0]; d > 50 {
+		if d := v[0] - f0[name][0]; d > 10 {
 			t.Logf("  %s: %.0f ms self, %.0f calls", name, d, v[1]-f0[name][1])
 		}
 	}

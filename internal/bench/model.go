@@ -118,6 +118,9 @@ type StrategySummary struct {
 	// Readers counts the analytics scenario's reports over the whole run
 	// (they run in the stress phase only, whose summary has the same).
 	Readers *ReaderStats `json:"analytics_readers,omitempty"`
+	// Watch is what reading the queues as the dashboard does cost
+	// (--watch-queues): nil when not asked.
+	Watch *WatchStats `json:"watch_queues,omitempty"`
 	// PerProcessCompleted counts, per process (--processes), the jobs its
 	// workers completed over the whole run.
 	PerProcessCompleted []int64 `json:"per_process_completed"`
@@ -248,4 +251,18 @@ type PhaseSummary struct {
 	// Readers counts the analytics scenario's reports during the phase
 	// (the stress phase of that scenario; nil otherwise).
 	Readers *ReaderStats `json:"readers,omitempty"`
+}
+
+// WatchStats are the reads of --watch-queues: what the dashboard's queues
+// page reads each second (every queue's counts, oldest waiting job and
+// rate; the last second's activity), made every EveryS seconds on a
+// connection of the bench's own while the strategy runs.
+type WatchStats struct {
+	EveryS    float64 `json:"every_s"`
+	Reads     int64   `json:"reads"`
+	Errors    int64   `json:"errors"`
+	ReadP50MS float64 `json:"read_p50_ms"`
+	ReadMaxMS float64 `json:"read_max_ms"`
+	// LastError is the newest failed read's error.
+	LastError string `json:"last_error,omitempty"`
 }

@@ -56,6 +56,11 @@ type Config struct {
 
 	Warmup, Clean, Stress, Recovery time.Duration
 
+	// WatchQueues, when not 0, reads the queues as the dashboard's queues
+	// page does, at this interval, while a strategy that has a dashboard
+	// (Watcher) runs: what looking costs (--watch-queues).
+	WatchQueues time.Duration
+
 	// Analytics sets the analytics scenario's readers (zero: the defaults).
 	Analytics Analytics
 
@@ -201,6 +206,8 @@ func (c *Config) Check() error {
 	switch {
 	case c.Workers < 0:
 		return errors.New("--workers must be at least 1")
+	case c.WatchQueues < 0:
+		return fmt.Errorf("--watch-queues %s: want a positive interval, or 0 for none", c.WatchQueues)
 	case c.Processes < 0:
 		return errors.New("--processes must be at least 1")
 	case c.Work < 0:
@@ -479,6 +486,11 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 
 	prodCtx, stopProd := context.WithCancel(runCtx)
 	var prodWG sync.WaitGroup
+	var watched *WatchStats
+	if w, ok := s.(Watcher); ok && cfg.WatchQueues > 0 {
+		prodWG.Add(1)
+		go func() { defer prodWG.Done(); watched = watchQueues(prodCtx, cfg.URL, cfg.WatchQueues, w) }()
+	}
 	switch {
 	case cfg.Scenario == ScenarioBurndown:
 	case cfg.Rate > 0:
@@ -550,7 +562,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		// so that each phase's completed figure is final.
 		mixStats = &MixStats{}
 		began := time.Now()
-		for t.pending() > 0 && time.Since(began) < prod.schedMax+MixDrain-MixSchedMax && ctx.Err() == nil {
+		for (t.pending() > 0 || (cha != nil && !cha.poisonSettled(ctx))) && time.Since(began) < prod.schedMax+MixDrain-MixSchedMax && ctx.Err() == nil {
 			if cfg.TTY || int(time.Since(began).Seconds())%10 == 0 {
 				cfg.live(fmt.Sprintf("%-16s drain    %4.0fs  %d expected jobs not completed yet", name, time.Since(began).Seconds(), t.pending()))
 			}
@@ -614,6 +626,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	if prod.errors.Load() > 0 {
 		ss.EnqueueErrors = prod.errors.Load()
 	}
+	ss.Watch = watched
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	remaining, err := s.Remaining(rctx)

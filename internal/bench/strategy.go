@@ -150,6 +150,14 @@ type Staller interface {
 	Serve(ctx context.Context, queue string, workers int, handle Handler) error
 }
 
+// Watcher is a strategy that has a dashboard, which --watch-queues reads
+// as an operator's open page would, to measure what looking costs.
+type Watcher interface {
+	// WatchQueues reads, on conn, what the strategy's dashboard shows on
+	// its queues page at each refresh.
+	WatchQueues(ctx context.Context, conn *pgx.Conn) error
+}
+
 // Chaoser is implemented by strategies that can run the chaos scenario:
 // their workers run as operating-system processes the bench starts, kills
 // and stops (each one client, as WorkProcess runs it), and the bench

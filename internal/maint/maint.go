@@ -46,6 +46,10 @@ type Config struct {
 	// CompactMin is the least number of promoted jobs between two
 	// compactions of the schedule (default 10000).
 	CompactMin int64
+	// PromoterRuns says a Promoter runs beside the rounds under the same
+	// term (as the client runs one): the rounds then leave promotion to
+	// it rather than promote a second time a second.
+	PromoterRuns bool
 	// LogEvery rate-limits the log line that says why a slot cannot be
 	// reclaimed or the ring cannot rotate (default 30s per reason kind).
 	LogEvery time.Duration
@@ -234,7 +238,9 @@ func (m *Maintainer) Step(ctx context.Context) error {
 		}
 	}
 	fencedErr := func(err error) bool { return storage.IsFenced(err) }
-	if n, err := cfg.Store.Promote(ctx, cfg.Term, cfg.CompactMin); fencedErr(err) {
+	if cfg.PromoterRuns {
+		// promotion is the promoter's
+	} else if n, err := cfg.Store.Promote(ctx, cfg.Term, cfg.CompactMin); fencedErr(err) {
 		return ErrLostLead
 	} else if err != nil {
 		if ctx.Err() == nil {

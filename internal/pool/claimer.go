@@ -4,6 +4,7 @@
 package pool
 
 import (
+	"slices"
 	"time"
 
 	"github.com/millrace/millrace/internal/storage"
@@ -92,14 +93,9 @@ func (p *Pool) claim(q *queue) {
 		if len(sbs) == 0 {
 			// Nothing to claim: wait for a notification, polling as a
 			// fallback, less often the longer the queue stays idle.
-			p.idleWait.Fire(idle)
-			select {
-			case <-ctx.Done():
+			var ok bool
+			if idle, ok = p.idle(q, idle); !ok {
 				return
-			case <-q.wake:
-				idle = p.cfg.Poll
-			case <-time.After(idle):
-				idle = min(idle*2, max(p.cfg.MaxPoll, p.cfg.Poll))
 			}
 			continue
 		}
@@ -130,6 +126,110 @@ func (p *Pool) claim(q *queue) {
 				case <-ctx.Done():
 					return // the rest stay unacked: released with the lease
 				}
+			}
+		}
+	}
+}
+
+// idle waits, after a claim that found nothing, until the queue may have
+// work: a notification (Wake), or the end of the fallback wait, which
+// doubles from Poll up to MaxPoll while nothing comes. Once the wait is
+// ProbeFrom or longer, its end does not lead to a claim at once: the
+// prober asks the database, in one statement for every queue waiting so,
+// whether the queue has any job row or released batch, and the wait
+// starts again (doubled, up to MaxPoll) when it has none. 1,000 idle
+// queues cost one statement a second rather than a claim transaction
+// each every MaxPoll. It returns the wait to use after the next empty
+// claim, and false when the pool stops.
+func (p *Pool) idle(q *queue, wait time.Duration) (time.Duration, bool) {
+	ctx := p.claimCtx
+	maxWait := max(p.cfg.MaxPoll, p.cfg.Poll)
+	for {
+		p.idleWait.Fire(wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, false
+		case <-q.wake:
+			t.Stop()
+			return p.cfg.Poll, true
+		case <-t.C:
+		}
+		ask := wait >= p.cfg.ProbeFrom
+		wait = min(wait*2, maxWait)
+		if !ask {
+			return wait, true
+		}
+		pr := probe{queue: q.name, work: make(chan bool, 1)}
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-q.wake:
+			return p.cfg.Poll, true
+		case p.probes <- pr:
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-q.wake:
+			return p.cfg.Poll, true
+		case work := <-pr.work:
+			if work {
+				return wait, true
+			}
+		}
+	}
+}
+
+// probe asks the prober whether queue may have work; the answer comes on
+// work (buffered: the prober never waits for the asker).
+type probe struct {
+	queue string
+	work  chan bool
+}
+
+// prober answers the long-idle claimers' probes, in rounds: the first
+// question starts a round, which gathers the questions that come within
+// ProbeFrom and asks the database about all their queues at once. A
+// failed query answers yes: the claims then find out for themselves.
+func (p *Pool) prober() {
+	ctx := p.claimCtx
+	for {
+		var first probe
+		select {
+		case <-ctx.Done():
+			return
+		case first = <-p.probes:
+		}
+		round := map[string][]chan bool{first.queue: {first.work}}
+		t := time.NewTimer(p.cfg.ProbeFrom)
+	gather:
+		for {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case pr := <-p.probes:
+				round[pr.queue] = append(round[pr.queue], pr.work)
+			case <-t.C:
+				break gather
+			}
+		}
+		names := make([]string, 0, len(round))
+		for name := range round {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		p.probed.Fire(names)
+		with, err := p.cfg.Store.QueuesWithWork(ctx, names)
+		if err != nil && ctx.Err() == nil {
+			p.cfg.Logger.Warn("millrace: asking which idle queues have work failed; they claim instead", "queues", len(names), "err", err)
+		}
+		for name, asked := range round {
+			work := err != nil || slices.Contains(with, name)
+			for _, c := range asked {
+				c <- work
 			}
 		}
 	}

@@ -2,10 +2,13 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/millrace/millrace/internal/storage"
 )
 
 // TestWakeWakesAWaitingClaimer: a claimer that found nothing waits until
@@ -158,5 +161,66 @@ func backAtPoll(t *testing.T, p *Pool, what string, maxPoll time.Duration) {
 		default:
 			t.Fatalf("%s: a wait of %v; want %v", what, w, p.cfg.Poll)
 		}
+	}
+}
+
+// TestIdleQueuesAskOnceForAll: queues whose fallback wait has backed off
+// to ProbeFrom or more stop claiming on their own; the prober asks the
+// database about all of them in one statement a round, and a queue with
+// no job row makes no claim at all. A job committed without a
+// notification is still found, by the prober's round, and runs.
+func TestIdleQueuesAskOnceForAll(t *testing.T) {
+	e := newEnv(t)
+	started := make(chan int64, 1)
+	queues := map[string]int{}
+	for i := range 20 {
+		queues[fmt.Sprintf("q%02d", i)] = 1
+	}
+	p := e.pool(Config{Queues: queues, Poll: 5 * time.Millisecond, MaxPoll: 80 * time.Millisecond, ProbeFrom: 20 * time.Millisecond,
+		Handle: func(ctx context.Context, run *Run) error {
+			started <- run.Job.ID
+			return nil
+		}})
+	p.probed.Arm()
+	e.start(p)
+	// allAsked waits for rounds until every queue was named in one, and
+	// returns the most named by one round. A queue asks only once its
+	// claims found nothing for a while; it claims again only when told
+	// it may have work, or woken.
+	allAsked := func() int {
+		asked, most := map[string]bool{}, 0
+		for len(asked) < len(queues) {
+			round := p.probed.Wait(t, wait)
+			most = max(most, len(round))
+			for _, q := range round {
+				asked[q] = true
+			}
+		}
+		return most
+	}
+	most := allAsked()
+	claims := len(e.trace.calls("claim_start"))
+	most = max(most, allAsked())
+	if n := len(e.trace.calls("claim_start")); n != claims {
+		t.Fatalf("%d claims while every queue was asked about (%d before); want none", n-claims, claims)
+	}
+	if most < 2 {
+		t.Fatalf("rounds named at most %d queue; want one statement for many", most)
+	}
+	if n := len(e.trace.calls("queues_with_work")); n < 2 {
+		t.Fatalf("%d rounds asked the database; want some", n)
+	}
+	// A job committed without a notification: the next round finds it.
+	id, err := e.store.Enqueue(context.Background(), e.db, storage.NewJob{Queue: "q07", Kind: "k", Args: []byte(`{}`), Priority: 1, MaxAttempts: 3}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-started:
+		if got != id {
+			t.Fatalf("job %d started, want %d", got, id)
+		}
+	case <-time.After(wait):
+		t.Fatalf("job %d, committed without a notification to an idle queue, did not start within %s", id, wait)
 	}
 }

@@ -36,6 +36,9 @@ func New(cfg Config) *Pool {
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 8 << 20
 	}
+	if cfg.ProbeFrom <= 0 {
+		cfg.ProbeFrom = time.Second
+	}
 	if cfg.CancelPoll <= 0 {
 		cfg.CancelPoll = time.Second
 	}
@@ -43,7 +46,7 @@ func New(cfg Config) *Pool {
 		cfg.TimeoutGrace = 2 * time.Second
 	}
 	p := &Pool{cfg: cfg, queues: map[string]*queue{}, running: map[int64]*running{}, acks: make(chan storage.Ack, 4096),
-		starts: make(chan startReq, 256), markSlots: make(chan struct{}, 4), ackerDone: make(chan struct{}), ackStop: make(chan struct{})}
+		starts: make(chan startReq, 256), markSlots: make(chan struct{}, 4), probes: make(chan probe, len(cfg.Queues)), ackerDone: make(chan struct{}), ackStop: make(chan struct{})}
 	for name, n := range cfg.Queues {
 		p.queues[name] = &queue{name: name, workers: n, jobs: make(chan item, n), wake: make(chan struct{}, 1), taken: make(chan struct{}, 1)}
 	}
@@ -78,6 +81,7 @@ func (p *Pool) Start() {
 	go p.acker()
 	go p.marker()
 	go p.pollCancels()
+	go p.prober()
 }
 
 // Abandon stops the jobs running under identity owner, which the process

@@ -71,6 +71,12 @@ type Config struct {
 	// claim that finds jobs starts it again at Poll. Zero or less than
 	// Poll: no backoff.
 	MaxPoll time.Duration
+	// ProbeFrom is the fallback wait from which an idle queue stops
+	// claiming on its own: when its wait of at least ProbeFrom ends, it
+	// asks the prober, which asks the database once for every queue
+	// waiting so (millrace.queues_with_work), and claims only if its queue
+	// may have work (default 1s).
+	ProbeFrom time.Duration
 	// FlushDelay is how long the acker waits after the first pending ack
 	// for more before it writes them all in one transaction (default 5ms:
 	// at a few hundred jobs per second or more, one flush carries several
@@ -165,6 +171,12 @@ type Pool struct {
 	// idleWait fires with the wait a claimer chose after a claim that
 	// found nothing (tests only).
 	idleWait testsignal.Signal[time.Duration]
+
+	// probes carries the long-idle claimers' questions to the prober.
+	probes chan probe
+	// probed fires with the queues named in each prober's round (tests
+	// only).
+	probed testsignal.Signal[[]string]
 
 	claimCtx    context.Context
 	stopClaims  context.CancelFunc

@@ -248,6 +248,25 @@ func (s *Store) Claim(ctx context.Context, queue string, owner int32, req int64,
 	return batches, nil
 }
 
+// QueuesWithWork returns the queues of names that a claim might find
+// work in (millrace.queues_with_work): those with a job row or a
+// released batch. One statement answers for many idle queues, where a
+// claim each would cost a transaction each.
+func (s *Store) QueuesWithWork(ctx context.Context, names []string) ([]string, error) {
+	var out []string
+	err := s.tx(ctx, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var q string
+			if err := rows.Scan(&q); err != nil {
+				return err
+			}
+			out = append(out, q)
+		}
+		return nil
+	}, "SELECT millrace.queues_with_work($1)", names)
+	return out, err
+}
+
 // MaxErrorBytes caps the error text stored with an ack.
 const MaxErrorBytes = 16 << 10
 

@@ -115,6 +115,7 @@ func Bench(ctx context.Context, args []string) (err error) {
 		return nil
 	})
 	pooler := fs.String("pooler", "", "run the strategies' connections through a connection pooler the bench starts: pgbouncer-transaction\n(PgBouncer in transaction mode; millrace's session connection goes to the server directly; millrace only)")
+	watchQueues := fs.Duration("watch-queues", 0, "read the queues as the dashboard's queues page does (every queue's counts, oldest waiting job and rate;\nthe last second's activity), at this interval, on a connection of the bench's own while millrace runs: what looking costs (0: off)")
 	readers := fs.Int("readers", bench.DefaultReaders, "analytics scenario: reader sessions running reports")
 	readerDuration := fs.Duration("reader-duration", bench.DefaultReaderDuration, "analytics scenario: how long one report reads in its REPEATABLE READ transaction (default at most the stress phase)")
 	readerInterval := fs.Duration("reader-interval", 0, "analytics scenario: time between report starts (default reader-duration/readers: the readers always overlap)")
@@ -140,7 +141,8 @@ func Bench(ctx context.Context, args []string) (err error) {
 		return &Error{Msg: err.Error(), Code: 2}
 	}
 	cfg := bench.Config{Scenario: *scenario, Jobs: *jobs, Workers: *workers, Processes: *processes, Work: *work,
-		Warmup: *warmup, Clean: *clean, Stress: *stress, Recovery: *recovery, StandbyURL: *standbyURL, Analytics: an}
+		Warmup: *warmup, Clean: *clean, Stress: *stress, Recovery: *recovery, StandbyURL: *standbyURL, Analytics: an,
+		WatchQueues: *watchQueues}
 	mix, err := bench.ParseMix(*mixFlag)
 	if err != nil {
 		return &Error{Msg: err.Error(), Code: 2}

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/bench"
+	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/millraceprom"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -457,6 +458,17 @@ func (s *Strategy) EnqueueUniqueTx(ctx context.Context, tx pgx.Tx, job bench.Job
 	}
 	_, err := tx.Exec(ctx, `SELECT millrace.enqueue('bench', jsonb_build_object('id', $1::bigint, 'p', $2::text::jsonb), p_unique_key => $3)`,
 		job.ID, p, key)
+	return err
+}
+
+// WatchQueues implements bench.Watcher: what the dashboard's queues page
+// reads at each refresh (ops.Queues, then ops.SampleSince for the last
+// second).
+func (s *Strategy) WatchQueues(ctx context.Context, conn *pgx.Conn) error {
+	if _, err := ops.Queues(ctx, conn); err != nil {
+		return err
+	}
+	_, err := ops.SampleSince(ctx, conn, time.Time{})
 	return err
 }
 

@@ -38,13 +38,36 @@ END $function$;
 COMMENT ON FUNCTION millrace.queue_paused(p_queue text) IS
     'queue_paused says queue p_queue is paused.';
 
+CREATE OR REPLACE FUNCTION millrace.queues_with_work(p_queues text[])
+ RETURNS SETOF text
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- PL/pgSQL for a plan cached for the session: a process asks every second.
+BEGIN
+    RETURN QUERY
+    SELECT q FROM unnest(p_queues) AS u(q)
+    WHERE EXISTS (SELECT 1 FROM millrace.job j WHERE j.queue = u.q)
+       OR EXISTS (SELECT 1 FROM millrace.lease l WHERE l.queue = u.q AND l.owner = 0);
+END $function$;
+COMMENT ON FUNCTION millrace.queues_with_work(p_queues text[]) IS
+    'queues_with_work is the queues of p_queues that a claim might find work in: those with a job row (claimed or not) or a released batch, two index probes each. An idle process asks it for all its long-idle queues in one statement, instead of a claim per queue: a queue with neither has nothing to claim.';
+
 CREATE OR REPLACE FUNCTION millrace.open_batches()
  RETURNS TABLE(queue text, tick_id bigint, token bigint, owner integer, leased_at timestamp with time zone)
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
+-- PL/pgSQL for a plan cached for the session: the leader asks every
+-- round (rescue), and an SQL function with settings is planned at every
+-- call.
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     SELECT t.queue, t.tick_id, h.token, h.owner, h.at
     FROM millrace.tick t
     CROSS JOIN LATERAL (
@@ -53,8 +76,8 @@ AS $function$
             UNION ALL SELECT t.tick_id, t.owner, t.at) x
         ORDER BY token DESC LIMIT 1) h
     WHERE NOT t.carried
-      AND t.tick_id NOT IN (SELECT d.tick_id FROM millrace.done d)  -- one hashed pass over done
-$function$;
+      AND t.tick_id NOT IN (SELECT d.tick_id FROM millrace.done d);  -- one hashed pass over done
+END $function$;
 COMMENT ON FUNCTION millrace.open_batches() IS
     'open_batches lists the batches not yet finished, with their holder.';
 

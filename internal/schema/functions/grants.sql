@@ -49,6 +49,7 @@ BEGIN
             millrace.promote(p_compact_min bigint, p_term bigint),
             millrace.queue_counts(),
             millrace.queue_paused(p_queue text),
+            millrace.queues_with_work(p_queues text[]),
             millrace.retention(OUT completed interval, OUT other interval),
             millrace.register(p_name text, p_host text, p_pid integer, p_lease interval),
             millrace.release(p_owner integer),

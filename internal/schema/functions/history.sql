@@ -83,16 +83,24 @@ COMMENT ON FUNCTION millrace.history_since(p_since timestamp with time zone) IS
 
 CREATE OR REPLACE FUNCTION millrace.history_new(p_prev pg_snapshot, p_snap pg_snapshot)
  RETURNS TABLE(bucket smallint, queue text, state smallint, n bigint)
- LANGUAGE sql
+ LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
+-- PL/pgSQL with a generic plan, made once per session: planning a
+-- statement over every history bucket cost most of a call (the tally
+-- asks every 10 s, and every count of queues), and a session would
+-- otherwise plan its first five calls each.
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     SELECT h.bucket, h.queue, h.state, count(*) FROM millrace.finished h
     WHERE ((h.txid >= pg_snapshot_xmax(p_prev) AND h.txid < pg_snapshot_xmax(p_snap))
            OR h.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_prev))))
       AND pg_visible_in_snapshot(h.txid, p_snap)
-    GROUP BY h.bucket, h.queue, h.state
-$function$;
+    GROUP BY h.bucket, h.queue, h.state;
+END $function$;
 COMMENT ON FUNCTION millrace.history_new(p_prev pg_snapshot, p_snap pg_snapshot) IS
     'history_new counts, by bucket, queue and state, the history rows whose transaction is visible in p_snap and not in p_prev.';
 

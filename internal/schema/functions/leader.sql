@@ -7,14 +7,17 @@
 
 CREATE OR REPLACE FUNCTION millrace.process_alive(p integer)
  RETURNS boolean
- LANGUAGE sql
+ LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
-    SELECT EXISTS (SELECT 1 FROM millrace.process x WHERE x.id = p)
+-- PL/pgSQL for a plan cached for the session: the leader asks about every
+-- process at every round.
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM millrace.process x WHERE x.id = p)
        AND coalesce((SELECT h.until FROM millrace.heartbeat h WHERE h.process = p ORDER BY h.id DESC LIMIT 1)
-                    > clock_timestamp(), false)
-$function$;
+                    > clock_timestamp(), false);
+END $function$;
 COMMENT ON FUNCTION millrace.process_alive(p integer) IS
     'process_alive says process p is alive: it is registered and not forgotten, and its newest heartbeat''s lease runs past now (the server''s clock). A process that stops renewing (killed, stopped, partitioned, hung) is dead once its lease runs out, whatever its connections do. A caller that acts on the answer holds the advisory lock (lock_space, p) until it commits, as beat does.';
 
@@ -303,14 +306,17 @@ COMMENT ON FUNCTION millrace.rescue(p_stuck interval, p_term bigint) IS
 
 CREATE OR REPLACE FUNCTION millrace.next_due()
  RETURNS timestamp with time zone
- LANGUAGE sql
+ LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
-    SELECT min(s.due_at) FROM millrace.sched s
-    WHERE s.due_at > coalesce((SELECT p.upto FROM millrace.promote p ORDER BY p.round DESC LIMIT 1), '-infinity')
-$function$;
+-- PL/pgSQL for a plan cached for the session: the promoter asks after
+-- every round.
+BEGIN
+    RETURN (SELECT min(s.due_at) FROM millrace.sched s
+            WHERE s.due_at > coalesce((SELECT p.upto FROM millrace.promote p ORDER BY p.round DESC LIMIT 1), '-infinity'));
+END $function$;
 COMMENT ON FUNCTION millrace.next_due() IS
     'next_due is when the next scheduled job not yet promoted is due (NULL: none); the leader''s promoter sleeps until then, and at most 50 ms.';
 

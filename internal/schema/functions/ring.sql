@@ -110,13 +110,16 @@ COMMENT ON FUNCTION millrace.slot_tables(p_slot integer) IS
 
 CREATE OR REPLACE FUNCTION millrace.slot_is_clean(p_slot integer)
  RETURNS boolean
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
-    SELECT coalesce((SELECT max(c.id) FROM millrace.reclaim c WHERE c.segment = p_slot), 0)
-         > coalesce((SELECT max(r.id) FROM millrace.rotation r WHERE r.segment = p_slot), 0)
-$function$;
+-- PL/pgSQL for a plan cached for the session: every round of rotate asks
+-- about each slot.
+BEGIN
+    RETURN coalesce((SELECT max(c.id) FROM millrace.reclaim c WHERE c.segment = p_slot), 0)
+         > coalesce((SELECT max(r.id) FROM millrace.rotation r WHERE r.segment = p_slot), 0);
+END $function$;
 COMMENT ON FUNCTION millrace.slot_is_clean(p_slot integer) IS
     'slot_is_clean says slot p_slot was reclaimed since it was last current.';
 
@@ -270,6 +273,7 @@ DECLARE
     v_n bigint;
     v_total bigint := 0;
     v_open bigint[];
+    v_tables text[];
 BEGIN
     -- Jobs not yet claimed.
     INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, txid, ready_at, timeout_ms)
@@ -383,7 +387,15 @@ BEGIN
     WHERE l.slot = p_slot AND NOT EXISTS (SELECT 1 FROM millrace.leader n WHERE n.id > l.id)
     ORDER BY l.id DESC LIMIT 1;
 
-    EXECUTE 'TRUNCATE ' || array_to_string(millrace.slot_tables(p_slot), ', ');
+    -- Only the partitions that hold something: a partition of size 0 has
+    -- had no row (committed or not) since it was last truncated, and the
+    -- caller's locks keep it so. An idle ring's slots hold little more
+    -- than heartbeats, and a TRUNCATE makes new files for the table and
+    -- each of its indexes.
+    v_tables := ARRAY(SELECT t FROM unnest(millrace.slot_tables(p_slot)) t WHERE pg_relation_size(t::regclass) > 0);
+    IF cardinality(v_tables) > 0 THEN
+        EXECUTE 'TRUNCATE ' || array_to_string(v_tables, ', ');
+    END IF;
     RETURN v_total;
 END $function$;
 COMMENT ON FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallint) IS
