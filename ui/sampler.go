@@ -2,6 +2,8 @@ package ui
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,8 +30,27 @@ type sampler struct {
 	last    time.Time
 	queues  []ops.Queue
 	samples []ops.Sample
-	now     func() time.Time // time.Now; a test's clock
+	// reads are the full reads of the last rateWindow, oldest first: a
+	// queue's rate is its completed count's change since the oldest.
+	reads []countRead
+	// stale makes the next read a full one (an action changed the counts).
+	stale bool
+	now   func() time.Time // time.Now; a test's clock
 }
+
+// countRead is one full read of the queues (history's counts included).
+type countRead struct {
+	at     time.Time
+	list   []ops.Queue
+	queues map[string]ops.Queue
+}
+
+// rateWindow is how far back a queue's completion rate looks;
+// historyEvery how often history's counts are read.
+const (
+	rateWindow   = time.Minute
+	historyEvery = 10 * time.Second
+)
 
 func newSampler(pool *pgxpool.Pool) *sampler { return &sampler{pool: pool, now: time.Now} }
 
@@ -39,7 +60,7 @@ func (s *sampler) get(ctx context.Context) ([]ops.Queue, []ops.Sample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if since := s.now().Sub(s.last); since >= 900*time.Millisecond {
-		qs, err := ops.Queues(ctx, s.pool)
+		qs, err := s.readQueues(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -66,5 +87,72 @@ func (s *sampler) get(ctx context.Context) ([]ops.Queue, []ops.Sample, error) {
 func (s *sampler) invalidate() {
 	s.mu.Lock()
 	s.last = time.Time{}
+	s.stale = true
 	s.mu.Unlock()
+}
+
+// readQueues reads the queues. Every historyEvery (and at the first read
+// of a while) it reads them in full, history's counts included
+// (ops.Queues the first time, whose rate counts the last minute of
+// history; ops.QueueCounts after); in between only the live counts
+// (ops.LiveCounts), with the completed and discarded counts of the last
+// full read. A queue's rate is the change of its completed count since the
+// oldest full read of the last minute. At full speed, counting a minute
+// of history every second cost the queue a sixth of its rate, and history's
+// counts every second most of the rest.
+func (s *sampler) readQueues(ctx context.Context) ([]ops.Queue, error) {
+	now := s.now()
+	for len(s.reads) > 0 && now.Sub(s.reads[0].at) > rateWindow {
+		s.reads = s.reads[1:]
+	}
+	if n := len(s.reads); n > 0 && !s.stale && now.Sub(s.reads[n-1].at) < historyEvery {
+		live, err := ops.LiveCounts(ctx, s.pool)
+		if err != nil {
+			return nil, err
+		}
+		last := s.reads[n-1]
+		for i := range live {
+			q := &live[i]
+			if h, ok := last.queues[q.Name]; ok {
+				q.Completed, q.Discarded, q.Rate = h.Completed, h.Discarded, h.Rate
+			}
+		}
+		// A queue known only to history (no live job, never paused).
+		names := map[string]bool{}
+		for _, q := range live {
+			names[q.Name] = true
+		}
+		for _, h := range last.list {
+			if !names[h.Name] {
+				live = append(live, ops.Queue{Name: h.Name, Completed: h.Completed, Discarded: h.Discarded, Rate: h.Rate})
+			}
+		}
+		slices.SortFunc(live, func(a, b ops.Queue) int { return strings.Compare(a.Name, b.Name) })
+		return live, nil
+	}
+	var qs []ops.Queue
+	var err error
+	first := len(s.reads) == 0
+	if first {
+		qs, err = ops.Queues(ctx, s.pool)
+	} else {
+		qs, err = ops.QueueCounts(ctx, s.pool)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.stale = false
+	read := countRead{at: now, list: qs, queues: make(map[string]ops.Queue, len(qs))}
+	for i := range qs {
+		q := &qs[i]
+		if !first {
+			if before, ok := s.reads[0].queues[q.Name]; ok {
+				// A count falls when history expires: no rate then.
+				q.Rate = max(float64(q.Completed-before.Completed), 0) / now.Sub(s.reads[0].at).Seconds()
+			}
+		}
+		read.queues[q.Name] = *q
+	}
+	s.reads = append(s.reads, read)
+	return qs, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/ops/opstest"
 )
 
@@ -35,5 +36,55 @@ func TestSamplerGap(t *testing.T) {
 	clock = clock.Add(2 * time.Minute)
 	if _, smp, err = s.get(ctx); err != nil || len(smp) != 1 {
 		t.Errorf("after 2 minutes unwatched the charts start afresh: %+v %v", smp, err)
+	}
+}
+
+// The queues' live counts are read every second; history's counts
+// (completed, discarded) every ten seconds, or at once after an action.
+func TestSamplerReadsHistoryEveryTenSeconds(t *testing.T) {
+	_, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	s := newSampler(pool)
+	clock := time.Now()
+	s.now = func() time.Time { return clock }
+	queue := func(name string) ops.Queue {
+		t.Helper()
+		clock = clock.Add(time.Second)
+		qs, _, err := s.get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			if q.Name == name {
+				return q
+			}
+		}
+		t.Fatalf("no queue %s in %+v", name, qs)
+		return ops.Queue{}
+	}
+	opstest.Enqueue(t, pool, "a", "a", `{}`, 0)
+	opstest.Discard(t, pool, "b", "one")
+	if q := queue("a"); q.Available != 1 {
+		t.Fatalf("queue a: %+v, want 1 available", q)
+	}
+	if q := queue("b"); q.Discarded != 1 {
+		t.Fatalf("queue b: %+v, want 1 discarded", q)
+	}
+	opstest.Enqueue(t, pool, "a", "a", `{}`, 0)
+	opstest.Discard(t, pool, "b", "two")
+	if q := queue("a"); q.Available != 2 {
+		t.Errorf("a second later, queue a: %+v, want 2 available (live counts every second)", q)
+	}
+	if q := queue("b"); q.Discarded != 1 {
+		t.Errorf("a second later, queue b: %+v, want 1 discarded still (history every ten seconds)", q)
+	}
+	clock = clock.Add(10 * time.Second)
+	if q := queue("b"); q.Discarded != 2 {
+		t.Errorf("ten seconds later, queue b: %+v, want 2 discarded", q)
+	}
+	opstest.Discard(t, pool, "b", "three")
+	s.invalidate()
+	if q := queue("b"); q.Discarded != 3 {
+		t.Errorf("after an action, queue b: %+v, want 3 discarded at once", q)
 	}
 }

@@ -54,20 +54,34 @@ func (q Queue) MarshalJSON() ([]byte, error) {
 }
 
 // Queues lists every queue: its jobs by state, whether it is paused, its
-// oldest waiting job and its completion rate over the last minute. It
-// reads every slot of the ring twice (queue_counts, then the oldest
-// available job): for human cadence, not a hot path.
+// oldest waiting job and its completion rate over the last minute (counted
+// in history: at full speed, a read of some hundred thousand rows). For
+// human cadence, not a hot path; a reader that polls uses QueueCounts and
+// derives the rate from its own reads, as the dashboard does.
 func Queues(ctx context.Context, db DB) ([]Queue, error) {
+	return queues(ctx, db, true)
+}
+
+// QueueCounts is Queues without the rate (Rate 0): every queue's jobs by
+// state, whether it is paused, and its oldest waiting job: the live jobs
+// (millrace.queue_counts, and the oldest available job from
+// millrace.jobs) and history's tally, whose cost follows what is waiting
+// and running, not the rate.
+func QueueCounts(ctx context.Context, db DB) ([]Queue, error) {
+	return queues(ctx, db, false)
+}
+
+func queues(ctx context.Context, db DB, rate bool) ([]Queue, error) {
 	rows, err := db.Query(ctx, `
 WITH c AS (SELECT * FROM millrace.queue_counts()),
 w AS (SELECT j.queue, min(j.created_at) AS oldest FROM millrace.jobs j WHERE j.state = 'available' GROUP BY j.queue),
 r AS (SELECT h.queue, count(*) AS n FROM millrace.history h
-      WHERE h.state = 'completed' AND h.finished_at > clock_timestamp() - interval '1 minute' GROUP BY h.queue)
+      WHERE $1 AND h.state = 'completed' AND h.finished_at > clock_timestamp() - interval '1 minute' GROUP BY h.queue)
 SELECT c.queue, c.available, c.running, c.scheduled, c.discarded, c.completed, c.paused,
        coalesce(extract(epoch FROM clock_timestamp() - w.oldest), 0)::float8,
        coalesce(r.n, 0) / 60.0::float8
 FROM c LEFT JOIN w ON w.queue = c.queue LEFT JOIN r ON r.queue = c.queue
-ORDER BY c.queue`)
+ORDER BY c.queue`, rate)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +89,27 @@ ORDER BY c.queue`)
 		var q Queue
 		var oldest float64
 		err := r.Scan(&q.Name, &q.Available, &q.Running, &q.Scheduled, &q.Discarded, &q.Completed, &q.Paused, &oldest, &q.Rate)
+		q.OldestWaiting = time.Duration(oldest * float64(time.Second))
+		return q, err
+	})
+}
+
+// LiveCounts is QueueCounts without history's counts (Completed and
+// Discarded 0): every queue's live jobs by state, its oldest waiting job
+// and whether it is paused, from one read of the live jobs
+// (millrace.live_counts). The dashboard reads it every second, and the
+// counts of history every ten.
+func LiveCounts(ctx context.Context, db DB) ([]Queue, error) {
+	rows, err := db.Query(ctx, `SELECT queue, available, running, scheduled, paused,
+		coalesce(extract(epoch FROM clock_timestamp() - oldest_available), 0)::float8
+		FROM millrace.live_counts()`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Queue, error) {
+		var q Queue
+		var oldest float64
+		err := r.Scan(&q.Name, &q.Available, &q.Running, &q.Scheduled, &q.Paused, &oldest)
 		q.OldestWaiting = time.Duration(oldest * float64(time.Second))
 		return q, err
 	})

@@ -74,6 +74,8 @@ type Strategy struct {
 	mu     sync.Mutex
 	queues map[string]bool // queues the bench put jobs on
 
+	watched atomic.Int64 // reads of WatchQueues
+
 	// With --metrics-listen: every client is instrumented, and the
 	// working ones attached, until Work and Serve return.
 	reg     *prometheus.Registry
@@ -462,10 +464,15 @@ func (s *Strategy) EnqueueUniqueTx(ctx context.Context, tx pgx.Tx, job bench.Job
 }
 
 // WatchQueues implements bench.Watcher: what the dashboard's queues page
-// reads at each refresh (ops.Queues, then ops.SampleSince for the last
-// second).
+// reads at each refresh (ui's sampler): the live counts every time
+// (ops.LiveCounts), history's counts too every tenth (ops.QueueCounts),
+// then the last second's activity (ops.SampleSince).
 func (s *Strategy) WatchQueues(ctx context.Context, conn *pgx.Conn) error {
-	if _, err := ops.Queues(ctx, conn); err != nil {
+	read := ops.LiveCounts
+	if s.watched.Add(1)%10 == 1 {
+		read = ops.QueueCounts
+	}
+	if _, err := read(ctx, conn); err != nil {
 		return err
 	}
 	_, err := ops.SampleSince(ctx, conn, time.Time{})

@@ -58,7 +58,7 @@ COMMENT ON FUNCTION millrace.queues_with_work(p_queues text[]) IS
 CREATE OR REPLACE FUNCTION millrace.open_batches()
  RETURNS TABLE(queue text, tick_id bigint, token bigint, owner integer, leased_at timestamp with time zone)
  LANGUAGE plpgsql
- STABLE
+ STABLE ROWS 10
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
@@ -84,6 +84,7 @@ COMMENT ON FUNCTION millrace.open_batches() IS
 CREATE OR REPLACE FUNCTION millrace.batch_jobs(p_tick bigint)
  RETURNS SETOF millrace.job
  LANGUAGE sql
+ ROWS 100
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$

@@ -42,6 +42,7 @@ BEGIN
             millrace.lead(p_process integer, p_term bigint, p_lease interval),
             millrace.live_job(p_id bigint),
             millrace.live_jobs(),
+            millrace.live_counts(),
             millrace.mark_started(p_owner integer, p_tick bigint[], p_token bigint[], p_job bigint[]),
             millrace.next_due(),
             millrace.periodic_last(p_name text),

@@ -178,14 +178,37 @@ COMMENT ON FUNCTION millrace.live_job(p_id bigint) IS
 
 CREATE OR REPLACE FUNCTION millrace.live_jobs()
  RETURNS TABLE(id bigint, queue text, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, state text, run_at timestamp with time zone, tick_id bigint, owner integer)
- LANGUAGE sql
- SECURITY DEFINER
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
-    WITH f AS (
-        SELECT DISTINCT ON (t.queue, t.priority) t.queue, t.priority, t.prev_snap, t.snap, t.more, t.upto_txid, t.upto_id
-        FROM millrace.tick t ORDER BY t.queue, t.priority, t.tick_id DESC),
+-- PL/pgSQL for a plan cached for the session (the dashboard reads it every
+-- second). Estimates: open_batches and batch_jobs say how many rows they
+-- return (ROWS), so that the anti-join below is not sized for thousands.
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    -- Each lane with a job row (a skip scan of job_lane), its newest tick
+    -- (the lane's frontier), and only the job rows the frontier may leave
+    -- unclaimed: a row whose txid is below the frontier snapshot's xmin is
+    -- visible in it, so claimed (or, with more, below the previous
+    -- snapshot's). The read is proportional to the lanes and to what is
+    -- waiting, not to every row the ring still holds.
+    WITH RECURSIVE lane AS (
+        (SELECT j.queue, j.priority FROM millrace.job j ORDER BY j.queue, j.priority LIMIT 1)
+        UNION ALL
+        SELECT n.queue, n.priority FROM lane l CROSS JOIN LATERAL (
+            SELECT j.queue, j.priority FROM millrace.job j
+            WHERE (j.queue, j.priority) > (l.queue, l.priority)
+            ORDER BY j.queue, j.priority LIMIT 1) n),
+    f AS MATERIALIZED (
+        SELECT l.queue, l.priority, t.prev_snap, t.snap, t.more, t.upto_txid, t.upto_id,
+               CASE WHEN t.more THEN least(pg_snapshot_xmin(t.prev_snap), pg_snapshot_xmin(t.snap))
+                    ELSE pg_snapshot_xmin(t.snap) END AS low
+        FROM lane l LEFT JOIN LATERAL (
+            SELECT x.prev_snap, x.snap, x.more, x.upto_txid, x.upto_id FROM millrace.tick x
+            WHERE x.queue = l.queue AND x.priority = l.priority ORDER BY x.tick_id DESC LIMIT 1) t ON true),
     o AS (SELECT * FROM millrace.open_batches()),
     running AS (
         SELECT b.id, b.queue, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
@@ -195,7 +218,7 @@ AS $function$
     lastp AS (SELECT p.upto, p.snap FROM millrace.promote p ORDER BY p.round DESC LIMIT 1)
     SELECT DISTINCT ON (j.id) j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at,
            'available', NULL::timestamptz, NULL::bigint, NULL::int
-    FROM millrace.job j LEFT JOIN f ON f.queue = j.queue AND f.priority = j.priority
+    FROM f JOIN millrace.job j ON j.queue = f.queue AND j.priority = f.priority AND j.txid >= coalesce(f.low, '0'::xid8)
     WHERE (f.snap IS NULL OR NOT pg_visible_in_snapshot(j.txid, f.snap)
            OR (f.more AND NOT pg_visible_in_snapshot(j.txid, f.prev_snap) AND (j.txid, j.id) > (f.upto_txid, f.upto_id)))
       AND NOT EXISTS (SELECT 1 FROM running r WHERE r.id = j.id)
@@ -207,8 +230,8 @@ AS $function$
            'scheduled', millrace.due_shown(s.due_at), NULL, NULL
     FROM millrace.sched s LEFT JOIN lastp ON true
     WHERE NOT (coalesce(pg_visible_in_snapshot(s.txid, lastp.snap), false) AND s.due_at <= lastp.upto)
-      AND NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = s.id)
-$function$;
+      AND NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = s.id);
+END $function$;
 COMMENT ON FUNCTION millrace.live_jobs() IS
     'live_jobs lists every job not yet finished, by lane: its newest job row, or its schedule row when it waits in the schedule.';
 
@@ -261,6 +284,34 @@ BEGIN
 END $function$;
 COMMENT ON FUNCTION millrace.job_state(p_id bigint) IS
     'job_state is where job p_id stands: ''completed'', ''discarded'' or ''cancelled'' (finished, while history holds it), ''scheduled'' (due later, or waiting for a retry or a snooze), ''available'' (ready, not yet claimed), ''running'' (claimed, no outcome yet), or NULL (unknown). It costs a few index probes.';
+
+CREATE OR REPLACE FUNCTION millrace.live_counts()
+ RETURNS TABLE(queue text, available bigint, running bigint, scheduled bigint, oldest_available timestamp with time zone, paused boolean)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- PL/pgSQL for a plan cached for the session: the dashboard reads it every
+-- second.
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH live AS MATERIALIZED (SELECT x.queue, x.state, x.created_at FROM millrace.live_jobs() x),
+    c AS (SELECT l.queue,
+                 count(*) FILTER (WHERE l.state = 'available') AS available,
+                 count(*) FILTER (WHERE l.state = 'running') AS running,
+                 count(*) FILTER (WHERE l.state = 'scheduled') AS scheduled,
+                 min(l.created_at) FILTER (WHERE l.state = 'available') AS oldest
+          FROM live l GROUP BY l.queue),
+    qs AS (SELECT c.queue FROM c UNION SELECT DISTINCT s.queue FROM millrace.queue_state s)
+    SELECT q.queue, coalesce(c.available, 0), coalesce(c.running, 0), coalesce(c.scheduled, 0), c.oldest,
+           millrace.queue_paused(q.queue)
+    FROM qs q LEFT JOIN c ON c.queue = q.queue
+    ORDER BY q.queue;
+END $function$;
+COMMENT ON FUNCTION millrace.live_counts() IS
+    'live_counts is the number of live jobs per queue and state (available, running, scheduled; derived from one read of live_jobs, whose cost follows what waits and runs), the creation time of the oldest available job, and whether the queue is paused: queue_counts without history''s counts, for a reader that polls (the dashboard reads it every second, and queue_counts every ten).';
 
 CREATE OR REPLACE FUNCTION millrace.queue_counts()
  RETURNS TABLE(queue text, available bigint, running bigint, scheduled bigint, discarded bigint, paused boolean, completed bigint)
