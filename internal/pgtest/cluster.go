@@ -23,8 +23,24 @@ type Options = pgcluster.Options
 // overridden (pgcluster.DefaultSettings).
 var DefaultSettings = pgcluster.DefaultSettings
 
-// Start creates and starts a new cluster; the caller must Stop it.
-func Start(ctx context.Context, opts Options) (*Cluster, error) { return pgcluster.Start(ctx, opts) }
+// Start creates and starts a new cluster; the caller must Stop it. A test
+// cluster runs with fsync off unless opts say otherwise: no test is about
+// surviving a crash of the machine, and a crash of PostgreSQL (an
+// immediate restart, a killed postmaster: the restart and chaos tests)
+// loses nothing fsync would have kept, since the operating system still
+// holds what was written. It cuts the suite's system time by about a
+// third (internal/storage and internal/maint: 42 s of system time to 25,
+// 50 s to 40 s of wall time).
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if _, ok := opts.Settings["fsync"]; !ok {
+		settings := map[string]string{"fsync": "off"}
+		for k, v := range opts.Settings {
+			settings[k] = v
+		}
+		opts.Settings = settings
+	}
+	return pgcluster.Start(ctx, opts)
+}
 
 // BinDir finds the PostgreSQL server binaries (pgcluster.BinDir).
 func BinDir() (string, error) { return pgcluster.BinDir() }

@@ -2,6 +2,7 @@ package pgtest_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -34,5 +35,34 @@ func TestNewDatabaseIsolated(t *testing.T) {
 	cb.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname = 'only_in_a'").Scan(&n)
 	if n != 0 {
 		t.Error("a table created in one test database is visible in another")
+	}
+}
+
+// A test cluster runs with fsync off, unless the test asks otherwise.
+func TestClustersRunWithoutFsync(t *testing.T) {
+	ctx := context.Background()
+	show := func(url string) string {
+		t.Helper()
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		var v string
+		if err := c.QueryRow(ctx, "SHOW fsync").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := show(pgtest.NewDatabase(t)); v != "off" && os.Getenv("DATABASE_URL") == "" {
+		t.Errorf("the shared test cluster: fsync %s, want off", v)
+	}
+	cl, err := pgtest.Start(ctx, pgtest.Options{Settings: map[string]string{"fsync": "on"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	if v := show(cl.URL("postgres")); v != "on" {
+		t.Errorf("a cluster started with fsync on: fsync %s", v)
 	}
 }
