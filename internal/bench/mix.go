@@ -148,6 +148,10 @@ func (k mixKind) runsWanted() uint32 {
 // scheduled reports whether a job of kind k is inserted with a run_at.
 func (k mixKind) scheduled() bool { return k == kindSched || k == kindUniqueOrig }
 
+// delayed says a job of kind k is stored to run later (or be cancelled
+// first).
+func (k mixKind) delayed() bool { return k.scheduled() || k == kindCancel }
+
 // mixBlock is a block of 100 job kinds holding exactly the mix's
 // percentages, in random order, each unique duplicate right after its
 // original (so that one producer goroutine inserts the two in turn).

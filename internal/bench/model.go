@@ -263,6 +263,10 @@ type WatchStats struct {
 	Errors    int64   `json:"errors"`
 	ReadP50MS float64 `json:"read_p50_ms"`
 	ReadMaxMS float64 `json:"read_max_ms"`
+	// ServerCPUPct is the CPU of the reads' server backend, in percent of
+	// a core over the run (as pg_cpu_pct), when the server runs on this
+	// machine.
+	ServerCPUPct float64 `json:"server_cpu_pct,omitempty"`
 	// LastError is the newest failed read's error.
 	LastError string `json:"last_error,omitempty"`
 }

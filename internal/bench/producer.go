@@ -98,6 +98,7 @@ func (p *producer) enqueueUnit(ctx context.Context, u unit) {
 		p.t.uniqueNotDeduped.Add(1)
 		p.t.markDeduped(u.id)
 	default:
+		p.t.delayed.Add(1)
 		p.t.markEnqueued([]int64{u.id})
 	}
 	switch {
@@ -219,31 +220,60 @@ func (p *producer) paced(ctx context.Context, start time.Time, rate float64, con
 // flat enqueues as fast as the strategy keeps up: batches of up to
 // MaxBatch jobs from conc goroutines, pausing while the backlog exceeds
 // limit so that the run measures throughput, not an ever-growing table.
+// With a mix, each goroutine draws its jobs' kinds from a mixer of its own:
+// plain, failing and snoozing jobs go in its batches, the others (a
+// scheduled job, one to cancel, a unique job and its duplicate) one by one
+// as the paced producer sends them.
 func (p *producer) flat(ctx context.Context, conc int, limit int64) {
 	batch := min(p.s.MaxBatch(), 500)
 	var wg sync.WaitGroup
-	for range conc {
+	for g := range conc {
+		var mix *mixer
+		if p.mix != nil {
+			mix = newMixer(p.mix.m, uint64(time.Now().UnixNano())+uint64(g))
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var orig int64 // a unique job, held until its duplicate is drawn
+			defer func() {
+				if orig != 0 { // the run ended between the two: the original goes alone
+					p.enqueueUnit(ctx, unit{id: orig})
+				}
+			}()
 			for ctx.Err() == nil {
-				if p.t.enqueued.Load()-p.t.completed.Load() > limit {
+				if p.t.enqueued.Load()-p.t.completed.Load()-p.t.delayed.Load() > limit {
 					time.Sleep(time.Millisecond)
 					continue
 				}
-				ids := make([]int64, batch)
-				for i := range ids {
-					ids[i] = p.t.offer(kindPlain)
+				ids := make([]int64, 0, batch)
+				for range batch {
+					k := kindPlain
+					if mix != nil {
+						k = mix.kind()
+					}
+					id := p.t.offer(k)
+					switch k {
+					case kindPlain, kindFail, kindSnooze:
+						ids = append(ids, id)
+					case kindUniqueOrig:
+						orig = id
+					case kindUniqueDup:
+						p.enqueueUnit(ctx, unit{id: orig, dup: id})
+						orig = 0
+					default:
+						p.enqueueUnit(ctx, unit{id: id})
+					}
 				}
-				p.enqueue(ctx, ids)
+				if len(ids) > 0 {
+					p.enqueue(ctx, ids)
+				}
 			}
 		}()
 	}
 	wg.Wait()
 }
 
-// bulk enqueues n jobs in batches before any worker runs (the burndown
-// mode), reporting progress after each batch.
 func (p *producer) bulk(ctx context.Context, n int64, progress func(done int64)) error {
 	batch := int64(max(p.s.MaxBatch(), 1))
 	var done atomic.Int64

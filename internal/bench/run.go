@@ -218,8 +218,8 @@ func (c *Config) Check() error {
 		return errors.New("the burndown scenario needs --jobs N (N >= 1)")
 	case c.Scenario != ScenarioBurndown && len(c.schedule()) == 0:
 		return errors.New("every phase is 0s: nothing to run")
-	case !c.Mix.Zero() && (c.Rate == 0 || c.Scenario == ScenarioBurndown):
-		return errors.New("--mix needs a paced producer: --rate N, not max or the burndown scenario")
+	case !c.Mix.Zero() && c.Scenario == ScenarioBurndown:
+		return errors.New("--mix needs a producer that runs with the workers: --rate N or max, not the burndown scenario")
 	case c.Scenario != ScenarioAnalytics && c.Analytics != Analytics{}:
 		return fmt.Errorf("--readers, --reader-duration, --reader-interval and --reader-readonly apply to the %s scenario only", ScenarioAnalytics)
 	}

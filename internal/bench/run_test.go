@@ -793,3 +793,42 @@ classes:
 		}
 	})
 }
+
+// TestRunMixAtMaxRate: the mix works with a producer at full speed
+// (--rate max): every kind is offered, the backlog it keeps leaves the
+// jobs that wait for their time out, and every expected job completes
+// once, none lost.
+func TestRunMixAtMaxRate(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	mix, err := bench.ParseMix("fail=20,snooze=5,cancel=5,sched=20,unique=10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioClean,
+		Workers: 4, Mix: mix, MixSchedMax: 2 * time.Second, Clean: 3 * time.Second, Out: t.TempDir()}
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := res.MixDefects(); d != "" {
+		t.Errorf("defects: %s", d)
+	}
+	ss := res.Summary.Strategies["millrace"]
+	if ss.LostJobs != 0 || ss.DuplicateJobs != 0 {
+		t.Errorf("lost %d, duplicated %d", ss.LostJobs, ss.DuplicateJobs)
+	}
+	if m := ss.Mix; m == nil || m.DrainPending != 0 || m.UniqueNotDeduplicated != 0 || m.SchedEarly != 0 {
+		t.Errorf("mix stats: %+v", m)
+	}
+	ps := ss.Phases[bench.PhaseClean]
+	if ps == nil || ps.Cancelled == nil || ps.Deduplicated == nil {
+		t.Fatalf("clean: mix fields missing: %+v", ps)
+	}
+	if ps.Offered < 1000 || *ps.Cancelled == 0 || *ps.Deduplicated == 0 {
+		t.Errorf("clean: offered %d, cancelled %d, de-duplicated %d: want every kind at full speed", ps.Offered, *ps.Cancelled, *ps.Deduplicated)
+	}
+	if ps.Expected != ps.Offered-*ps.Cancelled-*ps.Deduplicated || ps.Completed != ps.Expected {
+		t.Errorf("clean: offered %d, cancelled %d, de-duplicated %d, expected %d, completed %d",
+			ps.Offered, *ps.Cancelled, *ps.Deduplicated, ps.Expected, ps.Completed)
+	}
+}

@@ -61,6 +61,11 @@ type phaseCounts struct {
 
 // tracker is one strategy run's job ledger and counters.
 type tracker struct {
+	// delayed counts the jobs stored to run later (scheduled, unique
+	// originals, jobs to cancel) that have neither run nor been
+	// cancelled: a producer at full speed leaves them out of its backlog.
+	delayed atomic.Int64
+
 	start  time.Time
 	chunks [maxChunks]atomic.Pointer[chunk]
 	grow   sync.Mutex
@@ -208,6 +213,9 @@ func (t *tracker) setRunAt(id int64, at time.Time) {
 // markCancelled records that job id was cancelled while it waited.
 func (t *tracker) markCancelled(id int64) {
 	m := t.chunkOf(id).meta[id&(chunkSize-1)].Or(flagCancelled)
+	if m&flagCancelled == 0 && kindOf(m).delayed() {
+		t.delayed.Add(-1)
+	}
 	t.cancelled.Add(1)
 	t.perPhase[phaseOf(m)].cancelled.Add(1)
 }
@@ -283,6 +291,9 @@ func (t *tracker) finished(id int64, proc int) {
 	if old := c.meta[k].Or(flagDone); old&flagDone == 0 {
 		t.done.Add(1)
 		t.perPhase[phaseOf(old)].completed.Add(1)
+		if kindOf(old).delayed() {
+			t.delayed.Add(-1)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,16 +17,37 @@ func watchQueues(ctx context.Context, url string, every time.Duration, w Watcher
 	st := &WatchStats{EveryS: every.Seconds()}
 	var took []time.Duration
 	var conn *pgx.Conn
+	// The reads' backend CPU, when the server runs on this machine: read
+	// after each read (a backend's CPU goes with it when its connection is
+	// lost); base holds the CPU of the backends left before.
+	var base, cur int64
+	local := true
+	backendTicks := func() {
+		pid := int(conn.PgConn().PID())
+		f := procStat(pid)
+		if len(f) < 13 || parentOf(pid) == 0 {
+			local = false
+			return
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		cur = ut + st
+	}
 	defer func() {
 		if conn != nil {
 			conn.Close(context.Background())
 		}
 	}()
+	began := time.Now()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			if local && st.Reads > 0 {
+				// clock ticks are 1/100 s on Linux (as the sampler's CPU)
+				st.ServerCPUPct = round(100 * float64(base+cur) * 10 / float64(time.Since(began).Milliseconds()))
+			}
 			if len(took) > 0 {
 				slices.Sort(took)
 				st.ReadP50MS = durMS(took[len(took)/2])
@@ -34,8 +56,12 @@ func watchQueues(ctx context.Context, url string, every time.Duration, w Watcher
 			return st
 		case <-t.C:
 		}
-		began := time.Now()
-		if conn == nil || conn.IsClosed() {
+		readBegan := time.Now()
+		if conn != nil && conn.IsClosed() {
+			conn = nil
+			base, cur = base+cur, 0
+		}
+		if conn == nil {
 			cfg, err := pgx.ParseConfig(url)
 			if err != nil {
 				st.Errors++
@@ -61,7 +87,8 @@ func watchQueues(ctx context.Context, url string, every time.Duration, w Watcher
 			continue
 		}
 		st.Reads++
-		took = append(took, time.Since(began))
+		took = append(took, time.Since(readBegan))
+		backendTicks()
 	}
 }
 
