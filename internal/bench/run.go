@@ -500,7 +500,13 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	default:
 		limit := int64(max(4*min(s.MaxBatch(), 500), 20*workers))
 		prodWG.Add(1)
-		go func() { defer prodWG.Done(); prod.flat(prodCtx, 4, limit) }()
+		// A mix sends its scheduled, cancelled and unique jobs one by one
+		// (and waits for each cancel): more goroutines keep up with that.
+		conc := 4
+		if mix {
+			conc = 32
+		}
+		go func() { defer prodWG.Done(); prod.flat(prodCtx, conc, limit) }()
 	}
 
 	// The sampler: one Sample a second until the schedule ends.
