@@ -32,6 +32,8 @@ DECLARE
     v_slot   smallint;
     v_n      bigint;
     v_off    interval;
+    v_b_done  smallint;
+    v_b_other smallint;
 BEGIN
     PERFORM pg_advisory_xact_lock(millrace.flush_space(), p_owner);
     IF EXISTS (SELECT 1 FROM millrace.flush f WHERE f.owner = p_owner AND f.seq = p_seq) THEN
@@ -67,28 +69,36 @@ BEGIN
     FROM unnest(p_job, p_tick, p_token, p_state, p_attempt, p_error) WITH ORDINALITY AS u(j, t, k, s, a, e, i)
     WHERE v_new[u.i];
 
-    INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, last_error, timeout_ms)
-    SELECT millrace.current_gen(), u.j, u.q, u.kd, u.ar, u.p, CASE WHEN u.s = 5 THEN u.a - 1 ELSE u.a END, u.m,
-           least(u.c, now()),  -- a job is never created later than now: lookups bound its history by it
-           -- a due time every reader can scan: years 1 to 9999 (as insert_many's rule)
-           CASE WHEN u.r + v_off < '0001-01-01 00:00:00+00'::timestamptz THEN '0001-01-01 00:00:00+00'::timestamptz
-                WHEN u.r + v_off >= '10000-01-01 00:00:00+00'::timestamptz THEN '9999-12-31 23:59:59.999999+00'::timestamptz
-                ELSE u.r + v_off END,
-           u.e,
-           coalesce(u.tm, 0)
-    FROM unnest(p_job, p_state, p_attempt, p_error, p_retry_at, p_queue, p_kind, p_args, p_priority,
-                p_max_attempts, p_created_at, p_timeout_ms) WITH ORDINALITY AS u(j, s, a, e, r, q, kd, ar, p, m, c, tm, i)
-    WHERE u.s IN (2, 5) AND v_new[u.i];
-    -- A retry or a snooze due within a second wakes the leader's promoter,
-    -- which, with nothing due sooner, looks again only a second later.
-    IF EXISTS (SELECT 1 FROM unnest(p_state, p_retry_at) WITH ORDINALITY AS u(s, r, i)
-               WHERE u.s IN (2, 5) AND v_new[u.i] AND u.r + v_off < clock_timestamp() + interval '1 second') THEN
-        PERFORM pg_notify('millrace_sched', '');
+    -- Failed (2) and snoozed (5) attempts go to the schedule; most
+    -- flushes have none, and the statement would unnest every array.
+    IF 2 = ANY (p_state) OR 5 = ANY (p_state) THEN
+        INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, last_error, timeout_ms)
+        SELECT millrace.current_gen(), u.j, u.q, u.kd, u.ar, u.p, CASE WHEN u.s = 5 THEN u.a - 1 ELSE u.a END, u.m,
+               least(u.c, now()),  -- a job is never created later than now: lookups bound its history by it
+               -- a due time every reader can scan: years 1 to 9999 (as insert_many's rule)
+               CASE WHEN u.r + v_off < '0001-01-01 00:00:00+00'::timestamptz THEN '0001-01-01 00:00:00+00'::timestamptz
+                    WHEN u.r + v_off >= '10000-01-01 00:00:00+00'::timestamptz THEN '9999-12-31 23:59:59.999999+00'::timestamptz
+                    ELSE u.r + v_off END,
+               u.e,
+               coalesce(u.tm, 0)
+        FROM unnest(p_job, p_state, p_attempt, p_error, p_retry_at, p_queue, p_kind, p_args, p_priority,
+                    p_max_attempts, p_created_at, p_timeout_ms) WITH ORDINALITY AS u(j, s, a, e, r, q, kd, ar, p, m, c, tm, i)
+        WHERE u.s IN (2, 5) AND v_new[u.i];
+        -- A retry or a snooze due within a second wakes the leader's promoter,
+        -- which, with nothing due sooner, looks again only a second later.
+        IF EXISTS (SELECT 1 FROM unnest(p_state, p_retry_at) WITH ORDINALITY AS u(s, r, i)
+                   WHERE u.s IN (2, 5) AND v_new[u.i] AND u.r + v_off < clock_timestamp() + interval '1 second') THEN
+            PERFORM pg_notify('millrace_sched', '');
+        END IF;
     END IF;
 
+    -- History's buckets by the time of this flush, computed once (a row's
+    -- bucket depends on its state only as completed or not).
+    v_b_done := millrace.history_bucket(1::smallint, clock_timestamp());
+    v_b_other := millrace.history_bucket(3::smallint, clock_timestamp());
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, error, owner)
-    SELECT millrace.history_bucket(u.s, clock_timestamp()), u.j, u.a, u.s, u.q, u.kd, u.ar, u.p, u.m, u.c,
+    SELECT CASE WHEN u.s = 1 THEN v_b_done ELSE v_b_other END, u.j, u.a, u.s, u.q, u.kd, u.ar, u.p, u.m, u.c,
            least(u.st + v_off, clock_timestamp()), coalesce(least(u.f + v_off, clock_timestamp()), clock_timestamp()), u.e, p_owner
     FROM unnest(p_job, p_state, p_attempt, p_error, p_queue, p_kind, p_args, p_priority,
                 p_max_attempts, p_created_at, p_started, p_finished) WITH ORDINALITY AS u(j, s, a, e, q, kd, ar, p, m, c, st, f, i)
