@@ -344,30 +344,35 @@ BEGIN
     -- A round's time never goes below the last one's, even if the server
     -- clock steps back: otherwise due rows would be promoted twice.
     v_now := greatest(clock_timestamp(), v_last.upto);
-    WITH due AS (
-        SELECT s.* FROM millrace.sched s
-        WHERE v_last IS NULL AND s.due_at <= v_now AND pg_visible_in_snapshot(s.txid, v_snap)
-        UNION ALL
-        SELECT s.* FROM millrace.sched s
-        WHERE v_last IS NOT NULL AND s.due_at > v_last.upto AND s.due_at <= v_now AND pg_visible_in_snapshot(s.txid, v_snap)
-        UNION ALL
-        SELECT s.* FROM millrace.sched s
-        WHERE v_last IS NOT NULL AND s.txid >= pg_snapshot_xmax(v_last.snap) AND s.due_at <= v_last.upto
-          AND pg_visible_in_snapshot(s.txid, v_snap)
-        UNION ALL
-        SELECT s.* FROM millrace.sched s
-        WHERE v_last IS NOT NULL AND s.txid = ANY (ARRAY(SELECT pg_snapshot_xip(v_last.snap))) AND s.due_at <= v_last.upto
-          AND pg_visible_in_snapshot(s.txid, v_snap)),
-    ins AS (
-        INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms)
-        SELECT millrace.current_segment(), id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms
-        FROM due
-        WHERE NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = due.id)  -- cancelled while scheduled
-        RETURNING job.queue)
-    SELECT count(*), array_agg(DISTINCT ins.queue) INTO v_n, v_queues FROM ins;
-    FOR v_q IN SELECT unnest(v_queues) LOOP
-        PERFORM pg_notify('millrace', v_q);
-    END LOOP;
+    -- Nothing in the schedule is due by now (one probe of sched_due): no
+    -- row can be promoted, and the statement below, which writes, is left
+    -- out (an idle leader calls this every second).
+    IF EXISTS (SELECT 1 FROM millrace.sched s WHERE s.due_at <= v_now) THEN
+        WITH due AS (
+            SELECT s.* FROM millrace.sched s
+            WHERE v_last IS NULL AND s.due_at <= v_now AND pg_visible_in_snapshot(s.txid, v_snap)
+            UNION ALL
+            SELECT s.* FROM millrace.sched s
+            WHERE v_last IS NOT NULL AND s.due_at > v_last.upto AND s.due_at <= v_now AND pg_visible_in_snapshot(s.txid, v_snap)
+            UNION ALL
+            SELECT s.* FROM millrace.sched s
+            WHERE v_last IS NOT NULL AND s.txid >= pg_snapshot_xmax(v_last.snap) AND s.due_at <= v_last.upto
+              AND pg_visible_in_snapshot(s.txid, v_snap)
+            UNION ALL
+            SELECT s.* FROM millrace.sched s
+            WHERE v_last IS NOT NULL AND s.txid = ANY (ARRAY(SELECT pg_snapshot_xip(v_last.snap))) AND s.due_at <= v_last.upto
+              AND pg_visible_in_snapshot(s.txid, v_snap)),
+        ins AS (
+            INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms)
+            SELECT millrace.current_segment(), id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms
+            FROM due
+            WHERE NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = due.id)  -- cancelled while scheduled
+            RETURNING job.queue)
+        SELECT count(*), array_agg(DISTINCT ins.queue) INTO v_n, v_queues FROM ins;
+        FOR v_q IN SELECT unnest(v_queues) LOOP
+            PERFORM pg_notify('millrace', v_q);
+        END LOOP;
+    END IF;
     IF v_n > 0 OR v_last IS NULL OR v_now - v_last.upto > interval '1 minute' THEN
         INSERT INTO millrace.promote (slot, round, upto, snap, total)
         VALUES (millrace.current_segment(), nextval('millrace.tick_id_seq'), v_now, v_snap, coalesce(v_last.total, 0) + v_n)
