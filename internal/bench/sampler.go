@@ -270,9 +270,7 @@ func (p *probe) cpu() int64 {
 		if pid != p.postmaster && ppid != p.postmaster {
 			continue
 		}
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		total += ut + st
+		total += cpuTicks(f)
 		if pid == p.postmaster {
 			cut, _ := strconv.ParseInt(f[13], 10, 64)
 			cst, _ := strconv.ParseInt(f[14], 10, 64)
@@ -295,6 +293,14 @@ func procStat(pid int) []string {
 		return nil
 	}
 	return strings.Fields(s[i+1:])
+}
+
+// cpuTicks is the user and system CPU, in clock ticks, of the fields of
+// a /proc/PID/stat (procStat; at least 13 of them).
+func cpuTicks(f []string) int64 {
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return ut + st
 }
 
 // parentOf returns pid's parent pid, or 0 when pid is not a local process.

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,9 +28,7 @@ func watchQueues(ctx context.Context, url string, every time.Duration, w Watcher
 			local = false
 			return
 		}
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		cur = ut + st
+		cur = cpuTicks(f)
 	}
 	defer func() {
 		if conn != nil {

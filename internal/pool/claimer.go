@@ -226,8 +226,12 @@ func (p *Pool) prober() {
 		if err != nil && ctx.Err() == nil {
 			p.cfg.Logger.Warn("millrace: asking which idle queues have work failed; they claim instead", "queues", len(names), "err", err)
 		}
+		has := make(map[string]bool, len(with))
+		for _, name := range with {
+			has[name] = true
+		}
 		for name, asked := range round {
-			work := err != nil || slices.Contains(with, name)
+			work := err != nil || has[name]
 			for _, c := range asked {
 				c <- work
 			}
