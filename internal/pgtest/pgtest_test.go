@@ -3,11 +3,13 @@ package pgtest_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/testkit"
+	"github.com/millrace/millrace/millracetest/pgcluster"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
@@ -64,5 +66,49 @@ func TestClustersRunWithoutFsync(t *testing.T) {
 	defer cl.Stop()
 	if v := show(cl.URL("postgres")); v != "on" {
 		t.Errorf("a cluster started with fsync on: fsync %s", v)
+	}
+}
+
+// A test cluster's files go to a RAM-backed directory when the machine has
+// one, and to MILLRACE_TEST_PGDIR when that is set; stopping it removes
+// them.
+func TestClustersRunInRAM(t *testing.T) {
+	ctx := context.Background()
+	ram := pgcluster.RAMDir(4 << 30)
+	want := os.Getenv("MILLRACE_TEST_PGDIR")
+	if want == "" {
+		want = ram
+	}
+	if want == "" {
+		t.Skip("no RAM-backed directory with 4 GB free (/dev/shm) and no MILLRACE_TEST_PGDIR")
+	}
+	cl, err := pgtest.Start(ctx, pgtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(cl.Dir) != filepath.Clean(want) {
+		t.Errorf("the cluster's files are in %s, want a directory in %s", cl.Dir, want)
+	}
+	cl.Stop()
+	if _, err := os.Stat(cl.Dir); !os.IsNotExist(err) {
+		t.Errorf("after Stop, %s: %v, want it gone", cl.Dir, err)
+	}
+	// Not t.TempDir: the postgres OS user (when run as root) must reach it.
+	dir, err := os.MkdirTemp("", "millrace-pgdir-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MILLRACE_TEST_PGDIR", dir)
+	cl, err = pgtest.Start(ctx, pgtest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	if filepath.Dir(cl.Dir) != dir {
+		t.Errorf("with MILLRACE_TEST_PGDIR=%s the cluster's files are in %s", dir, cl.Dir)
 	}
 }
