@@ -14,6 +14,10 @@ import (
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
+// tmpdirSet is whether TMPDIR was set before TestMain ran (package
+// variables are initialized first).
+var _, tmpdirSet = os.LookupEnv("TMPDIR")
+
 func TestNewDatabaseIsolated(t *testing.T) {
 	ctx := context.Background()
 	a, b := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
@@ -78,6 +82,9 @@ func TestClustersRunInRAM(t *testing.T) {
 	want := os.Getenv("MILLRACE_TEST_PGDIR")
 	if want == "" {
 		want = ram
+	}
+	if !tmpdirSet && os.Getenv("MILLRACE_TEST_PGDIR") == "" && ram != "" && os.TempDir() != ram {
+		t.Errorf("the test binary's temp dir is %s, want %s (TempInRAM)", os.TempDir(), ram)
 	}
 	if want == "" {
 		t.Skip("no RAM-backed directory with 4 GB free (/dev/shm) and no MILLRACE_TEST_PGDIR")

@@ -24,6 +24,7 @@ var (
 // Call it from TestMain: func TestMain(m *testing.M) { pgtest.Main(m) }.
 func Main(m *testing.M) {
 	QuickRaceExit()
+	TempInRAM()
 	code := m.Run()
 	StopShared()
 	os.Exit(code)
@@ -38,6 +39,20 @@ func Main(m *testing.M) {
 func QuickRaceExit() {
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
 		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
+}
+
+// TempInRAM points TMPDIR at a RAM-backed directory (pgcluster.RAMDir)
+// for the test binary and the processes it starts, unless TMPDIR or
+// MILLRACE_TEST_PGDIR is set: the clusters that code under test starts for
+// itself in the temp dir (the bench's CLI, the dashboard's command) get
+// what pgtest.Start's clusters get.
+func TempInRAM() {
+	if os.Getenv("TMPDIR") != "" || os.Getenv("MILLRACE_TEST_PGDIR") != "" {
+		return
+	}
+	if dir := pgcluster.RAMDir(4 << 30); dir != "" {
+		os.Setenv("TMPDIR", dir)
 	}
 }
 

@@ -57,6 +57,7 @@ var (
 // func TestMain(m *testing.M) { testkit.Main(m) }.
 func Main(m *testing.M) {
 	pgtest.QuickRaceExit()
+	pgtest.TempInRAM()
 	code := m.Run()
 	dropMade()
 	pgtest.StopShared()
