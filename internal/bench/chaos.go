@@ -22,6 +22,12 @@ import (
 // jobs: each must run at most that many times, then be discarded.
 const ChaosPoisonAttempts = 3
 
+// RetryGrace is how long after its retry fell due an unfinished job is
+// still not counted stranded (Chaoser.Retrying): promotion, a claim and a
+// start take a moment, longer under load, and a process's death charges
+// its running jobs with a backoff that may end just before the check.
+const RetryGrace = 3 * time.Second
+
 // AppChaos is the application name of the chaos scenario's own sessions
 // (the held transaction, the fault statements).
 const AppChaos = "millrace-bench-chaos"
@@ -907,8 +913,9 @@ func (c *chaos) measureStranded() {
 			return at == 0 || time.Duration(at) <= endNS
 		})
 		// A job waiting out a retry's backoff (a failed attempt, or one
-		// charged to a process that died running it: 2^attempt seconds)
-		// is not stranded: the queue holds it and will run it.
+		// charged to a process that died running it: 2^attempt seconds),
+		// or whose backoff ended less than RetryGrace ago, is not
+		// stranded: the queue holds it and will run it.
 		if len(ids) > 0 {
 			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			waiting, err := c.s.Retrying(rctx, ids)

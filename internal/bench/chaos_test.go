@@ -35,12 +35,25 @@ func TestRunChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
+	t.Setenv("MILLRACE_BENCH_LOG", "info") // the worker processes' log, shown if the test fails
 	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioChaos,
 		Rate: 100, Workers: 6, Processes: 3, Work: time.Millisecond,
 		Mix: bench.Mix{Fail: 10, Snooze: 5, Cancel: 5, Sched: 10, Unique: 5}, MixSchedMax: 2 * time.Second,
 		Clean: time.Second, Stress: 10 * time.Second, Recovery: 10 * time.Second, Out: out,
 		Chaos:   bench.ChaosOptions{Leases: bench.Leases{Process: 2 * time.Second, Leader: time.Second}, Hold: 2 * time.Second, Poison: 1},
 		Restart: func(ctx context.Context) error { return c.Restart(ctx, pgtest.Options{}) }}
+	defer func() {
+		if t.Failed() {
+			// What the worker processes said: warnings and errors, for the
+			// reason of a failure that does not come back on a quiet machine.
+			b, _ := os.ReadFile(filepath.Join(out, "chaos-processes.log"))
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, "level=") {
+					t.Log(l)
+				}
+			}
+		}
+	}()
 	began := time.Now()
 	res, err := bench.Run(ctx, cfg)
 	t.Logf("the run took %s", time.Since(began).Round(100*time.Millisecond))

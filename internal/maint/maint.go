@@ -27,8 +27,12 @@ type Config struct {
 	Owner int32
 	Term  int64
 	// LeaderLease is how long each renewal extends the term (default
-	// storage.DefaultLeaderLease). A round renews it first, at most once a
-	// second: a leader that stops making rounds loses its term.
+	// storage.DefaultLeaderLease). A round renews it first, and Run renews
+	// it between rounds too, so that it is renewed at least three times a
+	// lease whatever Every is (a 1 s lease renewed by 1 s rounds ran out
+	// at every round: a new term each second, and promotion and rescue
+	// stalled while none was held). Renewals come from the loop that makes
+	// the rounds: a leader that stops making rounds loses its term.
 	LeaderLease time.Duration
 	// Every is the maintenance cadence (default 1s).
 	Every time.Duration
@@ -159,10 +163,20 @@ var ErrLostLead = storage.ErrFenced
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	m := New(cfg)
-	t := time.NewTicker(cfg.Every)
+	renewEvery := cfg.Every
+	if cfg.Term != 0 {
+		renewEvery = min(renewEvery, max(cfg.LeaderLease/3, 10*time.Millisecond))
+	}
+	t := time.NewTicker(renewEvery)
 	defer t.Stop()
+	var round time.Time
 	for {
-		if err := m.Step(ctx); err != nil {
+		if time.Since(round) >= cfg.Every-renewEvery/2 {
+			round = time.Now()
+			if err := m.Step(ctx); err != nil {
+				return err
+			}
+		} else if _, err := m.renew(ctx); err != nil {
 			return err
 		}
 		select {
@@ -217,25 +231,37 @@ func New(cfg Config) *Maintainer {
 		holders: map[holderKey]time.Time{}, writers: map[int32]time.Time{}, cancels: map[holderKey]bool{}}
 }
 
+// renew renews the leader's term (an operator's rounds, term 0, have none
+// to renew: renewed). A failure to reach the server is logged and not an
+// error: the next renewal tries again, and the steps of a round are
+// refused if the term ran out meanwhile. It returns ErrLostLead once the
+// term is over.
+func (m *Maintainer) renew(ctx context.Context) (renewed bool, err error) {
+	cfg := &m.cfg
+	if cfg.Term == 0 {
+		return true, nil
+	}
+	got, err := cfg.Store.Lead(ctx, cfg.Owner, cfg.Term, cfg.LeaderLease)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			cfg.Logger.Warn("millrace: renewing the leader term failed", "term", cfg.Term, "err", err)
+		}
+		return false, nil
+	case got == 0:
+		return false, ErrLostLead
+	}
+	return true, nil
+}
+
 // Step runs one round of maintenance: it renews the leader's term, then
 // runs each step under it. It returns ErrLostLead (and does nothing more)
 // once the term is over.
 func (m *Maintainer) Step(ctx context.Context) error {
 	cfg := &m.cfg
-	renewed := cfg.Term == 0
-	if cfg.Term != 0 {
-		got, err := cfg.Store.Lead(ctx, cfg.Owner, cfg.Term, cfg.LeaderLease)
-		if err != nil {
-			if ctx.Err() == nil {
-				cfg.Logger.Warn("millrace: renewing the leader term failed", "term", cfg.Term, "err", err)
-			}
-			// Not renewed: the next round tries again, and the steps below
-			// are refused if the term ran out meanwhile.
-		} else if got == 0 {
-			return ErrLostLead
-		} else {
-			renewed = true
-		}
+	renewed, err := m.renew(ctx)
+	if err != nil {
+		return err
 	}
 	fencedErr := func(err error) bool { return storage.IsFenced(err) }
 	if cfg.PromoterRuns {

@@ -532,3 +532,50 @@ func turnedRing(t *testing.T, jobs bool) (url string, pool *pgxpool.Pool, s *sto
 	}
 	return url, pool, s
 }
+
+// TestShortLeaderLeaseHeld: a leader term of 1 s (the shortest a client
+// allows) with rounds every second (the default) is held, round after
+// round: another live process never gets it, and Run does not give it up.
+// Renewed only by the rounds, it ran out at every round.
+func TestShortLeaderLeaseHeld(t *testing.T) {
+	ctx := context.Background()
+	pool := testkit.DB(t)
+	s := &storage.Store{Pool: pool}
+	p1, err := s.Register(ctx, "leader", "h", 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := s.Register(ctx, "other", "h", 2, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := s.Lead(ctx, p1, 0, time.Second)
+	if err != nil || term == 0 {
+		t.Fatalf("the first process did not get a term: %d, %v", term, err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() {
+		ran <- Run(rctx, Config{Store: s, Logger: slog.New(slog.DiscardHandler), Owner: p1, Term: term,
+			LeaderLease: time.Second, Every: time.Second})
+	}()
+	// Four leases long, every 250 ms: the other process asks for the term.
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; i < 16; i++ {
+		select {
+		case err := <-ran:
+			t.Fatalf("Run returned after %d checks: %v", i, err)
+		case <-tick.C:
+		}
+		if got, err := s.Lead(ctx, p2, 0, time.Second); err != nil {
+			t.Fatal(err)
+		} else if got != 0 {
+			t.Fatalf("after %.2fs another process took a new term (%d): the leader's 1 s term ran out", float64(i+1)/4, got)
+		}
+	}
+	stop()
+	if err := <-ran; err != context.Canceled {
+		t.Errorf("Run ended with %v, want context.Canceled", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -197,25 +198,45 @@ func lostWatcher(lost func()) *slog.Logger {
 	if lost == nil {
 		return quiet()
 	}
-	return slog.New(watchHandler{lost})
+	return slog.New(watchHandler{lost: lost, next: quiet().Handler()})
 }
 
-// watchHandler is a slog handler that discards every record but calls
+// watchHandler is a slog handler that passes records on to next but calls
 // lost on the client's "lease ran out" warning.
-type watchHandler struct{ lost func() }
+type watchHandler struct {
+	lost func()
+	next slog.Handler
+}
 
-func (h watchHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-func (h watchHandler) Handle(_ context.Context, r slog.Record) error {
+func (h watchHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || h.next.Enabled(ctx, l)
+}
+func (h watchHandler) Handle(ctx context.Context, r slog.Record) error {
 	if strings.Contains(r.Message, "lease ran out") {
 		h.lost()
 	}
+	if h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
 	return nil
 }
-func (h watchHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h watchHandler) WithGroup(string) slog.Handler      { return h }
+func (h watchHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return watchHandler{lost: h.lost, next: h.next.WithAttrs(as)}
+}
+func (h watchHandler) WithGroup(g string) slog.Handler {
+	return watchHandler{lost: h.lost, next: h.next.WithGroup(g)}
+}
 
+// quiet is the client's logger in the bench: nothing, unless
+// MILLRACE_BENCH_LOG names a level (debug, info, warn, error), which
+// writes the client's records from that level on to stderr (a chaos
+// worker process's stderr is chaos-processes.log).
 func quiet() *slog.Logger {
-	return slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
+	var l slog.Level
+	if v := os.Getenv("MILLRACE_BENCH_LOG"); v != "" && l.UnmarshalText([]byte(v)) == nil {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError + 1}))
 }
 
 func (s *Strategy) useQueue(q string) {
@@ -489,10 +510,14 @@ func (s *Strategy) FinalState(ctx context.Context, ref int64) (string, error) {
 }
 
 // Retrying implements bench.Chaoser: the jobs among ids with a schedule
-// row due after now (a retry's backoff).
+// row due after now less bench.RetryGrace (a retry's backoff), or a
+// retry promoted from one (a job row of a later attempt ready since then).
 func (s *Strategy) Retrying(ctx context.Context, ids []int64) (map[int64]bool, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT (s.args->>'id')::bigint FROM millrace.sched s
-		WHERE s.due_at > now() AND (s.args->>'id')::bigint = ANY ($1)`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT (s.args->>'id')::bigint FROM millrace.sched s
+		WHERE s.due_at > now() - $2::interval AND (s.args->>'id')::bigint = ANY ($1)
+		UNION
+		SELECT (j.args->>'id')::bigint FROM millrace.job j
+		WHERE j.attempt > 0 AND j.ready_at > now() - $2::interval AND (j.args->>'id')::bigint = ANY ($1)`, ids, bench.RetryGrace)
 	if err != nil {
 		return nil, err
 	}

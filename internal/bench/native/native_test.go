@@ -274,3 +274,40 @@ func TestServe(t *testing.T) {
 		t.Errorf("Remaining = %v, %v; want the main queue's job 1 only", rem, err)
 	}
 }
+
+// TestRetrying: the chaos check's jobs that wait for a retry are those
+// scheduled in the future, scheduled in the last bench.RetryGrace, or
+// promoted to a later attempt in it; a first attempt ready now, and a
+// retry due longer ago, are not.
+func TestRetrying(t *testing.T) {
+	ctx := context.Background()
+	s, _ := setup(t)
+	enqueue := func(id int64, runAt time.Time) {
+		t.Helper()
+		if _, _, err := s.EnqueueMix(ctx, bench.Job{ID: id, RunAt: runAt}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue(1, time.Now().Add(time.Minute)) // due in a minute
+	enqueue(2, time.Time{})                 // a first attempt, ready now
+	enqueue(3, time.Time{})                 // a retry ready a second ago
+	enqueue(4, time.Time{})                 // a retry ready a minute ago
+	enqueue(5, time.Now().Add(time.Minute)) // a retry due a second ago, not yet promoted
+	for _, q := range []string{
+		`UPDATE millrace.job SET attempt = 1, ready_at = now() - interval '1 second' WHERE args->>'id' = '3'`,
+		`UPDATE millrace.job SET attempt = 1, ready_at = now() - interval '1 minute' WHERE args->>'id' = '4'`,
+		`UPDATE millrace.sched SET due_at = now() - interval '1 second' WHERE args->>'id' = '5'`,
+	} {
+		if tag, err := s.pool.Exec(ctx, q); err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("%s: %v, %d rows", q, err, tag.RowsAffected())
+		}
+	}
+	got, err := s.Retrying(ctx, []int64{1, 2, 3, 4, 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]bool{1: true, 3: true, 5: true}
+	if len(got) != len(want) || !got[1] || !got[3] || !got[5] {
+		t.Errorf("Retrying: %v, want %v", got, want)
+	}
+}

@@ -102,8 +102,11 @@ BEGIN
            OR NOT millrace.process_alive(p_process) THEN
             RETURN NULL;
         END IF;
-        IF v.at > v_now - interval '1 second' THEN
-            RETURN p_term;  -- renewed less than a second ago: one row a second at most
+        IF v.at > v_now - least(interval '1 second', p_lease / 4) THEN
+            -- Renewed less than a second ago (a quarter of a shorter
+            -- lease): one row a second at most. Not a whole second for a
+            -- lease of a second or two, or it would run out between rows.
+            RETURN p_term;
         END IF;
         INSERT INTO millrace.leader (slot, id, term, holder, until)
         VALUES (millrace.current_segment(), nextval('millrace.lease_seq'), p_term, p_process, v_now + p_lease);
@@ -130,7 +133,7 @@ BEGIN
     RETURN v_id;
 END $function$;
 COMMENT ON FUNCTION millrace.lead(p_process integer, p_term bigint, p_lease interval) IS
-    'lead is leadership as a lease. With p_term NULL it is a takeover attempt: when no term runs (the newest one''s until has passed, by the server''s clock, or its holder is gone: not renewed for 2 s and no session connection of its process open, as when the process was killed) a new term held by p_process starts, for p_lease, and its number is returned (NULL: another term runs). With p_term it is a renewal by the holder: the term is extended to p_lease from now (at most one row a second) and p_term returned, or NULL when the term is no longer the newest or ran out, and the caller must stop leading. Terms are an append-only ledger read newest first, serialized by a transaction-level advisory lock. The leader passes its term to every maintenance function, which refuses it once it is not the newest running term (fence_leader).';
+    'lead is leadership as a lease. With p_term NULL it is a takeover attempt: when no term runs (the newest one''s until has passed, by the server''s clock, or its holder is gone: not renewed for 2 s and no session connection of its process open, as when the process was killed) a new term held by p_process starts, for p_lease, and its number is returned (NULL: another term runs). With p_term it is a renewal by the holder: the term is extended to p_lease from now (at most one row a second, or a quarter of p_lease when that is shorter) and p_term returned, or NULL when the term is no longer the newest or ran out, and the caller must stop leading. Terms are an append-only ledger read newest first, serialized by a transaction-level advisory lock. The leader passes its term to every maintenance function, which refuses it once it is not the newest running term (fence_leader).';
 
 CREATE OR REPLACE FUNCTION millrace.resign(p_process integer, p_term bigint)
  RETURNS boolean
