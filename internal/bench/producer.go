@@ -224,8 +224,16 @@ func (p *producer) paced(ctx context.Context, start time.Time, rate float64, con
 // plain, failing and snoozing jobs go in its batches, the others (a
 // scheduled job, one to cancel, a unique job and its duplicate) one by one
 // as the paced producer sends them.
+//
+// The bound holds with every goroutine sending: each reserves the jobs it
+// is about to offer before it draws them, and waits while the backlog and
+// the reservations exceed limit; a batch is at most a conc-th of limit.
+// (A check of the backlog alone let each of 32 goroutines add a batch of
+// 500 past it: a backlog of 18,000 rather than 2,000, which a loaded
+// machine did not drain in the mix's drain time.)
 func (p *producer) flat(ctx context.Context, conc int, limit int64) {
-	batch := min(p.s.MaxBatch(), 500)
+	batch := max(1, min(p.s.MaxBatch(), 500, int(limit)/conc))
+	var reserved atomic.Int64
 	var wg sync.WaitGroup
 	for g := range conc {
 		var mix *mixer
@@ -242,7 +250,9 @@ func (p *producer) flat(ctx context.Context, conc int, limit int64) {
 				}
 			}()
 			for ctx.Err() == nil {
-				if p.t.enqueued.Load()-p.t.completed.Load()-p.t.delayed.Load() > limit {
+				r := reserved.Add(int64(batch))
+				if p.t.enqueued.Load()-p.t.completed.Load()-p.t.delayed.Load()+r > limit {
+					reserved.Add(-int64(batch))
 					time.Sleep(time.Millisecond)
 					continue
 				}
@@ -268,6 +278,7 @@ func (p *producer) flat(ctx context.Context, conc int, limit int64) {
 				if len(ids) > 0 {
 					p.enqueue(ctx, ids)
 				}
+				reserved.Add(-int64(batch))
 			}
 		}()
 	}

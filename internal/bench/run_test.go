@@ -831,4 +831,11 @@ func TestRunMixAtMaxRate(t *testing.T) {
 		t.Errorf("clean: offered %d, cancelled %d, de-duplicated %d, expected %d, completed %d",
 			ps.Offered, *ps.Cancelled, *ps.Deduplicated, ps.Expected, ps.Completed)
 	}
+	// The producer's bound (2,000 jobs here) holds with its 32 goroutines:
+	// the backlog is that and the jobs waiting for their time, not a batch
+	// of 500 more per goroutine.
+	t.Logf("clean: backlog max %d", ps.BacklogMax)
+	if ps.BacklogMax > 4000 {
+		t.Errorf("clean: backlog max %d, want at most 4,000 (the producer's bound of 2,000 and the jobs waiting for their time)", ps.BacklogMax)
+	}
 }
