@@ -96,8 +96,9 @@ func TestCrashStress(t *testing.T) {
 	}()
 
 	// MILLRACE_STRESS_DURATION lengthens the run (and so how long the late
-	// committers hold their transactions), e.g. to minutes: 25s by default.
-	runFor := 25 * time.Second
+	// committers hold their transactions), e.g. to minutes: 15s by default
+	// (four to seven kills; the suite runs it on every change).
+	runFor := 15 * time.Second
 	if v := os.Getenv("MILLRACE_STRESS_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 10*time.Second {

@@ -99,12 +99,11 @@ func Write(dir string, sum *bench.Summary, samples []bench.Sample) error {
 		}
 	}
 
-	page := buildPage(sum, ss, images)
-	var buf bytes.Buffer
-	if err := tmpl.Execute(&buf, page); err != nil {
-		return fmt.Errorf("report: %s: %w", HTMLFile, err)
+	html, err := pageHTML(sum, ss, images)
+	if err != nil {
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, HTMLFile), buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, HTMLFile), html, 0o644); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
@@ -200,6 +199,16 @@ type phaseView struct {
 }
 
 var phaseOrder = []string{bench.PhaseWarmup, bench.PhaseClean, bench.PhaseStress, bench.PhaseRecovery, bench.PhaseBurndown}
+
+// pageHTML is report.html for sum and the series ss, with the charts'
+// PNGs images (by file name; a chart without one has an empty image).
+func pageHTML(sum *bench.Summary, ss []series, images map[string][]byte) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, buildPage(sum, ss, images)); err != nil {
+		return nil, fmt.Errorf("report: %s: %w", HTMLFile, err)
+	}
+	return buf.Bytes(), nil
+}
 
 func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 	p := page{Title: "millrace bench", Scenario: "—", Rate: "—", Workers: "—", WorkMS: "—", Postgres: "—"}
