@@ -931,10 +931,20 @@ func (c *chaos) measureStranded() {
 				c.t.note(fmt.Sprintf("%d unfinished jobs wait for a retry's backoff at the stranded check (not stranded)", len(waiting)))
 			}
 		}
+		var where map[int64]string
+		if e, ok := c.s.(Explainer); ok && len(ids) > 0 {
+			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			where, _ = e.Explain(rctx, ids[:min(len(ids), 10)])
+			cancel()
+		}
 		for _, id := range ids[:min(len(ids), 10)] {
 			last := c.t.chunkOf(id).last[id&(chunkSize-1)].Load()
-			c.t.note(fmt.Sprintf("stranded: job %d (%s) unfinished after %d runs; the last started in process %d at %.1fs",
-				id, kindOf(c.t.metaOf(id)), c.t.runsOf(id), last&0xff, time.Duration(last>>8).Seconds()))
+			note := fmt.Sprintf("stranded: job %d (%s) unfinished after %d runs; the last started in process %d at %.1fs",
+				id, kindOf(c.t.metaOf(id)), c.t.runsOf(id), last&0xff, time.Duration(last>>8).Seconds())
+			if w := where[id]; w != "" {
+				note += " (" + w + ")"
+			}
+			c.t.note(note)
 		}
 		c.mu.Lock()
 		c.stats.Stranded = int64(len(ids))

@@ -188,6 +188,13 @@ type Chaoser interface {
 	Retrying(ctx context.Context, ids []int64) (map[int64]bool, error)
 }
 
+// Explainer is a Chaoser that can say, for the chaos check's notes, where
+// each of some unfinished jobs (bench ids) stands in its storage: so that a
+// stranded job found once on a loaded machine explains itself.
+type Explainer interface {
+	Explain(ctx context.Context, ids []int64) (map[int64]string, error)
+}
+
 // Leases are a chaos child's process and leader leases (zero: the
 // strategy's defaults).
 type Leases struct {

@@ -532,6 +532,48 @@ func (s *Strategy) Retrying(ctx context.Context, ids []int64) (map[int64]bool, e
 	return out, rows.Err()
 }
 
+// Explain implements bench.Explainer: for each bench id, its rows in the
+// queue's tables at the check (the live job row, the tick whose range
+// holds it, that batch's holder and whether it is done, the job's acks,
+// its schedule row).
+func (s *Strategy) Explain(ctx context.Context, ids []int64) (map[int64]string, error) {
+	rows, err := s.pool.Query(ctx, `
+WITH b AS (SELECT unnest($1::bigint[]) AS bid)
+SELECT b.bid, concat_ws('; ',
+  (SELECT string_agg(format('job row id %s txid %s slot %s attempt %s ready %s, batch %s held by %s token %s%s',
+                            j.id, j.txid, j.slot, j.attempt, to_char(j.ready_at, 'HH24:MI:SS.MS'), coalesce(t.tick_id::text, 'none'),
+                            coalesce(h.owner::text, '-'), coalesce(h.token::text, '-'),
+                            CASE WHEN EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = t.tick_id) THEN ' (done)' ELSE '' END), ', ')
+   FROM millrace.job j
+   LEFT JOIN LATERAL (SELECT t.tick_id FROM millrace.tick t
+                      WHERE t.queue = j.queue AND t.priority = j.priority AND pg_visible_in_snapshot(j.txid, t.snap)
+                        AND NOT pg_visible_in_snapshot(j.txid, t.prev_snap)
+                        AND (t.after_txid IS NULL OR (j.txid, j.id) > (t.after_txid, t.after_id))
+                        AND (j.txid, j.id) <= (t.upto_txid, t.upto_id)
+                      ORDER BY t.tick_id LIMIT 1) t ON true
+   LEFT JOIN LATERAL millrace.holder(t.tick_id) h ON t.tick_id IS NOT NULL
+   WHERE (j.args->>'id')::bigint = b.bid),
+  (SELECT 'acks ' || string_agg(format('%s in batch %s', a.state, a.tick_id), ', ')
+   FROM millrace.ack a JOIN millrace.job j ON j.id = a.job_id WHERE (j.args->>'id')::bigint = b.bid),
+  (SELECT 'scheduled ' || string_agg(format('attempt %s due %s', s.attempt, to_char(s.due_at, 'HH24:MI:SS.MS')), ', ')
+   FROM millrace.sched s WHERE (s.args->>'id')::bigint = b.bid),
+  (SELECT 'now ' || to_char(clock_timestamp(), 'HH24:MI:SS.MS')))
+FROM b`, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var w string
+		if err := rows.Scan(&id, &w); err != nil {
+			return nil, err
+		}
+		out[id] = w
+	}
+	return out, rows.Err()
+}
+
 // EnqueueMix inserts one job with Insert, scheduled at job.RunAt and
 // unique by job.UniqueKey when they are set.
 func (s *Strategy) EnqueueMix(ctx context.Context, job bench.Job) (int64, bool, error) {

@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -309,5 +310,28 @@ func TestRetrying(t *testing.T) {
 	want := map[int64]bool{1: true, 3: true, 5: true}
 	if len(got) != len(want) || !got[1] || !got[3] || !got[5] {
 		t.Errorf("Retrying: %v, want %v", got, want)
+	}
+}
+
+// TestExplain: the chaos check's account of an unfinished job names its
+// live row (not yet in a batch) or its schedule row.
+func TestExplain(t *testing.T) {
+	ctx := context.Background()
+	s, _ := setup(t)
+	if _, _, err := s.EnqueueMix(ctx, bench.Job{ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.EnqueueMix(ctx, bench.Job{ID: 2, RunAt: time.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Explain(ctx, []int64{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got[1], "job row id") || !strings.Contains(got[1], "batch none") {
+		t.Errorf("job 1: %q, want its live row in no batch yet", got[1])
+	}
+	if !strings.Contains(got[2], "scheduled attempt 0") || strings.Contains(got[2], "job row") {
+		t.Errorf("job 2: %q, want its schedule row only", got[2])
 	}
 }
