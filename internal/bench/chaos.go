@@ -22,12 +22,6 @@ import (
 // jobs: each must run at most that many times, then be discarded.
 const ChaosPoisonAttempts = 3
 
-// RetryGrace is how long after its retry fell due an unfinished job is
-// still not counted stranded (Chaoser.Retrying): promotion, a claim and a
-// start take a moment, longer under load, and a process's death charges
-// its running jobs with a backoff that may end just before the check.
-const RetryGrace = 3 * time.Second
-
 // AppChaos is the application name of the chaos scenario's own sessions
 // (the held transaction, the fault statements).
 const AppChaos = "millrace-bench-chaos"
@@ -323,7 +317,10 @@ type chaos struct {
 	faultsDone chan struct{}
 	stressEnd  time.Time
 	stranded   chan struct{} // closed once Stranded is measured
-	strandOnce sync.Once
+	// strandedAfter is the stranded check's window (set by release, read
+	// under mu): a job unfinished that long after it could run is stranded.
+	strandedAfter time.Duration
+	strandOnce    sync.Once
 }
 
 type poisonJob struct{ id, ref int64 }
@@ -889,6 +886,9 @@ func (c *chaos) release() {
 	} else {
 		after = 0
 	}
+	c.mu.Lock()
+	c.strandedAfter = after
+	c.mu.Unlock()
 	go func() {
 		time.Sleep(after)
 		c.measureStranded()
@@ -914,11 +914,17 @@ func (c *chaos) measureStranded() {
 		})
 		// A job waiting out a retry's backoff (a failed attempt, or one
 		// charged to a process that died running it: 2^attempt seconds),
-		// or whose backoff ended less than RetryGrace ago, is not
-		// stranded: the queue holds it and will run it.
+		// or whose backoff ended less than the stranded window ago, is
+		// not stranded: a retry is held to what a new job is, to finish
+		// within the window from when it fell due (a dead process's
+		// running jobs are charged with a backoff of 2^attempt seconds,
+		// which may end just before the check).
 		if len(ids) > 0 {
 			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			waiting, err := c.s.Retrying(rctx, ids)
+			c.mu.Lock()
+			grace := c.strandedAfter
+			c.mu.Unlock()
+			waiting, err := c.s.Retrying(rctx, ids, grace)
 			cancel()
 			if err == nil && len(waiting) > 0 {
 				kept := ids[:0]

@@ -181,11 +181,10 @@ type Chaoser interface {
 	// "completed", "discarded", "cancelled", "running", ... ("" unknown).
 	FinalState(ctx context.Context, ref int64) (string, error)
 	// Retrying returns those of the bench's job ids that wait for a
-	// retry due after now, or due within the last RetryGrace (an attempt
-	// failed or was charged to a process that died running it, and its
-	// backoff has not passed, or passed so recently that the queue has
-	// not had the time to run it): unfinished, yet not stranded.
-	Retrying(ctx context.Context, ids []int64) (map[int64]bool, error)
+	// retry due after now less grace (an attempt failed or was charged to
+	// a process that died running it, and its backoff has not passed, or
+	// passed less than grace ago): unfinished, yet not stranded.
+	Retrying(ctx context.Context, ids []int64, grace time.Duration) (map[int64]bool, error)
 }
 
 // Explainer is a Chaoser that can say, for the chaos check's notes, where

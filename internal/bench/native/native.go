@@ -510,14 +510,14 @@ func (s *Strategy) FinalState(ctx context.Context, ref int64) (string, error) {
 }
 
 // Retrying implements bench.Chaoser: the jobs among ids with a schedule
-// row due after now less bench.RetryGrace (a retry's backoff), or a
+// row due after now less grace (a retry's backoff), or a
 // retry promoted from one (a job row of a later attempt ready since then).
-func (s *Strategy) Retrying(ctx context.Context, ids []int64) (map[int64]bool, error) {
+func (s *Strategy) Retrying(ctx context.Context, ids []int64, grace time.Duration) (map[int64]bool, error) {
 	rows, err := s.pool.Query(ctx, `SELECT (s.args->>'id')::bigint FROM millrace.sched s
 		WHERE s.due_at > now() - $2::interval AND (s.args->>'id')::bigint = ANY ($1)
 		UNION
 		SELECT (j.args->>'id')::bigint FROM millrace.job j
-		WHERE j.attempt > 0 AND j.ready_at > now() - $2::interval AND (j.args->>'id')::bigint = ANY ($1)`, ids, bench.RetryGrace)
+		WHERE j.attempt > 0 AND j.ready_at > now() - $2::interval AND (j.args->>'id')::bigint = ANY ($1)`, ids, grace)
 	if err != nil {
 		return nil, err
 	}

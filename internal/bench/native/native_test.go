@@ -277,7 +277,7 @@ func TestServe(t *testing.T) {
 }
 
 // TestRetrying: the chaos check's jobs that wait for a retry are those
-// scheduled in the future, scheduled in the last bench.RetryGrace, or
+// scheduled in the future, scheduled in the last grace (3 s here), or
 // promoted to a later attempt in it; a first attempt ready now, and a
 // retry due longer ago, are not.
 func TestRetrying(t *testing.T) {
@@ -303,7 +303,7 @@ func TestRetrying(t *testing.T) {
 			t.Fatalf("%s: %v, %d rows", q, err, tag.RowsAffected())
 		}
 	}
-	got, err := s.Retrying(ctx, []int64{1, 2, 3, 4, 5})
+	got, err := s.Retrying(ctx, []int64{1, 2, 3, 4, 5}, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
