@@ -8,11 +8,14 @@ package maint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/millrace/millrace/internal/storage"
@@ -28,11 +31,12 @@ type Config struct {
 	Term  int64
 	// LeaderLease is how long each renewal extends the term (default
 	// storage.DefaultLeaderLease). A round renews it first, and Run renews
-	// it between rounds too, so that it is renewed at least three times a
-	// lease whatever Every is (a 1 s lease renewed by 1 s rounds ran out
-	// at every round: a new term each second, and promotion and rescue
-	// stalled while none was held). Renewals come from the loop that makes
-	// the rounds: a leader that stops making rounds loses its term.
+	// it beside the rounds too, at least three times a lease whatever Every
+	// is and however long a round takes (a 1 s lease renewed by 1 s rounds
+	// ran out at every round: a new term each second, and promotion and
+	// rescue stalled while none was held). A leader whose process stops
+	// loses its term, and so does one whose round has run for ten rounds
+	// or three leases (stuck): its renewals stop.
 	LeaderLease time.Duration
 	// Every is the maintenance cadence (default 1s).
 	Every time.Duration
@@ -163,25 +167,72 @@ var ErrLostLead = storage.ErrFenced
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	m := New(cfg)
-	renewEvery := cfg.Every
-	if cfg.Term != 0 {
-		renewEvery = min(renewEvery, max(cfg.LeaderLease/3, 10*time.Millisecond))
-	}
-	t := time.NewTicker(renewEvery)
-	defer t.Stop()
-	var round time.Time
-	for {
-		if time.Since(round) >= cfg.Every-renewEvery/2 {
-			round = time.Now()
+	if cfg.Term == 0 {
+		// An operator's rounds: no term to renew.
+		t := time.NewTicker(cfg.Every)
+		defer t.Stop()
+		for {
 			if err := m.Step(ctx); err != nil {
 				return err
 			}
-		} else if _, err := m.renew(ctx); err != nil {
-			return err
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+	}
+	// The term is renewed at least three times a lease, beside the rounds
+	// (a round renews it first too): a round that takes longer than the
+	// lease (a rotation carrying a backlog, a loaded machine) does not lose
+	// it. A round that has run for stuckRound is taken to be stuck: the
+	// renewals stop and the term runs out, so that another process takes
+	// over and this one is refused at its next step.
+	renewEvery := min(cfg.Every, max(cfg.LeaderLease/3, 10*time.Millisecond))
+	stuckRound := max(10*cfg.Every, 3*cfg.LeaderLease)
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var roundStart atomic.Int64 // unix nanoseconds; 0 between rounds
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(renewEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+			}
+			if rs := roundStart.Load(); rs != 0 && time.Since(time.Unix(0, rs)) > stuckRound {
+				continue
+			}
+			if _, err := m.renew(rctx); errors.Is(err, ErrLostLead) {
+				cancel(ErrLostLead)
+				return
+			}
+		}
+	}()
+	defer wg.Wait()
+	lost := func(err error) error {
+		if errors.Is(context.Cause(rctx), ErrLostLead) {
+			return ErrLostLead
+		}
+		return err
+	}
+	t := time.NewTicker(cfg.Every)
+	defer t.Stop()
+	for {
+		roundStart.Store(time.Now().UnixNano())
+		err := m.Step(rctx)
+		roundStart.Store(0)
+		if err != nil {
+			return lost(err)
 		}
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
+		case <-rctx.Done():
+			return lost(ctx.Err())
 		case <-t.C:
 		}
 	}

@@ -535,12 +535,19 @@ func turnedRing(t *testing.T, jobs bool) (url string, pool *pgxpool.Pool, s *sto
 
 // TestShortLeaderLeaseHeld: a leader term of 1 s (the shortest a client
 // allows) with rounds every second (the default) is held, round after
-// round: another live process never gets it, and Run does not give it up.
-// Renewed only by the rounds, it ran out at every round.
+// round, and through a first round that takes 1.5 s (a trigger sleeps in
+// its promotion): another live process never gets it, and Run does not
+// give it up. Renewed only by the rounds, it ran out at every round; renewed
+// between rounds but not during one, it ran out in a slow round.
 func TestShortLeaderLeaseHeld(t *testing.T) {
 	ctx := context.Background()
 	pool := testkit.DB(t)
 	s := &storage.Store{Pool: pool}
+	if _, err := pool.Exec(ctx, `CREATE FUNCTION public.slow_round() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$;
+		CREATE TRIGGER slow_round BEFORE INSERT ON millrace.promote FOR EACH ROW EXECUTE FUNCTION public.slow_round()`); err != nil {
+		t.Fatal(err)
+	}
 	p1, err := s.Register(ctx, "leader", "h", 1, time.Hour)
 	if err != nil {
 		t.Fatal(err)
