@@ -96,10 +96,10 @@ type Config struct {
 	// their outcomes dropped.
 	ProcessLease time.Duration
 	// LeaderLease is how long the maintenance leader's term lasts without
-	// renewal (default 10s, 1s to 1h); the leader renews it at each
-	// maintenance round, and between rounds when the lease is shorter than
-	// three rounds (at least three renewals a lease). If the leader stops making rounds (killed,
-	// stopped, cut off, stuck), another process takes over at most
+	// renewal (default 10s, 1s to 1h); the leader renews it at least three
+	// times a lease, beside its maintenance rounds, unless a round has run
+	// for ten rounds or three leases (stuck). If the leader stops making
+	// rounds (killed, stopped, cut off, stuck), another process takes over at most
 	// LeaderLease plus a second after its last renewal (about 3 s after
 	// it when the leader's process died: its connections closed with it),
 	// and the old
