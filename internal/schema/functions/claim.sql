@@ -91,7 +91,8 @@ AS $function$
     SELECT r.* FROM (SELECT * FROM millrace.tick t WHERE t.tick_id = p_tick AND NOT t.carried LIMIT 1) t
     CROSS JOIN LATERAL millrace.range_jobs(t.queue, t.priority, t.prev_snap, t.snap, t.after_txid, t.after_id,
                                            t.upto_txid, t.upto_id, 2147483647, 9223372036854775807) r
-    WHERE NOT EXISTS (SELECT 1 FROM millrace.ack a WHERE a.tick_id = p_tick AND a.job_id = r.id)
+    -- a probe per job, not NOT EXISTS (an anti-join may hash every ack row)
+    WHERE (SELECT true FROM millrace.ack a WHERE a.tick_id = p_tick AND a.job_id = r.id LIMIT 1) IS NULL
 $function$;
 COMMENT ON FUNCTION millrace.batch_jobs(p_tick bigint) IS
     'batch_jobs returns the jobs of batch p_tick that have no ack yet.';
@@ -365,7 +366,7 @@ BEGIN
                 OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = v_tick);
             v_found := true;
             RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
-                                b.ready_at, b.timeout_ms, EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = b.id)
+                                b.ready_at, b.timeout_ms, (SELECT true FROM millrace.cancel c WHERE c.job_id = b.id LIMIT 1) IS NOT NULL
                          FROM millrace.batch_jobs(v_tick) b;
         END LOOP;
         IF v_found THEN
@@ -390,7 +391,7 @@ BEGIN
         VALUES (millrace.current_segment(), p_queue, v_tick, nextval('millrace.tick_id_seq'), p_owner, p_req)
         RETURNING lease.token INTO v_token;
         RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
-                            b.ready_at, b.timeout_ms, EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = b.id)
+                            b.ready_at, b.timeout_ms, (SELECT true FROM millrace.cancel c WHERE c.job_id = b.id LIMIT 1) IS NOT NULL
                      FROM millrace.batch_jobs(v_tick) b;
         IF FOUND THEN
             RETURN;
@@ -478,7 +479,9 @@ BEGIN
             -- at a time (twelve assignments a job, most of a large claim's
             -- own time).
             RETURN QUERY SELECT v_tick, v_tick, r.id, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
-                                r.ready_at, r.timeout_ms, EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = r.id)
+                                r.ready_at, r.timeout_ms,
+                                -- a probe per job, not EXISTS: see flush
+                                (SELECT true FROM millrace.cancel c WHERE c.job_id = r.id LIMIT 1) IS NOT NULL
                          FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false) r;
             RETURN;
         END IF;
