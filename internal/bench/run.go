@@ -172,6 +172,14 @@ func (c *Config) processes() int { return max(c.Processes, 1) }
 // not given and the strategy names no default of its own.
 const DefaultWorkers = 32
 
+// GoroutineWorkers is the default worker count of the strategies whose
+// workers are goroutines fed by batched claims (millrace, river): River's
+// own benchmark's 2,000. A waiting worker costs them nothing, and a
+// claim takes at most as many jobs as its process has workers, so with
+// the 32 of a connection-per-worker strategy a burn-down shared by four
+// processes claims 8 jobs at a time.
+const GoroutineWorkers = 2000
+
 // WorkersFor is the number of workers the named strategy runs, 0 for an
 // unknown name.
 func (c *Config) WorkersFor(name string) int {

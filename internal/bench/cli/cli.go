@@ -91,7 +91,7 @@ func Bench(ctx context.Context, args []string) (err error) {
 	scenario := fs.String("scenario", defaultScenario, "scenario: "+scenarioList())
 	rate := fs.String("rate", defaultRate, "jobs offered per second, or max (as fast as each strategy keeps up)")
 	jobs := fs.Int64("jobs", 0, "jobs to insert first and work down (burndown scenario)")
-	workers := fs.Int("workers", 0, fmt.Sprintf("concurrent workers per strategy, over all processes (default %d; river: %d, as River's own benchmark)", bench.DefaultWorkers, RiverWorkers))
+	workers := fs.Int("workers", 0, fmt.Sprintf("concurrent workers per strategy, over all processes (default %d; millrace and river: %d, as River's own benchmark)", bench.DefaultWorkers, bench.GoroutineWorkers))
 	processes := fs.Int("processes", 1, "run each strategy's workers as N independent clients (own pools and listeners), the workers split between them")
 	work := fs.Duration("work", defaultWork, "time each job's work takes")
 	warmup := fs.Duration("warmup", defaultWarmup, "warm-up phase (not in the summary)")
@@ -421,7 +421,7 @@ func analyticsFlags(fs *flag.FlagSet, scenario string, readers int, d, interval 
 // RiverWorkers is the river strategy's default worker count, River's own
 // benchmark's (the strategy lives in its own module and returns it; the
 // flag's help names it).
-const RiverWorkers = 2000
+const RiverWorkers = bench.GoroutineWorkers
 
 func workersGiven(fs *flag.FlagSet) bool {
 	given := false

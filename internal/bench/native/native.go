@@ -152,6 +152,10 @@ func (s *Strategy) MetricTotals() map[string]float64 {
 // Name is "millrace".
 func (s *Strategy) Name() string { return "millrace" }
 
+// DefaultWorkers is the worker count without --workers: River's own
+// benchmark's, as the river strategy's (bench.GoroutineWorkers).
+func (s *Strategy) DefaultWorkers() int { return bench.GoroutineWorkers }
+
 // Multiprocess reports that Work runs Env.Processes clients.
 func (s *Strategy) Multiprocess() bool { return true }
 

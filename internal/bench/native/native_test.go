@@ -16,6 +16,18 @@ import (
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
+// TestDefaultWorkers: without --workers millrace runs River's benchmark's
+// worker count, as the river strategy does, not the 32 of the strategies
+// that hold a connection per worker; with it, what it is given.
+func TestDefaultWorkers(t *testing.T) {
+	if got := (&bench.Config{}).WorkersFor("millrace"); got != bench.GoroutineWorkers {
+		t.Errorf("millrace without --workers runs %d workers, want %d", got, bench.GoroutineWorkers)
+	}
+	if got := (&bench.Config{Workers: 7}).WorkersFor("millrace"); got != 7 {
+		t.Errorf("millrace with --workers 7 runs %d workers", got)
+	}
+}
+
 // TestEachJobOnce puts jobs in by single inserts and COPY while workers run,
 // and checks every job is worked exactly once and nothing remains.
 func TestEachJobOnce(t *testing.T) {
