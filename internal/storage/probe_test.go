@@ -118,3 +118,40 @@ func TestHotPathProbesNeverScan(t *testing.T) {
 		t.Fatalf("statistics for %d partitions of done, ack and cancel; want 12: %v", len(after), after)
 	}
 }
+
+// TestClaimFlagsCancelledJobs: a claim flags the jobs cancelled while they
+// waited (their cancellations are looked up for the whole claim at once)
+// and returns every job in the order it took them.
+func TestClaimFlagsCancelledJobs(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	var ids []int64
+	for i := 0; i < 6; i++ {
+		ids = append(ids, enqueue(t, s, pool, "q"))
+	}
+	for _, id := range []int64{ids[1], ids[4]} {
+		var res string
+		if err := pool.QueryRow(ctx, "SELECT millrace.cancel($1)", id).Scan(&res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bs, err := s.Claim(ctx, "q", 1, 1, false, Limits{MaxJobs: 100, MaxBytes: 1 << 20, Start: 6})
+	if err != nil || len(bs) != 1 {
+		t.Fatalf("claim: %v, %v; want one batch", bs, err)
+	}
+	var got []int64
+	for _, j := range bs[0].Jobs {
+		got = append(got, j.ID)
+		if want := j.ID == ids[1] || j.ID == ids[4]; j.Cancelled != want {
+			t.Errorf("job %d: cancelled %v, want %v", j.ID, j.Cancelled, want)
+		}
+	}
+	if len(got) != len(ids) {
+		t.Fatalf("claimed %v, want %v", got, ids)
+	}
+	for i := range ids {
+		if got[i] != ids[i] {
+			t.Fatalf("claimed %v, want %v (the order they were enqueued in)", got, ids)
+		}
+	}
+}

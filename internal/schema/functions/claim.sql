@@ -477,12 +477,19 @@ BEGIN
             -- One lane (the common case): its jobs go out as lane_take
             -- returns them, in one statement, rather than copied a column
             -- at a time (twelve assignments a job, most of a large claim's
-            -- own time).
-            RETURN QUERY SELECT v_tick, v_tick, r.id, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
-                                r.ready_at, r.timeout_ms,
-                                -- a probe per job, not EXISTS: see flush
-                                (SELECT true FROM millrace.cancel c WHERE c.job_id = r.id LIMIT 1) IS NOT NULL
-                         FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false) r;
+            -- own time). Their cancellations are looked up in one index
+            -- scan for all of them (a probe per job was a third of a
+            -- 500-job claim's time), and matched in a hash of the few
+            -- found.
+            RETURN QUERY
+            WITH r AS MATERIALIZED (
+                SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false)
+                              WITH ORDINALITY AS r),
+            x AS MATERIALIZED (
+                SELECT c.job_id FROM millrace.cancel c WHERE c.job_id = ANY (ARRAY(SELECT r.id FROM r)))
+            SELECT v_tick, v_tick, r.id, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
+                   r.ready_at, r.timeout_ms, r.id IN (SELECT x.job_id FROM x)
+            FROM r ORDER BY r.ordinality;
             RETURN;
         END IF;
         v_n := 0;
