@@ -3,13 +3,17 @@
 // connection; the process's liveness is a lease and does not depend on
 // it); a Sender coalesces the NOTIFYs of a producer process so that a
 // burst of jobs costs one NOTIFY per queue per few milliseconds instead of
-// one per job (per-job NOTIFY serializes commits).
+// one per job (per-job NOTIFY serializes commits). A Sender sends on a
+// connection of its own, so that its process's listener can tell its own
+// notifications (Own) from other processes': the process has woken its
+// local workers already, and an echo would only make them claim again.
 package notifier
 
 import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,11 +28,12 @@ const (
 )
 
 // Listen runs on conn until ctx ends or the connection fails: it calls wake
-// with the channel and payload of every notification, and every at most
+// with the channel, payload and sending backend's process id of every
+// notification, and every at most
 // `every` it calls tick with the connection (for work that must run on it,
 // such as a ping that keeps it from sitting idle). It returns the error
 // that ended it.
-func Listen(ctx context.Context, conn *pgx.Conn, every time.Duration, wake func(channel, payload string), tick func(ctx context.Context, conn *pgx.Conn) error) error {
+func Listen(ctx context.Context, conn *pgx.Conn, every time.Duration, wake func(channel, payload string, pid uint32), tick func(ctx context.Context, conn *pgx.Conn) error) error {
 	for _, ch := range []string{Channel, SchedChannel, CancelChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return err
@@ -56,16 +61,22 @@ func Listen(ctx context.Context, conn *pgx.Conn, every time.Duration, wake func(
 			}
 			return err
 		}
-		wake(n.Channel, n.Payload)
+		wake(n.Channel, n.Payload, n.PID)
 	}
 }
 
 // Sender sends coalesced notifications: the first Notify for a queue goes
 // out at once; further ones within the window are folded into one trailing
-// NOTIFY at the window's end.
+// NOTIFY at the window's end. It sends them on a connection taken from
+// Pool for itself (one more connection per process; taken again after an
+// error), whose backend process id Own recognizes.
 type Sender struct {
 	Pool   *pgxpool.Pool
 	Window time.Duration
+
+	connMu sync.Mutex
+	conn   *pgx.Conn     // the Sender's own connection, nil until the first send or after an error
+	pid    atomic.Uint32 // conn's backend process id, 0 when there is none
 
 	mu      sync.Mutex
 	state   map[string]*queueState
@@ -113,7 +124,7 @@ func (s *Sender) run(channel, payload string, st *queueState) {
 	defer s.wg.Done()
 	for failed := 0; ; {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := s.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
+		err := s.send(ctx, channel, payload)
 		cancel()
 		time.Sleep(s.Window)
 		s.mu.Lock()
@@ -136,10 +147,56 @@ func (s *Sender) run(channel, payload string, st *queueState) {
 	}
 }
 
-// Close waits for notifications under way.
+// send sends one NOTIFY on the Sender's own connection, taking one from
+// the pool when it has none; after an error the connection is closed and
+// the next send takes another.
+func (s *Sender) send(ctx context.Context, channel, payload string) error {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if s.conn == nil {
+		c, err := s.Pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		s.conn = c.Hijack()
+		s.pid.Store(s.conn.PgConn().PID())
+	}
+	if _, err := s.conn.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload); err != nil {
+		s.closeConn()
+		return err
+	}
+	return nil
+}
+
+// closeConn closes the Sender's connection; the caller holds connMu.
+func (s *Sender) closeConn() {
+	if s.conn == nil {
+		return
+	}
+	s.pid.Store(0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = s.conn.Close(ctx)
+	s.conn = nil
+}
+
+// Own says that a notification from backend process pid was sent by this
+// Sender. Behind a pooler in transaction mode the id the client knows is
+// the pooler's, never a backend's: nothing is recognized, and every
+// notification wakes as before.
+func (s *Sender) Own(pid uint32) bool {
+	p := s.pid.Load()
+	return p != 0 && p == pid
+}
+
+// Close waits for notifications under way and closes the Sender's
+// connection.
 func (s *Sender) Close() {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.connMu.Lock()
+	s.closeConn()
+	s.connMu.Unlock()
 }

@@ -40,6 +40,54 @@ func TestWakeWakesAWaitingClaimer(t *testing.T) {
 	}
 }
 
+// TestADrainedClaimWaitsForAWake: a claim that took one new batch below
+// its caps took everything its queue had in the claim's snapshot; the
+// claimer then waits for a wake-up (whatever commits later brings one)
+// rather than claim again at once and find nothing. A claim at its cap
+// is followed by another at once.
+func TestADrainedClaimWaitsForAWake(t *testing.T) {
+	e := newEnv(t)
+	started := make(chan int64, 8)
+	p := e.pool(Config{Poll: time.Hour, MaxBatchJobs: 2, Queues: map[string]int{"q": 4}, Handle: func(ctx context.Context, run *Run) error {
+		started <- run.Job.ID
+		return nil
+	}})
+	p.idleWait.Arm()
+	e.start(p)
+	if w := p.idleWait.Wait(t, wait); w != time.Hour {
+		t.Fatalf("the first empty claim's wait: %v", w)
+	}
+	claims := func() int { return len(e.trace.calls("claim_start")) }
+	if n := claims(); n != 1 {
+		t.Fatalf("%d claims before any job; want 1", n)
+	}
+	id := e.enqueue()
+	p.Wake("q")
+	if got := next(t, started, "the job to start"); got != id {
+		t.Fatalf("job %d started, want %d", got, id)
+	}
+	// The claimer now waits (Poll, an hour) without another claim.
+	if w := p.idleWait.Wait(t, wait); w != time.Hour {
+		t.Fatalf("the wait after the job's claim: %v", w)
+	}
+	if n, empty := claims(), e.trace.emptyClaims(); n != 2 || empty != 1 {
+		t.Fatalf("after one job: %d claims, %d of them empty; want 2 and 1 (no claim after the job's)", n, empty)
+	}
+	// Three jobs, a cap of two: the full claim is followed by another at
+	// once, which takes the third and drains the queue.
+	ids := []int64{e.enqueue(), e.enqueue(), e.enqueue()}
+	p.Wake("q")
+	for range ids {
+		next(t, started, "the three jobs to start")
+	}
+	if w := p.idleWait.Wait(t, wait); w != time.Hour {
+		t.Fatalf("the wait after the three jobs: %v", w)
+	}
+	if n, empty := claims(), e.trace.emptyClaims(); n != 4 || empty != 1 {
+		t.Fatalf("after three jobs with a cap of two: %d claims, %d of them empty; want 4 and 1", n, empty)
+	}
+}
+
 // TestClaimMarksTheStartsOfJobsForIdleWorkers: the claim passes the
 // number of idle workers and records the starts of the jobs they take at
 // once (no start mark of their own); a job that waits in the process for

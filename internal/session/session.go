@@ -116,9 +116,10 @@ type Config struct {
 	// so others may have taken its batches. What still runs under it must
 	// stop; its batches were released when Lost is called.
 	Lost func(old int32)
-	// Notify is called with the channel and payload of every notification;
-	// WakeAll after a reconnect (notifications may have been missed).
-	Notify  func(channel, payload string)
+	// Notify is called with the channel, payload and sending backend's
+	// process id of every notification; WakeAll after a reconnect
+	// (notifications may have been missed).
+	Notify  func(channel, payload string, pid uint32)
 	WakeAll func()
 	// Lead runs the leader's maintenance as process owner under leader
 	// term term until ctx ends or the term is over; it is started when
