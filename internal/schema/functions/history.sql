@@ -167,7 +167,8 @@ CREATE OR REPLACE FUNCTION millrace.live_job(p_id bigint)
 AS $function$
     SELECT x.queue, x.kind, x.args, x.priority, x.attempt, x.max_attempts, x.created_at, x.run_at FROM (
         (SELECT s.queue, s.kind, s.args, s.priority, s.attempt, s.max_attempts, s.created_at, millrace.due_shown(s.due_at) AS run_at, 1 AS o
-         FROM millrace.sched s WHERE s.id = p_id AND millrace.job_state(p_id) = 'scheduled' ORDER BY s.due_at DESC LIMIT 1)
+         FROM (SELECT * FROM millrace.sched s WHERE s.id = p_id OFFSET 0) s  -- by id first (see cancel)
+         WHERE millrace.job_state(p_id) = 'scheduled' ORDER BY s.due_at DESC LIMIT 1)
         UNION ALL
         (SELECT j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at, NULL, 2
          FROM millrace.job j WHERE j.id = p_id ORDER BY j.ready_at DESC LIMIT 1)) x

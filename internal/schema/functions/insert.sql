@@ -156,8 +156,10 @@ BEGIN
                     SELECT * INTO v_u FROM millrace.uniq u WHERE u.key = p_unique_key[i] ORDER BY u.job_id DESC LIMIT 1;
                     IF FOUND AND millrace.uniq_blocks(v_u.job_id, v_u.states, v_u.until, v_u.at) THEN
                         v_blocks := true;
-                        SELECT millrace.due_shown(s.due_at) INTO v_shown FROM millrace.sched s
-                        WHERE s.id = v_u.job_id ORDER BY s.due_at DESC LIMIT 1;
+                        -- by id first (OFFSET 0: see cancel)
+                        SELECT millrace.due_shown(s.due_at) INTO v_shown
+                        FROM (SELECT s.due_at FROM millrace.sched s WHERE s.id = v_u.job_id OFFSET 0) s
+                        ORDER BY s.due_at DESC LIMIT 1;
                         v_sched := FOUND;
                     END IF;
                     RAISE EXCEPTION USING ERRCODE = 'MR001';  -- roll the reads back: their locks go
