@@ -435,7 +435,10 @@ func (c *Client) Start(ctx context.Context) error {
 				// workers were woken when the jobs were inserted (notify),
 				// and a second wake would only make them claim again,
 				// finding nothing (at 800 jobs/s, most empty claims).
-				if !c.sender.Own(pid) {
+				// When the pool goes through a pooler (SessionURL set), a
+				// backend's process id says nothing about which client
+				// sent: every notification wakes.
+				if c.cfg.SessionURL != "" || !c.sender.Own(pid) {
 					c.workers.Wake(payload)
 				}
 			}

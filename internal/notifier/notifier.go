@@ -181,9 +181,9 @@ func (s *Sender) closeConn() {
 }
 
 // Own says that a notification from backend process pid was sent by this
-// Sender. Behind a pooler in transaction mode the id the client knows is
-// the pooler's, never a backend's: nothing is recognized, and every
-// notification wakes as before.
+// Sender. Behind a pooler the id the client knows is the pooler's (as
+// pgbouncer gives), or a backend that also serves other clients: the
+// client asks only when its pool reaches PostgreSQL directly.
 func (s *Sender) Own(pid uint32) bool {
 	p := s.pid.Load()
 	return p != 0 && p == pid
