@@ -167,54 +167,45 @@ var ErrLostLead = storage.ErrFenced
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	m := New(cfg)
-	if cfg.Term == 0 {
-		// An operator's rounds: no term to renew.
-		t := time.NewTicker(cfg.Every)
-		defer t.Stop()
-		for {
-			if err := m.Step(ctx); err != nil {
-				return err
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-t.C:
-			}
-		}
-	}
-	// The term is renewed at least three times a lease, beside the rounds
-	// (a round renews it first too): a round that takes longer than the
-	// lease (a rotation carrying a backlog, a loaded machine) does not lose
-	// it. A round that has run for stuckRound is taken to be stuck: the
-	// renewals stop and the term runs out, so that another process takes
-	// over and this one is refused at its next step.
-	renewEvery := min(cfg.Every, max(cfg.LeaderLease/3, 10*time.Millisecond))
-	stuckRound := max(10*cfg.Every, 3*cfg.LeaderLease)
 	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var roundStart atomic.Int64 // unix nanoseconds; 0 between rounds
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(renewEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-rctx.Done():
-				return
-			case <-t.C:
-			}
-			if rs := roundStart.Load(); rs != 0 && time.Since(time.Unix(0, rs)) > stuckRound {
-				continue
-			}
-			if _, err := m.renew(rctx); errors.Is(err, ErrLostLead) {
-				cancel(ErrLostLead)
-				return
-			}
-		}
+	// The renewer stops before Run returns, whatever ended the rounds.
+	defer func() {
+		cancel(nil)
+		wg.Wait()
 	}()
-	defer wg.Wait()
+	var roundStart atomic.Int64 // unix nanoseconds; 0 between rounds
+	if cfg.Term != 0 {
+		// The term is renewed at least three times a lease, beside the
+		// rounds (a round renews it first too): a round that takes longer
+		// than the lease (a rotation carrying a backlog, a loaded machine)
+		// does not lose it. A round that has run for stuckRound is taken
+		// to be stuck: the renewals stop and the term runs out, so that
+		// another process takes over and this one is refused at its next
+		// step. An operator's rounds (term 0) have no term to renew.
+		renewEvery := min(cfg.Every, max(cfg.LeaderLease/3, 10*time.Millisecond))
+		stuckRound := max(10*cfg.Every, 3*cfg.LeaderLease)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(renewEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-rctx.Done():
+					return
+				case <-t.C:
+				}
+				if rs := roundStart.Load(); rs != 0 && time.Since(time.Unix(0, rs)) > stuckRound {
+					continue
+				}
+				if _, err := m.renew(rctx); errors.Is(err, ErrLostLead) {
+					cancel(ErrLostLead)
+					return
+				}
+			}
+		}()
+	}
 	lost := func(err error) error {
 		if errors.Is(context.Cause(rctx), ErrLostLead) {
 			return ErrLostLead

@@ -10,6 +10,40 @@ import (
 	"github.com/millrace/millrace/internal/testkit"
 )
 
+// oneSession is a pool of a single connection to a new migrated database,
+// with the given run-time settings: the plan cache and the statistics
+// that matter to a test are that session's.
+func oneSession(t *testing.T, settings map[string]string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(testkit.DBURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	for k, v := range settings {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	testkit.RequireServerVersion(t, pool, 150000) // pg_stat_force_next_flush
+	return pool
+}
+
+// flushStats makes the session's statistics counts visible to its next
+// transaction: they reach the shared statistics at the end of the
+// transaction after pg_stat_force_next_flush.
+func flushStats(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	for _, q := range []string{"SELECT pg_stat_force_next_flush()", "SELECT 1"} {
+		if _, err := pool.Exec(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestHotPathProbesNeverScan: the statements of a claim, a start mark and
 // a flush look up the done, ack and cancel rows of the batches and jobs
 // they handle by index, whatever those tables hold. A correlated EXISTS
@@ -19,32 +53,15 @@ import (
 // runs each call on one session with generic plans, and asserts that none of their partitions was scanned.
 func TestHotPathProbesNeverScan(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(testkit.DBURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // one session: its plan cache is the one that matters
 	// Generic plans from the first call, as a server or role default may
 	// ask (and as PL/pgSQL chooses by itself after a few calls when their
 	// estimated cost is near the custom plans').
-	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := oneSession(t, map[string]string{"plan_cache_mode": "force_generic_plan"})
 	s := &Store{Pool: pool}
 
 	scans := func() map[string]int64 {
 		t.Helper()
-		// This session's counts reach the shared statistics at the end of
-		// its next transaction; each statement below is its own.
-		if _, err := pool.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pool.Exec(ctx, "SELECT 1"); err != nil {
-			t.Fatal(err)
-		}
+		flushStats(t, pool)
 		got := map[string]int64{}
 		rows, err := pool.Query(ctx, `SELECT relname, coalesce(seq_scan, 0) FROM pg_stat_user_tables
 			WHERE schemaname = 'millrace' AND relname ~ '^(done|ack|cancel)_[0-9]+$'`)
@@ -165,16 +182,7 @@ func TestClaimFlagsCancelledJobs(t *testing.T) {
 // lock meanwhile. The test counts the due_at index entries read.
 func TestScheduleLookupsByIDUseTheIDIndex(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(testkit.DBURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // one session: its statistics are flushed below
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := oneSession(t, nil)
 	// Other jobs' schedule rows, all due after the one looked up.
 	if _, err := pool.Exec(ctx, `
 		INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms)
@@ -191,12 +199,7 @@ func TestScheduleLookupsByIDUseTheIDIndex(t *testing.T) {
 	}
 	read := func() int64 {
 		t.Helper()
-		if _, err := pool.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pool.Exec(ctx, "SELECT 1"); err != nil {
-			t.Fatal(err)
-		}
+		flushStats(t, pool)
 		var n int64
 		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes
 			WHERE schemaname = 'millrace' AND indexrelname ~ '^sched_[0-9]+_due_at_idx$'`).Scan(&n); err != nil {
