@@ -88,3 +88,45 @@ func TestSamplerReadsHistoryEveryTenSeconds(t *testing.T) {
 		t.Errorf("after an action, queue b: %+v, want 3 discarded at once", q)
 	}
 }
+
+// The queues are read within their share of the time: after a read that
+// took 200 ms, the next waits 4 s (the activity is still sampled every
+// second); an action makes it at once.
+func TestSamplerPacesTheCounts(t *testing.T) {
+	_, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	s := newSampler(pool)
+	clock := time.Now()
+	s.now = func() time.Time { return clock }
+	s.elapsed = func(time.Time) time.Duration { return 200 * time.Millisecond }
+	available := func(after time.Duration) (int64, int) {
+		t.Helper()
+		clock = clock.Add(after)
+		qs, smp, err := s.get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			if q.Name == "a" {
+				return q.Available, len(smp)
+			}
+		}
+		return 0, len(smp)
+	}
+	opstest.Enqueue(t, pool, "a", "a", `{}`, 0)
+	if n, _ := available(0); n != 1 {
+		t.Fatalf("first read: %d available, want 1", n)
+	}
+	opstest.Enqueue(t, pool, "a", "a", `{}`, 0)
+	if n, samples := available(time.Second); n != 1 || samples != 2 {
+		t.Errorf("a second after a read of 200 ms: %d available and %d samples; want the last read's 1, and a new sample", n, samples)
+	}
+	if n, _ := available(3 * time.Second); n != 2 {
+		t.Errorf("4 s after a read of 200 ms: %d available, want 2", n)
+	}
+	opstest.Enqueue(t, pool, "a", "a", `{}`, 0)
+	s.invalidate()
+	if n, _ := available(0); n != 3 {
+		t.Errorf("after an action: %d available, want 3 at once", n)
+	}
+}

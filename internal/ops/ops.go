@@ -63,10 +63,10 @@ func Queues(ctx context.Context, db DB) ([]Queue, error) {
 }
 
 // QueueCounts is Queues without the rate (Rate 0): every queue's jobs by
-// state, whether it is paused, and its oldest waiting job: the live jobs
-// (millrace.queue_counts, and the oldest available job from
-// millrace.jobs) and history's tally, whose cost follows what is waiting
-// and running, not the rate.
+// state, whether it is paused, and its oldest waiting job, in one read of
+// millrace.queue_counts: the live jobs' keys (no payload is read) and
+// history's tally, whose cost follows what is waiting and running, not the
+// rate.
 func QueueCounts(ctx context.Context, db DB) ([]Queue, error) {
 	return queues(ctx, db, false)
 }
@@ -74,13 +74,12 @@ func QueueCounts(ctx context.Context, db DB) ([]Queue, error) {
 func queues(ctx context.Context, db DB, rate bool) ([]Queue, error) {
 	rows, err := db.Query(ctx, `
 WITH c AS (SELECT * FROM millrace.queue_counts()),
-w AS (SELECT j.queue, min(j.created_at) AS oldest FROM millrace.jobs j WHERE j.state = 'available' GROUP BY j.queue),
 r AS (SELECT h.queue, count(*) AS n FROM millrace.history h
       WHERE $1 AND h.state = 'completed' AND h.finished_at > clock_timestamp() - interval '1 minute' GROUP BY h.queue)
 SELECT c.queue, c.available, c.running, c.scheduled, c.discarded, c.completed, c.paused,
-       coalesce(extract(epoch FROM clock_timestamp() - w.oldest), 0)::float8,
+       coalesce(extract(epoch FROM clock_timestamp() - c.oldest_available), 0)::float8,
        coalesce(r.n, 0) / 60.0::float8
-FROM c LEFT JOIN w ON w.queue = c.queue LEFT JOIN r ON r.queue = c.queue
+FROM c LEFT JOIN r ON r.queue = c.queue
 ORDER BY c.queue`, rate)
 	if err != nil {
 		return nil, err
@@ -437,23 +436,8 @@ func SampleSince(ctx context.Context, db DB, since time.Time) (Sample, error) {
 	if !since.IsZero() {
 		from = &since
 	}
-	err := db.QueryRow(ctx, `
-WITH n AS (SELECT clock_timestamp() AS at),
-     w AS (SELECT n.at, coalesce($1::timestamptz, n.at - interval '1 second') AS since FROM n)
-SELECT w.at, w.since,
-       count(*) FILTER (WHERE h.state = 'completed'), count(*) FILTER (WHERE h.state = 'failed'),
-       count(*) FILTER (WHERE h.state = 'discarded'), count(*) FILTER (WHERE h.state = 'cancelled'),
-       count(*) FILTER (WHERE h.state = 'snoozed'),
-       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.started_at - h.created_at))
-                FILTER (WHERE h.attempt <= 1 AND h.state IN ('completed', 'failed')), 0)::float8,
-       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.started_at - h.created_at))
-                FILTER (WHERE h.attempt <= 1 AND h.state IN ('completed', 'failed')), 0)::float8,
-       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.finished_at - h.started_at))
-                FILTER (WHERE h.state IN ('completed', 'failed')), 0)::float8,
-       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.finished_at - h.started_at))
-                FILTER (WHERE h.state IN ('completed', 'failed')), 0)::float8
-FROM w LEFT JOIN millrace.history h ON h.finished_at > w.since
-GROUP BY w.at, w.since`, from).
+	err := db.QueryRow(ctx, `SELECT at, since, completed, failed, discarded, cancelled, snoozed,
+		wait_p50_ms, wait_p95_ms, run_p50_ms, run_p95_ms FROM millrace.activity($1)`, from).
 		Scan(&s.At, &s.Since, &s.Completed, &s.Failed, &s.Discarded, &s.Cancelled, &s.Snoozed, &s.WaitP50, &s.WaitP95, &s.RunP50, &s.RunP95)
 	return s, err
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // fullLiveJobs is millrace.live_jobs as it was before it read only what a
@@ -73,6 +76,19 @@ func TestLiveJobsMatchesFullScan(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s: live_jobs lists %v; a scan of every row lists %v", when, got, want)
 		}
+		// The counts come from the same keys, without the rows.
+		counted := map[string]int64{}
+		for _, w := range want {
+			counted[w[strings.IndexByte(w, ':')+1:]]++
+		}
+		var a, r, sc int64
+		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(available), 0), coalesce(sum(running), 0), coalesce(sum(scheduled), 0)
+			FROM millrace.live_counts()`).Scan(&a, &r, &sc); err != nil {
+			t.Fatal(err)
+		}
+		if a != counted["available"] || r != counted["running"] || sc != counted["scheduled"] {
+			t.Fatalf("%s: live_counts counts %d available, %d running, %d scheduled; a scan of every row lists %v", when, a, r, sc, want)
+		}
 	}
 	enqueue := func(queue string, prio int16, n int) {
 		t.Helper()
@@ -119,4 +135,78 @@ func TestLiveJobsMatchesFullScan(t *testing.T) {
 		claim("a", 10)
 	}
 	check("queue a drained")
+}
+
+// TestLiveCountsReadWhatWaits: the live counts read the job rows that
+// wait and run, not the rows a lane's frontier has claimed, even while a
+// transaction open since before those rows pins every snapshot's xmin (a
+// frontier's xmin then lies below every row of the ring). 2,000 jobs
+// claimed and finished and 10 waiting: before, a read of the counts went
+// through all 2,010 rows of the lane index from the pinned xmin up, and
+// fetched each row's payload.
+func TestLiveCountsReadWhatWaits(t *testing.T) {
+	ctx := context.Background()
+	pool := oneSession(t, nil)
+	s := &Store{Pool: pool}
+	owner, err := s.Register(ctx, "p", "h", 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin, err := pgx.Connect(ctx, pool.Config().ConnConfig.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pin.Close(ctx)
+	if _, err := pin.Exec(ctx, "BEGIN; SELECT pg_current_xact_id()"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `SELECT millrace.enqueue('k', '{}', 'q') FROM generate_series(1, 2000)`); err != nil {
+		t.Fatal(err)
+	}
+	for req := int64(1); ; req++ {
+		bs, err := s.Claim(ctx, "q", owner, req, false, Limits{MaxJobs: 500, MaxBytes: 1 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bs) == 0 {
+			break
+		}
+		now := time.Now()
+		var acks []Ack
+		for _, b := range bs {
+			for i := range b.Jobs {
+				acks = append(acks, Ack{Batch: b, Job: &b.Jobs[i], State: AckCompleted, Started: now, Finished: now})
+			}
+		}
+		if fenced, err := s.Flush(ctx, owner, req, true, acks, bs); err != nil || len(fenced) != 0 {
+			t.Fatalf("flush: fenced %v, %v", fenced, err)
+		}
+	}
+	for range 10 {
+		enqueue(t, s, pool, "q")
+	}
+	read := func() int64 {
+		t.Helper()
+		flushStats(t, pool)
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0)), 0)
+			FROM pg_stat_user_tables WHERE schemaname = 'millrace' AND relname ~ '^job_[0-9]+$'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var available, running int64
+	if err := pool.QueryRow(ctx, "SELECT available, running FROM millrace.live_counts() WHERE queue = 'q'").Scan(&available, &running); err != nil {
+		t.Fatal(err)
+	}
+	before := read()
+	if err := pool.QueryRow(ctx, "SELECT available, running FROM millrace.live_counts() WHERE queue = 'q'").Scan(&available, &running); err != nil {
+		t.Fatal(err)
+	}
+	if d := read() - before; d > 100 {
+		t.Errorf("a read of the live counts read %d job rows; want about the 10 waiting rows", d)
+	}
+	if available != 10 || running != 0 {
+		t.Errorf("live counts: %d available, %d running; want 10 and 0", available, running)
+	}
 }

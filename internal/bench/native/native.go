@@ -75,7 +75,9 @@ type Strategy struct {
 	mu     sync.Mutex
 	queues map[string]bool // queues the bench put jobs on
 
-	watched atomic.Int64 // reads of WatchQueues
+	// WatchQueues's pace and its last read of history's counts.
+	watchPace ops.Pacer
+	watchFull time.Time
 
 	// With --metrics-listen: every client is instrumented, and the
 	// working ones attached, until Work and Serve return.
@@ -489,16 +491,21 @@ func (s *Strategy) EnqueueUniqueTx(ctx context.Context, tx pgx.Tx, job bench.Job
 }
 
 // WatchQueues implements bench.Watcher: what the dashboard's queues page
-// reads at each refresh (ui's sampler): the live counts every time
-// (ops.LiveCounts), history's counts too every tenth (ops.QueueCounts),
-// then the last second's activity (ops.SampleSince).
+// reads at each refresh (ui's sampler): the queues within 5% of the time
+// (an ops.Pacer, as the sampler's), their live counts (ops.LiveCounts) or,
+// ten seconds after the last, history's counts too (ops.QueueCounts); then
+// the last second's activity (ops.SampleSince). One goroutine calls it.
 func (s *Strategy) WatchQueues(ctx context.Context, conn *pgx.Conn) error {
-	read := ops.LiveCounts
-	if s.watched.Add(1)%10 == 1 {
-		read = ops.QueueCounts
-	}
-	if _, err := read(ctx, conn); err != nil {
-		return err
+	s.watchPace.Share = ops.CountsShare
+	if began := time.Now(); s.watchPace.Due(began) {
+		read := ops.LiveCounts
+		if began.Sub(s.watchFull) >= 10*time.Second {
+			read, s.watchFull = ops.QueueCounts, began
+		}
+		if _, err := read(ctx, conn); err != nil {
+			return err
+		}
+		s.watchPace.Took(began, time.Since(began))
 	}
 	_, err := ops.SampleSince(ctx, conn, time.Time{})
 	return err

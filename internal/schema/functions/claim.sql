@@ -97,6 +97,40 @@ $function$;
 COMMENT ON FUNCTION millrace.batch_jobs(p_tick bigint) IS
     'batch_jobs returns the jobs of batch p_tick that have no ack yet.';
 
+CREATE OR REPLACE FUNCTION millrace.batch_keys(p_tick bigint)
+ RETURNS TABLE(id bigint, priority smallint, txid xid8, created_at timestamp with time zone)
+ LANGUAGE plpgsql
+ STABLE ROWS 100
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- PL/pgSQL for a plan cached for the session: the live counts ask for
+-- every open batch at each read. The rows are range_jobs' (the batch's
+-- in-flight transactions, then its txid range), without their args.
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT k.id, k.priority, k.txid, k.created_at
+    FROM (SELECT * FROM millrace.tick t WHERE t.tick_id = p_tick AND NOT t.carried LIMIT 1) t
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.priority, j.txid, j.created_at FROM millrace.job j
+        WHERE j.queue = t.queue AND j.priority = t.priority
+          AND j.txid >= greatest(pg_snapshot_xmax(t.prev_snap), t.after_txid) AND j.txid < pg_snapshot_xmax(t.snap)
+          AND j.txid <= coalesce(t.upto_txid, pg_snapshot_xmax(t.snap))  -- a capped batch ends at its cap
+          AND pg_visible_in_snapshot(j.txid, t.snap)
+        UNION ALL
+        SELECT j.id, j.priority, j.txid, j.created_at FROM pg_snapshot_xip(t.prev_snap) x(txid)
+        CROSS JOIN LATERAL (SELECT j.id, j.priority, j.txid, j.created_at FROM millrace.job j  -- a probe per xid
+                            WHERE j.queue = t.queue AND j.priority = t.priority AND j.txid = x.txid
+                            OFFSET 0) j  -- kept a subquery: not a hash join over the lane
+        WHERE pg_visible_in_snapshot(x.txid, t.snap)) k
+    WHERE (t.after_txid IS NULL OR (k.txid, k.id) > (t.after_txid, t.after_id))
+      AND (t.upto_txid IS NULL OR (k.txid, k.id) <= (t.upto_txid, t.upto_id))
+      AND k.id NOT IN (SELECT a.job_id FROM millrace.ack a WHERE a.tick_id = p_tick);  -- the batch's acks, hashed once
+END $function$;
+COMMENT ON FUNCTION millrace.batch_keys(p_tick bigint) IS
+    'batch_keys is batch_jobs without the payload: the key and creation time of each job of batch p_tick that has no ack yet, read from the lane index and the job rows, args untouched.';
+
 CREATE OR REPLACE FUNCTION millrace.cancelled(p_ids bigint[])
  RETURNS SETOF bigint
  LANGUAGE sql

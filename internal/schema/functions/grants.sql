@@ -28,6 +28,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'millrace_worker') THEN
         GRANT USAGE ON SCHEMA millrace TO millrace_worker;
         GRANT EXECUTE ON FUNCTION
+            millrace.activity(p_since timestamp with time zone),
             millrace.cancelled(p_ids bigint[]),
             millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval),
             millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer),

@@ -177,25 +177,28 @@ $function$;
 COMMENT ON FUNCTION millrace.live_job(p_id bigint) IS
     'live_job is the current row of live job p_id: its newest job row, or its schedule row (run_at set) when it waits in the schedule.';
 
-CREATE OR REPLACE FUNCTION millrace.live_jobs()
- RETURNS TABLE(id bigint, queue text, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, state text, run_at timestamp with time zone, tick_id bigint, owner integer)
+CREATE OR REPLACE FUNCTION millrace.live_keys()
+ RETURNS TABLE(id bigint, queue text, priority smallint, txid xid8, state text, created_at timestamp with time zone, run_at timestamp with time zone, tick_id bigint, owner integer)
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ STABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET work_mem TO '64MB'
 AS $function$
--- PL/pgSQL for a plan cached for the session (the dashboard reads it every
--- second). Estimates: open_batches and batch_jobs say how many rows they
--- return (ROWS), so that the anti-join below is not sized for thousands.
+-- PL/pgSQL for a plan cached for the session (the dashboard counts it
+-- every second). Nothing here reads a payload: the counts need keys, and
+-- live_jobs fetches the rows of the keys it lists.
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
-    -- Each lane with a job row (a skip scan of job_lane), its newest tick
-    -- (the lane's frontier), and only the job rows the frontier may leave
-    -- unclaimed: a row whose txid is below the frontier snapshot's xmin is
-    -- visible in it, so claimed (or, with more, below the previous
-    -- snapshot's). The read is proportional to the lanes and to what is
-    -- waiting, not to every row the ring still holds.
+    -- Each lane with a job row (a skip scan of job_lane) and its newest
+    -- tick (the lane's frontier). A job row the frontier has not claimed is
+    -- either not visible in its snapshot (txid at or above its xmax, or one
+    -- of its in-flight xids) or, when the frontier stopped at a cap (more),
+    -- in its range above the key it stopped at. So the read is a range of
+    -- keys above xmax (or above that key) plus one index probe per
+    -- in-flight xid: proportional to what waits, not to the rows below a
+    -- pinned horizon.
     WITH RECURSIVE lane AS (
         (SELECT j.queue, j.priority FROM millrace.job j ORDER BY j.queue, j.priority LIMIT 1)
         UNION ALL
@@ -205,36 +208,74 @@ BEGIN
             ORDER BY j.queue, j.priority LIMIT 1) n),
     f AS MATERIALIZED (
         SELECT l.queue, l.priority, t.prev_snap, t.snap, t.more, t.upto_txid, t.upto_id,
-               CASE WHEN t.more THEN least(pg_snapshot_xmin(t.prev_snap), pg_snapshot_xmin(t.snap))
-                    ELSE pg_snapshot_xmin(t.snap) END AS low
+               CASE WHEN t.snap IS NULL THEN '0'::xid8 WHEN t.more THEN t.upto_txid
+                    ELSE pg_snapshot_xmax(t.snap) END AS lo,
+               CASE WHEN t.more THEN t.upto_id ELSE -9223372036854775808 END AS lo_id
         FROM lane l LEFT JOIN LATERAL (
             SELECT x.prev_snap, x.snap, x.more, x.upto_txid, x.upto_id FROM millrace.tick x
             WHERE x.queue = l.queue AND x.priority = l.priority ORDER BY x.tick_id DESC LIMIT 1) t ON true),
-    o AS (SELECT * FROM millrace.open_batches()),
-    running AS (
-        SELECT b.id, b.queue, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
+    running AS MATERIALIZED (
+        SELECT b.id, o.queue, b.priority, b.txid,
                CASE WHEN o.owner = 0 THEN 'available' ELSE 'running' END AS state,  -- owner 0: released
-               NULL::timestamptz AS run_at, o.tick_id, o.owner
-        FROM o CROSS JOIN LATERAL millrace.batch_jobs(o.tick_id) b),
+               b.created_at, NULL::timestamptz AS run_at, o.tick_id, o.owner
+        FROM millrace.open_batches() o CROSS JOIN LATERAL millrace.batch_keys(o.tick_id) b),
+    waiting AS MATERIALIZED (
+        SELECT w.id, f.queue, f.priority, w.txid, w.created_at FROM f CROSS JOIN LATERAL (
+            SELECT j.id, j.txid, j.created_at FROM millrace.job j
+            WHERE j.queue = f.queue AND j.priority = f.priority AND (j.txid, j.id) > (f.lo, f.lo_id)
+              AND (f.snap IS NULL OR NOT pg_visible_in_snapshot(j.txid, f.snap)
+                   OR (f.more AND NOT pg_visible_in_snapshot(j.txid, f.prev_snap)
+                       AND (j.txid, j.id) > (f.upto_txid, f.upto_id)))
+            UNION ALL
+            SELECT j.id, j.txid, j.created_at FROM pg_snapshot_xip(f.snap) x(txid)
+            CROSS JOIN LATERAL (SELECT j.id, j.txid, j.created_at FROM millrace.job j  -- a probe per xid
+                                WHERE j.queue = f.queue AND j.priority = f.priority AND j.txid = x.txid
+                                OFFSET 0) j  -- kept a subquery: not a hash join over the lane
+            WHERE x.txid < f.lo) w),
+    -- Cancellations, hashed once: one pass over a table that holds a
+    -- ring's cancel requests, not four index probes per waiting job.
+    cx AS MATERIALIZED (SELECT DISTINCT c.job_id FROM millrace.cancel c),
     lastp AS (SELECT p.upto, p.snap FROM millrace.promote p ORDER BY p.round DESC LIMIT 1)
-    SELECT DISTINCT ON (j.id) j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at,
-           'available', NULL::timestamptz, NULL::bigint, NULL::int
-    FROM f JOIN millrace.job j ON j.queue = f.queue AND j.priority = f.priority AND j.txid >= coalesce(f.low, '0'::xid8)
-    WHERE (f.snap IS NULL OR NOT pg_visible_in_snapshot(j.txid, f.snap)
-           OR (f.more AND NOT pg_visible_in_snapshot(j.txid, f.prev_snap) AND (j.txid, j.id) > (f.upto_txid, f.upto_id)))
-      AND NOT EXISTS (SELECT 1 FROM running r WHERE r.id = j.id)
-      AND NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = j.id)  -- cancelled before it ran
+    SELECT DISTINCT ON (w.id) w.id, w.queue, w.priority, w.txid, 'available', w.created_at,
+           NULL::timestamptz, NULL::bigint, NULL::int
+    FROM waiting w
+    WHERE NOT EXISTS (SELECT 1 FROM running r WHERE r.id = w.id)
+      AND NOT EXISTS (SELECT 1 FROM cx WHERE cx.job_id = w.id)  -- cancelled before it ran
     UNION ALL
     SELECT * FROM running
     UNION ALL
-    SELECT s.id, s.queue, s.kind, s.args, s.priority, s.attempt, s.max_attempts, s.created_at,
-           'scheduled', millrace.due_shown(s.due_at), NULL, NULL
+    SELECT s.id, s.queue, s.priority, s.txid, 'scheduled', s.created_at, millrace.due_shown(s.due_at), NULL, NULL
     FROM millrace.sched s LEFT JOIN lastp ON true
     WHERE NOT (coalesce(pg_visible_in_snapshot(s.txid, lastp.snap), false) AND s.due_at <= lastp.upto)
-      AND NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = s.id);
+      AND NOT EXISTS (SELECT 1 FROM cx WHERE cx.job_id = s.id);
+END $function$;
+COMMENT ON FUNCTION millrace.live_keys() IS
+    'live_keys is the key of every job not yet finished and its state (available, running, scheduled): a job row''s (queue, priority, txid, id), a schedule row''s id, txid and due time. It reads no payload; live_jobs and the counts are built on it.';
+
+CREATE OR REPLACE FUNCTION millrace.live_jobs()
+ RETURNS TABLE(id bigint, queue text, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, state text, run_at timestamp with time zone, tick_id bigint, owner integer)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- PL/pgSQL for a plan cached for the session.
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    SELECT k.id, r.queue, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at, k.state, k.run_at,
+           k.tick_id, k.owner
+    FROM millrace.live_keys() k CROSS JOIN LATERAL (
+        (SELECT j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at FROM millrace.job j
+         WHERE k.state <> 'scheduled' AND j.queue = k.queue AND j.priority = k.priority AND j.txid = k.txid AND j.id = k.id
+         LIMIT 1)
+        UNION ALL
+        (SELECT s.queue, s.kind, s.args, s.priority, s.attempt, s.max_attempts, s.created_at FROM millrace.sched s
+         WHERE k.state = 'scheduled' AND s.id = k.id AND s.txid = k.txid AND millrace.due_shown(s.due_at) = k.run_at
+         LIMIT 1)) r;
 END $function$;
 COMMENT ON FUNCTION millrace.live_jobs() IS
-    'live_jobs lists every job not yet finished, by lane: its newest job row, or its schedule row when it waits in the schedule.';
+    'live_jobs lists every job not yet finished (live_keys), with its row: its newest job row, or its schedule row when it waits in the schedule.';
 
 CREATE OR REPLACE FUNCTION millrace.live_state(p_id bigint)
  RETURNS text
@@ -298,13 +339,12 @@ AS $function$
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
-    WITH live AS MATERIALIZED (SELECT x.queue, x.state, x.created_at FROM millrace.live_jobs() x),
-    c AS (SELECT l.queue,
-                 count(*) FILTER (WHERE l.state = 'available') AS available,
-                 count(*) FILTER (WHERE l.state = 'running') AS running,
-                 count(*) FILTER (WHERE l.state = 'scheduled') AS scheduled,
-                 min(l.created_at) FILTER (WHERE l.state = 'available') AS oldest
-          FROM live l GROUP BY l.queue),
+    WITH c AS (SELECT l.queue,
+                      count(*) FILTER (WHERE l.state = 'available') AS available,
+                      count(*) FILTER (WHERE l.state = 'running') AS running,
+                      count(*) FILTER (WHERE l.state = 'scheduled') AS scheduled,
+                      min(l.created_at) FILTER (WHERE l.state = 'available') AS oldest
+               FROM millrace.live_keys() l GROUP BY l.queue),
     qs AS (SELECT c.queue FROM c UNION SELECT DISTINCT s.queue FROM millrace.queue_state s)
     SELECT q.queue, coalesce(c.available, 0), coalesce(c.running, 0), coalesce(c.scheduled, 0), c.oldest,
            millrace.queue_paused(q.queue)
@@ -312,16 +352,16 @@ BEGIN
     ORDER BY q.queue;
 END $function$;
 COMMENT ON FUNCTION millrace.live_counts() IS
-    'live_counts is the number of live jobs per queue and state (available, running, scheduled; derived from one read of live_jobs, whose cost follows what waits and runs), the creation time of the oldest available job, and whether the queue is paused: queue_counts without history''s counts, for a reader that polls (the dashboard reads it every second, and queue_counts every ten).';
+    'live_counts is the number of live jobs per queue and state (available, running, scheduled; one read of live_keys, whose cost follows what waits and runs and which reads no payload), the creation time of the oldest available job, and whether the queue is paused: queue_counts without history''s counts, for a reader that polls (the dashboard reads it every second, and queue_counts every ten).';
 
 CREATE OR REPLACE FUNCTION millrace.queue_counts()
- RETURNS TABLE(queue text, available bigint, running bigint, scheduled bigint, discarded bigint, paused boolean, completed bigint)
+ RETURNS TABLE(queue text, available bigint, running bigint, scheduled bigint, discarded bigint, paused boolean, completed bigint, oldest_available timestamp with time zone)
  LANGUAGE sql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
-    WITH live AS MATERIALIZED (SELECT x.queue, x.state FROM millrace.live_jobs() x),
+    WITH live AS MATERIALIZED (SELECT x.queue, x.available, x.running, x.scheduled, x.oldest_available FROM millrace.live_counts() x),
     lastr AS (SELECT r.snap FROM millrace.tally_round r ORDER BY r.round DESC LIMIT 1),
     counted AS (
         SELECT t.queue, t.state, t.n FROM millrace.tally t WHERE t.state IN (1, 3)
@@ -332,19 +372,57 @@ AS $function$
         SELECT c.queue, coalesce(sum(c.n) FILTER (WHERE c.state = 3), 0)::bigint AS discarded,
                coalesce(sum(c.n) FILTER (WHERE c.state = 1), 0)::bigint AS completed
         FROM counted c GROUP BY c.queue),
-    qs AS (SELECT DISTINCT l.queue FROM live l UNION SELECT h.queue FROM hist h
-           UNION SELECT DISTINCT s.queue FROM millrace.queue_state s)
+    qs AS (SELECT l.queue FROM live l UNION SELECT h.queue FROM hist h)
     SELECT q.queue,
-           (SELECT count(*) FROM live l WHERE l.queue = q.queue AND l.state = 'available'),
-           (SELECT count(*) FROM live l WHERE l.queue = q.queue AND l.state = 'running'),
-           (SELECT count(*) FROM live l WHERE l.queue = q.queue AND l.state = 'scheduled'),
+           coalesce((SELECT l.available FROM live l WHERE l.queue = q.queue), 0),
+           coalesce((SELECT l.running FROM live l WHERE l.queue = q.queue), 0),
+           coalesce((SELECT l.scheduled FROM live l WHERE l.queue = q.queue), 0),
            coalesce((SELECT h.discarded FROM hist h WHERE h.queue = q.queue), 0),
            millrace.queue_paused(q.queue),
-           coalesce((SELECT h.completed FROM hist h WHERE h.queue = q.queue), 0)
+           coalesce((SELECT h.completed FROM hist h WHERE h.queue = q.queue), 0),
+           (SELECT l.oldest_available FROM live l WHERE l.queue = q.queue)
     FROM qs q ORDER BY q.queue
 $function$;
 COMMENT ON FUNCTION millrace.queue_counts() IS
-    'queue_counts is the number of jobs per queue and state: live ones (derived from live_jobs), discarded and completed ones still in history (the tally, plus the rows written since its newest round), and whether the queue is paused. Nothing is counted in a row.';
+    'queue_counts is the number of jobs per queue and state: live ones (live_counts), discarded and completed ones still in history (the tally, plus the rows written since its newest round), whether the queue is paused, and the creation time of its oldest available job. Nothing is counted in a row.';
+
+CREATE OR REPLACE FUNCTION millrace.activity(p_since timestamp with time zone)
+ RETURNS TABLE(at timestamp with time zone, since timestamp with time zone, completed bigint, failed bigint, discarded bigint, cancelled bigint, snoozed bigint, wait_p50_ms double precision, wait_p95_ms double precision, run_p50_ms double precision, run_p95_ms double precision)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- The window's bounds are parameters, so the planner takes them for a
+-- range (a narrow one) and reads the finished_at index: written with
+-- clock_timestamp() in the query, each bound was guessed to keep a third
+-- of the rows, and every bucket of history was read whole at each call
+-- (the dashboard asks every second).
+#variable_conflict use_column
+DECLARE
+    v_at    timestamptz := clock_timestamp();
+    v_since timestamptz := coalesce(p_since, v_at - interval '1 second');
+    v_b     smallint[] := millrace.history_buckets(least(v_since, v_at) - millrace.history_slack(),
+                                                   v_at + millrace.history_slack());
+BEGIN
+    RETURN QUERY
+    SELECT v_at, v_since,
+           count(*) FILTER (WHERE h.state = 1), count(*) FILTER (WHERE h.state = 2),
+           count(*) FILTER (WHERE h.state = 3), count(*) FILTER (WHERE h.state = 4),
+           count(*) FILTER (WHERE h.state = 5),
+           coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.started_at - h.created_at))
+                    FILTER (WHERE h.attempt <= 1 AND h.state IN (1, 2)), 0)::float8,
+           coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.started_at - h.created_at))
+                    FILTER (WHERE h.attempt <= 1 AND h.state IN (1, 2)), 0)::float8,
+           coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.finished_at - h.started_at))
+                    FILTER (WHERE h.state IN (1, 2)), 0)::float8,
+           coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.finished_at - h.started_at))
+                    FILTER (WHERE h.state IN (1, 2)), 0)::float8
+    FROM millrace.finished h
+    WHERE h.bucket = ANY (v_b) AND h.finished_at > v_since AND h.finished_at <= v_at;
+END $function$;
+COMMENT ON FUNCTION millrace.activity(p_since timestamp with time zone) IS
+    'activity is the attempts finished after p_since (NULL: in the last second) until now by the server''s clock, by outcome, with the percentiles of the first attempts'' wait (from creation to start) and of the run time of those that completed or failed: the dashboard''s sample. It reads the finished_at index of the buckets the window can be in.';
 
 CREATE OR REPLACE FUNCTION millrace.setting_value(p_name text)
  RETURNS text

@@ -58,6 +58,7 @@ CREATE OR REPLACE FUNCTION millrace.schema_version()
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
 AS $function$
     SELECT coalesce(max(version), 0) FROM millrace.migration
 $function$;

@@ -9,3 +9,6 @@
 -- without it (version 7's own migration dropped version 6's signature, and
 -- functions are applied after the migrations).
 DROP FUNCTION IF EXISTS millrace.rotate(interval, bigint, bigint);
+-- queue_counts gains oldest_available (its live counts come from
+-- live_counts, which reads no payload): a return type is not replaced.
+DROP FUNCTION IF EXISTS millrace.queue_counts();
