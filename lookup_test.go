@@ -358,3 +358,115 @@ func waitingCancel(t *testing.T, pool *pgxpool.Pool, id int64, what string) <-ch
 	}
 	return done
 }
+
+// TestCancelOfAScheduledJobWaitsForNoClaim: a job still in the schedule
+// can be taken by no claim, so its cancel does not wait for the queue's
+// claim lock (in the bench's full mix, claims held each such cancel 32 ms);
+// it waits instead for a promote round in flight, the only way a
+// scheduled job reaches its queue, and then cancels what the round left.
+func TestCancelOfAScheduledJobWaitsForNoClaim(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	c, err := millrace.NewClient(pool, millrace.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := &millrace.InsertOpts{Queue: "cq", RunAt: time.Now().Add(time.Hour)}
+	job := mustInsert(t, c, countArgs{N: 1}, later)
+	other := mustInsert(t, c, countArgs{N: 2}, later)
+	// A claim of the queue in flight: its lock held.
+	claimer, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claimer.Rollback(ctx)
+	if _, err := claimer.Exec(ctx, "SELECT pg_advisory_xact_lock(millrace.claim_space(), hashtext('cq'))"); err != nil {
+		t.Fatal(err)
+	}
+	// 10 s: a bound on a broken run, where the cancel waits for the claim.
+	octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	res, err := millrace.Cancel(octx, pool, job.ID)
+	cancel()
+	if err != nil || res != millrace.Cancelled {
+		t.Fatalf("a cancel of a scheduled job while a claim of its queue is open: %v, %v; want %v", res, err, millrace.Cancelled)
+	}
+	if err := claimer.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A promote round in flight: its lock held.
+	round, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer round.Rollback(ctx)
+	if _, err := round.Exec(ctx, "SELECT pg_advisory_xact_lock(millrace.maint_space(), 2)"); err != nil {
+		t.Fatal(err)
+	}
+	done := waitingCancel(t, pool, other.ID, "a promote round")
+	if err := round.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-done; a.err != nil || a.r != millrace.Cancelled {
+		t.Fatalf("the cancel after the round = %v, %v; want %v", a.r, a.err, millrace.Cancelled)
+	}
+	for _, id := range []int64{job.ID, other.ID} {
+		if s := jobState(t, pool, id); s != millrace.JobCancelled {
+			t.Errorf("job %d: %s, want cancelled", id, s)
+		}
+	}
+}
+
+// TestAPromoteRoundLeavesOutACancelInFlight: a promote round that meets
+// the cancel of a due job not yet committed waits for it, and does not
+// move the job to its queue: no claim takes it.
+func TestAPromoteRoundLeavesOutACancelInFlight(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	c, err := millrace.NewClient(pool, millrace.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().Add(200 * time.Millisecond)
+	job := mustInsert(t, c, countArgs{N: 1}, &millrace.InsertOpts{Queue: "cq", RunAt: due})
+	canceller, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer canceller.Rollback(ctx)
+	var r string
+	if err := canceller.QueryRow(ctx, "SELECT millrace.cancel($1)", job.ID).Scan(&r); err != nil || r != "cancelled" {
+		t.Fatalf("cancel: %q, %v", r, err)
+	}
+	waitFor(t, "the job to come due", 10*time.Second, func() bool { return time.Now().After(due) })
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	var pid int
+	conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid)
+	promoted := make(chan error, 1)
+	go func() {
+		var n int64
+		promoted <- conn.QueryRow(ctx, "SELECT millrace.promote()").Scan(&n)
+	}()
+	waitFor(t, "the round to wait for the cancel", 10*time.Second, func() bool {
+		var waiting bool
+		pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted AND locktype = 'advisory')", pid).Scan(&waiting)
+		return waiting || len(promoted) > 0
+	})
+	if len(promoted) > 0 {
+		t.Fatalf("the round finished while a cancel of its due job was open: %v", <-promoted)
+	}
+	if err := canceller.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-promoted; err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.job WHERE id = $1", job.ID).Scan(&rows)
+	if rows != 0 {
+		t.Fatalf("the round moved the cancelled job to its queue (%d job rows)", rows)
+	}
+}
