@@ -44,9 +44,9 @@ func flushStats(t *testing.T, pool *pgxpool.Pool) {
 	}
 }
 
-// TestHotPathProbesNeverScan: the statements of a claim, a start mark and
-// a flush look up the done, ack and cancel rows of the batches and jobs
-// they handle by index, whatever those tables hold. A correlated EXISTS
+// TestHotPathProbesNeverScan: the statements of a claim, a start mark, a
+// flush and a promote round look up the done, ack and cancel rows of the
+// batches and jobs they handle by index, whatever those tables hold. A correlated EXISTS
 // in a cached plan may be planned as a hashed subplan, which reads every
 // row of the table at each call: a 4-process burn-down spent 6 ms of each
 // flush hashing some 14,000 done rows. The test fills the three tables,
@@ -105,6 +105,17 @@ func TestHotPathProbesNeverScan(t *testing.T) {
 		if fenced, err := s.Flush(ctx, 1, int64(i+1), true, acks, []*Batch{b}); err != nil || len(fenced) != 0 {
 			t.Fatalf("flush %d: fenced %v, %v", i, fenced, err)
 		}
+		// A promote round that moves a due job (it asks whether the job
+		// was cancelled while scheduled).
+		if _, err := pool.Exec(ctx, `
+			INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms)
+			VALUES (millrace.current_gen(), nextval('millrace.job_id_seq'), 'p', 'k', '{}', 0, 0, 1, now(), now() - interval '1 second', 0)`); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := pool.QueryRow(ctx, "SELECT millrace.promote()").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("promote %d: %d promoted, %v; want 1", i, n, err)
+		}
 	}
 	// The plans are made while the tables are nearly empty, as in a fresh
 	// ring (the planner then takes each partition for 10 pages), and kept
@@ -128,7 +139,7 @@ func TestHotPathProbesNeverScan(t *testing.T) {
 	after := scans()
 	for name, n := range after {
 		if d := n - before[name]; d != 0 {
-			t.Errorf("%s: %d sequential scans during 12 claims, start marks and flushes; want 0 (a probe by index per batch or job)", name, d)
+			t.Errorf("%s: %d sequential scans during 12 claims, start marks, flushes and promote rounds; want 0 (a probe by index per batch or job)", name, d)
 		}
 	}
 	if len(after) != 12 {

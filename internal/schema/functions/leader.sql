@@ -339,6 +339,7 @@ DECLARE
     v_gen   millrace.sched_gen;
     v_copied bigint;
     v_queues text[];
+    v_seg   smallint;
 BEGIN
     PERFORM pg_advisory_xact_lock(millrace.maint_space(), 2);
     PERFORM millrace.fence_leader(p_term);
@@ -351,6 +352,9 @@ BEGIN
     -- row can be promoted, and the statement below, which writes, is left
     -- out (an idle leader calls this every second).
     IF EXISTS (SELECT 1 FROM millrace.sched s WHERE s.due_at <= v_now) THEN
+        -- The slot once, as a producer's transaction takes it (txn_slot),
+        -- not a call per promoted job.
+        v_seg := millrace.current_segment();
         WITH due AS (
             SELECT s.* FROM millrace.sched s
             WHERE v_last IS NULL AND s.due_at <= v_now AND pg_visible_in_snapshot(s.txid, v_snap)
@@ -367,9 +371,12 @@ BEGIN
               AND pg_visible_in_snapshot(s.txid, v_snap)),
         ins AS (
             INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms)
-            SELECT millrace.current_segment(), id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms
+            SELECT v_seg, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms
             FROM due
-            WHERE NOT EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = due.id)  -- cancelled while scheduled
+            -- cancelled while scheduled: a probe per due job, not a hash of
+            -- every cancel row the ring holds (docs/architecture.md, "Probes,
+            -- not hashes")
+            WHERE (SELECT true FROM millrace.cancel c WHERE c.job_id = due.id LIMIT 1) IS NULL
             RETURNING job.queue)
         SELECT count(*), array_agg(DISTINCT ins.queue) INTO v_n, v_queues FROM ins;
         FOR v_q IN SELECT unnest(v_queues) LOOP
