@@ -370,11 +370,8 @@ func (c *Client) insertNow(ctx context.Context, q storage.Querier, ps []*InsertP
 		if r.Scheduled {
 			res[i].State = JobScheduled
 		}
-		if r.Duplicate {
-			var st *string
-			if err := q.QueryRow(ctx, "SELECT millrace.job_state($1)", r.ID).Scan(&st); err == nil && st != nil {
-				res[i].State = JobState(*st)
-			}
+		if r.Duplicate && r.State != "" {
+			res[i].State = JobState(r.State) // read by insert_many under the key's lock
 		}
 	}
 	if !inTx {

@@ -82,6 +82,10 @@ type Inserted struct {
 	Duplicate bool // a unique job with the same key blocked it; ID is that job's
 	Scheduled bool // due later (RunAt in the future)
 	RunAt     time.Time
+	// State is where the job stands: scheduled or available for a job
+	// inserted, and for a duplicate what job_state says of the job that
+	// blocked it, read under its key's lock ("" if it has no live row left).
+	State string
 }
 
 // Ack is the outcome of one attempt of one job of a batch.
@@ -125,8 +129,8 @@ type Querier interface {
 
 // Insert inserts jobs in one statement through millrace.insert_many (inside
 // q's transaction if q is one; on a *pgxpool.Pool, in its own READ
-// COMMITTED transaction) and returns, in order, each job's id and
-// whether it was a duplicate of a unique job. notify asks Postgres for one
+// COMMITTED transaction) and returns, in order, each job's id, whether it
+// was a duplicate of a unique job, and its state. notify asks Postgres for one
 // NOTIFY per queue with a job due now, sent when the transaction commits
 // (the client usually passes false outside a transaction and coalesces its
 // own notifications).
@@ -159,17 +163,21 @@ func Insert(ctx context.Context, q Querier, jobs []NewJob, notify bool) ([]Inser
 		for rows.Next() {
 			var r Inserted
 			var at *time.Time
-			if err := rows.Scan(&r.ID, &r.Duplicate, &r.Scheduled, &at); err != nil {
+			var st *string
+			if err := rows.Scan(&r.ID, &r.Duplicate, &r.Scheduled, &at, &st); err != nil {
 				return err
 			}
 			if at != nil {
 				r.RunAt = *at
 			}
+			if st != nil {
+				r.State = *st
+			}
 			out = append(out, r)
 		}
 		return nil
 	}
-	const sql = "SELECT id, duplicate, scheduled, run_at FROM millrace.insert_many($1, $2::jsonb[], $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+	const sql = "SELECT id, duplicate, scheduled, run_at, state FROM millrace.insert_many($1, $2::jsonb[], $3, $4, $5, $6, $7, $8, $9, $10, $11)"
 	if p, ok := q.(*pgxpool.Pool); ok {
 		// Its own transaction: READ COMMITTED (unique keys need it), the
 		// caller's timeouts (its context bounds it).

@@ -32,28 +32,30 @@ END $function$;
 COMMENT ON FUNCTION millrace.check_job(p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer) IS
     'check_job enforces the rules every enqueue path meets (the Go client mirrors them with the same messages).';
 
-CREATE OR REPLACE FUNCTION millrace.uniq_blocks(p_job bigint, p_states integer, p_until timestamp with time zone, p_since timestamp with time zone)
- RETURNS boolean
+CREATE OR REPLACE FUNCTION millrace.uniq_blocks(p_job bigint, p_states integer, p_until timestamp with time zone, p_since timestamp with time zone, OUT blocks boolean, OUT final smallint)
+ RETURNS record
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
 BEGIN
     IF p_until IS NOT NULL AND p_until <= now() THEN
-        RETURN false;
+        blocks := false;
+        RETURN;
     END IF;
-    RETURN CASE millrace.final_state(p_job, p_since)
-               WHEN 1 THEN p_states & 2 <> 0
-               WHEN 3 THEN p_states & 4 <> 0
-               WHEN 4 THEN p_states & 8 <> 0
-               ELSE EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = p_job)
-                    OR EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = p_job) END;
+    final := millrace.final_state(p_job, p_since);
+    blocks := CASE final
+                  WHEN 1 THEN p_states & 2 <> 0
+                  WHEN 3 THEN p_states & 4 <> 0
+                  WHEN 4 THEN p_states & 8 <> 0
+                  ELSE EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = p_job)
+                       OR EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = p_job) END;
 END $function$;
-COMMENT ON FUNCTION millrace.uniq_blocks(p_job bigint, p_states integer, p_until timestamp with time zone, p_since timestamp with time zone) IS
-    'uniq_blocks(job, states, until, since) says a key row (its job created at p_since) still blocks a new job with its key: its period has not ended, and its job is finished in a state the key names, or unfinished (it has a live row). Version 5''s three-argument form, which probed every bucket, has no caller left.';
+COMMENT ON FUNCTION millrace.uniq_blocks(p_job bigint, p_states integer, p_until timestamp with time zone, p_since timestamp with time zone, OUT blocks boolean, OUT final smallint) IS
+    'uniq_blocks(job, states, until, since) says a key row (its job created at p_since) still blocks a new job with its key: its period has not ended, and its job is finished in a state the key names, or unfinished (it has a live row); final is the job''s finished state when history holds one (as final_state), so that a duplicate''s state is known without a second lookup.';
 
 CREATE OR REPLACE FUNCTION millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[] DEFAULT NULL::text[], p_unique_states integer[] DEFAULT NULL::integer[], p_unique_until timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], p_timeout_ms integer[] DEFAULT NULL::integer[], p_notify boolean DEFAULT true)
- RETURNS TABLE(id bigint, duplicate boolean, scheduled boolean, run_at timestamp with time zone)
+ RETURNS TABLE(id bigint, duplicate boolean, scheduled boolean, run_at timestamp with time zone, state text)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -72,6 +74,8 @@ DECLARE
     v_blocks boolean;
     v_shown timestamptz;
     v_sched boolean;
+    v_final smallint;
+    v_state text;
 BEGIN
     IF cardinality(p_args) <> v_n OR cardinality(p_queue) <> v_n OR cardinality(p_priority) <> v_n
        OR cardinality(p_run_at) <> v_n OR cardinality(p_max_attempts) <> v_n
@@ -120,7 +124,8 @@ BEGIN
             INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms)
             SELECT v_gen, u.id, q, k, a, p, 0, m, v_now, r, u.t FROM u WHERE r > v_now
             RETURNING 1)
-        SELECT u.id, false, coalesce(u.r > v_now, false), greatest(coalesce(u.r, v_now), v_now) FROM u ORDER BY u.i;
+        SELECT u.id, false, coalesce(u.r > v_now, false), greatest(coalesce(u.r, v_now), v_now),
+               CASE WHEN u.r > v_now THEN 'scheduled' ELSE 'available' END FROM u ORDER BY u.i;
     ELSE
         IF current_setting('transaction_isolation') <> 'read committed' THEN
             RAISE EXCEPTION 'millrace: unique jobs must be inserted at READ COMMITTED (this transaction is %)',
@@ -130,6 +135,7 @@ BEGIN
             duplicate := false;
             scheduled := p_run_at[i] IS NOT NULL AND p_run_at[i] > v_now;
             run_at := greatest(coalesce(p_run_at[i], v_now), v_now);
+            state := CASE WHEN scheduled THEN 'scheduled' ELSE 'available' END;
             IF p_unique_key[i] IS NOT NULL THEN
                 -- The key's lock is taken here, outside the block below, and
                 -- held to the end of the transaction: two inserts of one key
@@ -152,15 +158,24 @@ BEGIN
                 -- job) or drops it only when it no longer blocks; the key's
                 -- job finishing is a race an insert had with it before too.
                 v_blocks := false;
+                v_final := NULL;
                 BEGIN
                     SELECT * INTO v_u FROM millrace.uniq u WHERE u.key = p_unique_key[i] ORDER BY u.job_id DESC LIMIT 1;
-                    IF FOUND AND millrace.uniq_blocks(v_u.job_id, v_u.states, v_u.until, v_u.at) THEN
-                        v_blocks := true;
+                    IF FOUND THEN
+                        SELECT b.blocks, b.final INTO v_blocks, v_final
+                        FROM millrace.uniq_blocks(v_u.job_id, v_u.states, v_u.until, v_u.at) b;
+                    END IF;
+                    IF v_blocks THEN
                         -- by id first (OFFSET 0: see cancel)
                         SELECT millrace.due_shown(s.due_at) INTO v_shown
                         FROM (SELECT s.due_at FROM millrace.sched s WHERE s.id = v_u.job_id OFFSET 0) s
                         ORDER BY s.due_at DESC LIMIT 1;
                         v_sched := FOUND;
+                        -- The state the caller reports for the duplicate (as
+                        -- job_state says it), read here under the key's lock
+                        -- rather than by a second call.
+                        v_state := CASE v_final WHEN 1 THEN 'completed' WHEN 3 THEN 'discarded' WHEN 4 THEN 'cancelled'
+                                                ELSE millrace.live_state(v_u.job_id) END;
                     END IF;
                     RAISE EXCEPTION USING ERRCODE = 'MR001';  -- roll the reads back: their locks go
                 EXCEPTION WHEN SQLSTATE 'MR001' THEN
@@ -169,6 +184,7 @@ BEGIN
                 IF v_blocks THEN
                     id := v_u.job_id;
                     duplicate := true;
+                    state := v_state;
                     run_at := v_shown;
                     scheduled := v_sched AND run_at > v_now;
                     IF NOT scheduled THEN
@@ -214,7 +230,7 @@ BEGIN
     END IF;
 END $function$;
 COMMENT ON FUNCTION millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[], p_notify boolean) IS
-    'insert_many inserts jobs (parallel arrays; NULL run_at means now; a run_at must be finite, in years 1 to 9999) and returns, in order, each job''s id, whether it was a duplicate of a unique job (its id is then the existing job''s and nothing was inserted), whether it is scheduled for later, and when it is due. A job with a unique key is inserted only if no job holding the same key still blocks it (see uniq); keys are locked for the rest of the transaction, and unique inserts need READ COMMITTED (a REPEATABLE READ snapshot could not see a concurrent insert of the same key). The key is looked up in every slot in a subtransaction rolled back at once, so that the caller''s transaction holds only the slot it writes (none for a duplicate). One NOTIFY per queue with a job due now (a NOTIFY serializes commits), and one on millrace_sched when a scheduled job falls due within a second (later ones are found by the leader''s promoter, which looks at least once a second).';
+    'insert_many inserts jobs (parallel arrays; NULL run_at means now; a run_at must be finite, in years 1 to 9999) and returns, in order, each job''s id, whether it was a duplicate of a unique job (its id is then the existing job''s and nothing was inserted), whether it is scheduled for later, when it is due, and its state (a duplicate''s as job_state says it, read under the key''s lock). A job with a unique key is inserted only if no job holding the same key still blocks it (see uniq); keys are locked for the rest of the transaction, and unique inserts need READ COMMITTED (a REPEATABLE READ snapshot could not see a concurrent insert of the same key). The key is looked up in every slot in a subtransaction rolled back at once, so that the caller''s transaction holds only the slot it writes (none for a duplicate). One NOTIFY per queue with a job due now (a NOTIFY serializes commits), and one on millrace_sched when a scheduled job falls due within a second (later ones are found by the leader''s promoter, which looks at least once a second).';
 
 CREATE OR REPLACE FUNCTION millrace.enqueue(p_kind text, p_args jsonb DEFAULT '{}'::jsonb, p_queue text DEFAULT 'default'::text, p_priority integer DEFAULT 0, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 25, p_notify boolean DEFAULT true, p_unique_key text DEFAULT NULL::text, p_unique_states integer DEFAULT 0, p_unique_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_timeout_ms integer DEFAULT 0)
  RETURNS bigint

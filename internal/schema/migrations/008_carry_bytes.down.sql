@@ -8,3 +8,6 @@ DROP FUNCTION IF EXISTS millrace.rotate(interval, bigint, bigint, bigint);
 DROP FUNCTION IF EXISTS millrace.queue_counts();
 DROP FUNCTION IF EXISTS millrace.live_keys();
 DROP FUNCTION IF EXISTS millrace.batch_keys(bigint);
+-- Version 7's insert_many returns no state, and its uniq_blocks a boolean.
+DROP FUNCTION IF EXISTS millrace.insert_many(text[], jsonb[], text[], integer[], timestamp with time zone[], integer[], text[], integer[], timestamp with time zone[], integer[], boolean);
+DROP FUNCTION IF EXISTS millrace.uniq_blocks(bigint, integer, timestamp with time zone, timestamp with time zone);

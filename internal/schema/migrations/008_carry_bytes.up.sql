@@ -12,3 +12,8 @@ DROP FUNCTION IF EXISTS millrace.rotate(interval, bigint, bigint);
 -- queue_counts gains oldest_available (its live counts come from
 -- live_counts, which reads no payload): a return type is not replaced.
 DROP FUNCTION IF EXISTS millrace.queue_counts();
+-- insert_many returns each job's state (a duplicate's read under its key's
+-- lock, so that the client asks no second question), and uniq_blocks the
+-- final state it found: return types are not replaced.
+DROP FUNCTION IF EXISTS millrace.insert_many(text[], jsonb[], text[], integer[], timestamp with time zone[], integer[], text[], integer[], timestamp with time zone[], integer[], boolean);
+DROP FUNCTION IF EXISTS millrace.uniq_blocks(bigint, integer, timestamp with time zone, timestamp with time zone);
