@@ -173,3 +173,34 @@ func TestSampleReadsItsWindow(t *testing.T) {
 		t.Errorf("sample: %d completed, want 3: %+v", s.Completed, s)
 	}
 }
+
+// Every read of the queues says how long the oldest available job has
+// waited (queue_counts and live_counts give its creation time): a queue
+// with a job waiting says more than zero and no more than since before
+// it was inserted; a queue whose only job is scheduled says zero.
+func TestQueuesSayTheOldestWaitingJob(t *testing.T) {
+	_, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	before := time.Now()
+	opstest.Enqueue(t, pool, "k", "waits", `{}`, 0)
+	opstest.Enqueue(t, pool, "k", "later", `{}`, time.Hour)
+	for name, read := range map[string]func(context.Context, ops.DB) ([]ops.Queue, error){
+		"Queues": ops.Queues, "QueueCounts": ops.QueueCounts, "LiveCounts": ops.LiveCounts,
+	} {
+		qs, err := read(ctx, pool)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		bound := time.Since(before)
+		got := map[string]time.Duration{}
+		for _, q := range qs {
+			got[q.Name] = q.OldestWaiting
+		}
+		if w, ok := got["waits"]; !ok || w <= 0 || w > bound {
+			t.Errorf("%s: queue waits: oldest waiting %v; want more than 0 and at most %v", name, w, bound)
+		}
+		if w, ok := got["later"]; !ok || w != 0 {
+			t.Errorf("%s: queue later (a scheduled job only): oldest waiting %v (listed %v); want 0", name, w, ok)
+		}
+	}
+}
