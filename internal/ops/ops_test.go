@@ -204,3 +204,37 @@ func TestQueuesSayTheOldestWaitingJob(t *testing.T) {
 		}
 	}
 }
+
+// The sample's percentiles are those of the newest 1,000 attempts of its
+// window (its counts are of every one): 1,000 attempts that ran 1 ms, after
+// 500 that ran 100 ms earlier in the window, give a run p95 of 1 ms.
+func TestSamplePercentilesOfTheNewest(t *testing.T) {
+	_, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	for _, q := range []string{
+		// 500 attempts of 100 ms, finished 20 s ago.
+		`INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at, started_at, finished_at, owner)
+		 SELECT millrace.history_bucket(1::smallint, now()), g, 1, 1, 'q', 'k', '{}', 0, 1,
+		        now() - interval '21 seconds', now() - interval '20.1 seconds', now() - interval '20 seconds', 0
+		 FROM generate_series(1, 500) g`,
+		// 1,000 attempts of 1 ms, finished 10 s ago.
+		`INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at, started_at, finished_at, owner)
+		 SELECT millrace.history_bucket(1::smallint, now()), g, 1, 1, 'q', 'k', '{}', 0, 1,
+		        now() - interval '11 seconds', now() - interval '10.001 seconds', now() - interval '10 seconds', 0
+		 FROM generate_series(1001, 2000) g`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := ops.SampleSince(ctx, pool, time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Completed != 1500 {
+		t.Errorf("completed %d, want 1500 (every attempt of the window)", s.Completed)
+	}
+	if s.RunP95 < 0.5 || s.RunP95 > 2 {
+		t.Errorf("run p95 %.1f ms, want 1 (the newest 1,000 ran 1 ms)", s.RunP95)
+	}
+}

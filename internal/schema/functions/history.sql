@@ -417,12 +417,16 @@ CREATE OR REPLACE FUNCTION millrace.activity(p_since timestamp with time zone)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET enable_sort TO 'off'
 AS $function$
 -- The window's bounds are parameters, so the planner takes them for a
 -- range (a narrow one) and reads the finished_at index: written with
 -- clock_timestamp() in the query, each bound was guessed to keep a third
 -- of the rows, and every bucket of history was read whole at each call
--- (the dashboard asks every second).
+-- (the dashboard asks every second). enable_sort off: the newest 1,000
+-- are read backwards along the index (1,000 rows, 2.8 ms), not all the
+-- window's rows sorted for the top 1,000 (11,000 rows, 14.7 ms), which the
+-- buckets' stale estimates made look cheaper.
 #variable_conflict use_column
 DECLARE
     v_at    timestamptz := clock_timestamp();
@@ -431,23 +435,30 @@ DECLARE
                                                    v_at + millrace.history_slack());
 BEGIN
     RETURN QUERY
-    SELECT v_at, v_since,
-           count(*) FILTER (WHERE h.state = 1), count(*) FILTER (WHERE h.state = 2),
-           count(*) FILTER (WHERE h.state = 3), count(*) FILTER (WHERE h.state = 4),
-           count(*) FILTER (WHERE h.state = 5),
-           coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.started_at - h.created_at))
-                    FILTER (WHERE h.attempt <= 1 AND h.state IN (1, 2)), 0)::float8,
-           coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.started_at - h.created_at))
-                    FILTER (WHERE h.attempt <= 1 AND h.state IN (1, 2)), 0)::float8,
-           coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.finished_at - h.started_at))
-                    FILTER (WHERE h.state IN (1, 2)), 0)::float8,
-           coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM h.finished_at - h.started_at))
-                    FILTER (WHERE h.state IN (1, 2)), 0)::float8
-    FROM millrace.finished h
-    WHERE h.bucket = ANY (v_b) AND h.finished_at > v_since AND h.finished_at <= v_at;
+    SELECT v_at, v_since, c.completed, c.failed, c.discarded, c.cancelled, c.snoozed,
+           coalesce(p.wait_p50, 0)::float8, coalesce(p.wait_p95, 0)::float8,
+           coalesce(p.run_p50, 0)::float8, coalesce(p.run_p95, 0)::float8
+    FROM (SELECT count(*) FILTER (WHERE h.state = 1) AS completed, count(*) FILTER (WHERE h.state = 2) AS failed,
+                 count(*) FILTER (WHERE h.state = 3) AS discarded, count(*) FILTER (WHERE h.state = 4) AS cancelled,
+                 count(*) FILTER (WHERE h.state = 5) AS snoozed
+          FROM millrace.finished h
+          WHERE h.bucket = ANY (v_b) AND h.finished_at > v_since AND h.finished_at <= v_at) c,
+         -- The percentiles of the newest 1,000 attempts that completed or
+         -- failed in the window (all of them, below that): at full speed
+         -- sorting every attempt of the second four times was three
+         -- quarters of the read.
+         (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM x.started_at - x.created_at))
+                     FILTER (WHERE x.attempt <= 1) AS wait_p50,
+                 percentile_cont(0.95) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM x.started_at - x.created_at))
+                     FILTER (WHERE x.attempt <= 1) AS wait_p95,
+                 percentile_cont(0.5) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM x.finished_at - x.started_at)) AS run_p50,
+                 percentile_cont(0.95) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM x.finished_at - x.started_at)) AS run_p95
+          FROM (SELECT h.attempt, h.created_at, h.started_at, h.finished_at FROM millrace.finished h
+                WHERE h.bucket = ANY (v_b) AND h.finished_at > v_since AND h.finished_at <= v_at AND h.state IN (1, 2)
+                ORDER BY h.finished_at DESC LIMIT 1000) x) p;
 END $function$;
 COMMENT ON FUNCTION millrace.activity(p_since timestamp with time zone) IS
-    'activity is the attempts finished after p_since (NULL: in the last second) until now by the server''s clock, by outcome, with the percentiles of the first attempts'' wait (from creation to start) and of the run time of those that completed or failed: the dashboard''s sample. It reads the finished_at index of the buckets the window can be in.';
+    'activity is the attempts finished after p_since (NULL: in the last second) until now by the server''s clock, by outcome, with the percentiles of the first attempts'' wait (from creation to start) and of the run time of those that completed or failed (the newest 1,000 of them in the window): the dashboard''s sample. It reads the finished_at index of the buckets the window can be in.';
 
 CREATE OR REPLACE FUNCTION millrace.setting_value(p_name text)
  RETURNS text
