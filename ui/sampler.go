@@ -75,7 +75,7 @@ func (s *sampler) get(ctx context.Context) ([]ops.Queue, []ops.Sample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if since := s.now().Sub(s.last); since >= 900*time.Millisecond {
-		if began := s.now(); s.queues == nil || s.stale || s.pace.Due(began) {
+		if began := s.now(); s.queues == nil || s.pace.Due(began) {
 			t0 := time.Now()
 			qs, err := s.readQueues(ctx)
 			if err != nil {
@@ -108,6 +108,7 @@ func (s *sampler) invalidate() {
 	s.mu.Lock()
 	s.last = time.Time{}
 	s.stale = true
+	s.pace.Reset()
 	s.mu.Unlock()
 }
 

@@ -23,9 +23,14 @@ type Pacer struct {
 // Due reports whether a read may begin at now.
 func (p *Pacer) Due(now time.Time) bool { return !now.Before(p.next) }
 
-// Took records a read that began at began and took d.
+// Took records a read that began at began and took d. A Share of 0 (the
+// zero Pacer) or more than 1 paces nothing beyond the read itself.
 func (p *Pacer) Took(began time.Time, d time.Duration) {
-	p.next = began.Add(time.Duration(float64(d) / p.Share))
+	share := p.Share
+	if share <= 0 || share > 1 {
+		share = 1
+	}
+	p.next = began.Add(time.Duration(float64(d) / share))
 }
 
 // Reset makes the next read due at once (after an action that changed

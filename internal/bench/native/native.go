@@ -26,7 +26,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func init() { bench.Register("millrace", func() bench.Strategy { return &Strategy{} }) }
+func init() {
+	bench.Register("millrace", func() bench.Strategy { return &Strategy{watchPace: ops.Pacer{Share: ops.CountsShare}} })
+}
 
 // The optional capabilities the bench looks for.
 var (
@@ -496,7 +498,6 @@ func (s *Strategy) EnqueueUniqueTx(ctx context.Context, tx pgx.Tx, job bench.Job
 // ten seconds after the last, history's counts too (ops.QueueCounts); then
 // the last second's activity (ops.SampleSince). One goroutine calls it.
 func (s *Strategy) WatchQueues(ctx context.Context, conn *pgx.Conn) error {
-	s.watchPace.Share = ops.CountsShare
 	if began := time.Now(); s.watchPace.Due(began) {
 		read := ops.LiveCounts
 		if began.Sub(s.watchFull) >= 10*time.Second {
