@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/pgtest"
@@ -594,4 +595,185 @@ func TestPgBouncerKilledWorker(t *testing.T) {
 	startClient(t, poolOn(t, pooled), countingWorkers(s, 0), millrace.Config{SessionURL: direct,
 		Queues: map[string]millrace.QueueConfig{"b": {MaxWorkers: 5}}})
 	waitFor(t, "the killed process's jobs to run again", 30*time.Second, func() bool { return s.n.Load() == 5 })
+}
+
+// TestSQLAPIUnderIsolationDefaults (issue 31.3, 31.4): with the database's
+// default isolation at REPEATABLE READ or SERIALIZABLE, eight sessions
+// call the SQL API of docs/guide.md at once while a client works the jobs
+// and the ring turns: enqueue, enqueue of a unique job, cancel and retry
+// as they are and as their error says to call them, pause and resume, the
+// reads (the jobs and history views, queue_counts, ring_stats) and
+// set_retention. Every caller gets a documented answer or a one-line
+// error that says what to do; no job runs twice, none is lost, a job
+// whose cancel answered "cancelled" never runs, and the eight retries of
+// one job all answer the same. Under REPEATABLE READ, a cancel answered
+// "cancelled before it ran" for jobs that then ran (10 of 300), and seven
+// of eight concurrent retries raised a raw duplicate key.
+func TestSQLAPIUnderIsolationDefaults(t *testing.T) {
+	for _, iso := range []string{"repeatable read", "serializable"} {
+		t.Run(iso, func(t *testing.T) {
+			ctx := context.Background()
+			owner := newDB(t)
+			alterDatabase(t, owner, "default_transaction_isolation", iso)
+			url := owner.Config().ConnString()
+			s := &seen{runs: map[int]int{}}
+			pool := poolOn(t, url)
+			client := startClient(t, pool, countingWorkers(s, 2*time.Millisecond), millrace.Config{
+				Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}},
+				RotateAfter: 200 * time.Millisecond, MaintenanceEvery: 50 * time.Millisecond})
+			const sessions, each = 8, 30
+			conns := make([]*pgx.Conn, sessions)
+			for i := range conns {
+				c, err := pgx.Connect(ctx, url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close(context.Background()) })
+				conns[i] = c
+			}
+			// A documented answer, or a one-line error whose SQLSTATE says
+			// what kind of thing to do: call at READ COMMITTED (0A000), retry
+			// (40001, 40P01).
+			answered := func(call string, err error) {
+				var pe *pgconn.PgError
+				switch {
+				case err == nil:
+				case errors.As(err, &pe) && (pe.Code == "0A000" || pe.Code == "40001" || pe.Code == "40P01") &&
+					!strings.Contains(pe.Message, "\n"):
+				default:
+					t.Errorf("%s under %s: %v", call, iso, err)
+				}
+			}
+			inRC := func(c *pgx.Conn, sql string, args ...any) (string, error) {
+				var out string
+				err := pgx.BeginTxFunc(ctx, c, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+					return tx.QueryRow(ctx, sql, args...).Scan(&out)
+				})
+				return out, err
+			}
+			var (
+				mu        sync.Mutex
+				ids       = map[int64]int{} // job id -> args n
+				cancelled = map[int]bool{}  // n of jobs whose cancel answered "cancelled"
+			)
+			var wg sync.WaitGroup
+			for w, c := range conns {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < each; i++ {
+						n := w*each + i
+						var id int64
+						err := c.QueryRow(ctx, "SELECT millrace.enqueue('count', jsonb_build_object('n', $1::int))", n).Scan(&id)
+						if err != nil {
+							t.Errorf("enqueue under %s: %v", iso, err)
+							return
+						}
+						mu.Lock()
+						ids[id] = n
+						mu.Unlock()
+						// A unique job needs READ COMMITTED.
+						_, err = c.Exec(ctx, "SELECT millrace.enqueue('count', '{\"n\": -1}', p_unique_key => 'u')")
+						answered("enqueue of a unique job", err)
+						if err == nil {
+							t.Errorf("a unique job enqueued under %s", iso)
+						}
+						// Cancel as it is (refused), then as its error says.
+						var out string
+						err = c.QueryRow(ctx, "SELECT millrace.cancel($1)", id).Scan(&out)
+						answered("cancel", err)
+						if err == nil {
+							t.Errorf("cancel under %s answered %q; want the error that asks for READ COMMITTED", iso, out)
+						}
+						if i%3 == 0 {
+							out, err := inRC(c, "SELECT millrace.cancel($1)", id)
+							answered("cancel at READ COMMITTED", err)
+							switch out {
+							case "cancelled":
+								mu.Lock()
+								cancelled[n] = true
+								mu.Unlock()
+							case "", "cancelling", "finished", "unknown":
+							default:
+								t.Errorf("cancel answered %q", out)
+							}
+						}
+						_, err = c.Exec(ctx, "SELECT millrace.pause('side')")
+						answered("pause", err)
+						_, err = c.Exec(ctx, "SELECT millrace.resume('side')")
+						answered("resume", err)
+						var x int64
+						for _, q := range []string{"SELECT count(*) FROM millrace.jobs", "SELECT count(*) FROM millrace.history",
+							"SELECT count(*) FROM millrace.queue_counts()", "SELECT rotations FROM millrace.ring_stats()"} {
+							answered(q, c.QueryRow(ctx, q).Scan(&x))
+						}
+						_, err = c.Exec(ctx, "SELECT millrace.set_retention(NULL, NULL)")
+						answered("set_retention", err)
+					}
+				}()
+			}
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			// Eight retries of one cancelled job at once: as they are (each
+			// refused the same), then at READ COMMITTED (each the same job).
+			var target int64
+			mu.Lock()
+			for id, n := range ids {
+				if cancelled[n] {
+					target = id
+					break
+				}
+			}
+			mu.Unlock()
+			if target == 0 {
+				t.Fatal("no cancel answered cancelled")
+			}
+			for _, rc := range []bool{false, true} {
+				outs := make([]string, sessions)
+				errs := make([]error, sessions)
+				var rw sync.WaitGroup
+				for w, c := range conns {
+					rw.Add(1)
+					go func() {
+						defer rw.Done()
+						if rc {
+							outs[w], errs[w] = inRC(c, "SELECT millrace.retry($1)", target)
+						} else {
+							errs[w] = c.QueryRow(ctx, "SELECT millrace.retry($1)", target).Scan(&outs[w])
+						}
+					}()
+				}
+				rw.Wait()
+				for w := range outs {
+					answered("retry", errs[w])
+					if fmt.Sprint(outs[w], errs[w]) != fmt.Sprint(outs[0], errs[0]) {
+						t.Errorf("retries of job %d (read committed: %v): %q %v and %q %v; want one answer", target, rc, outs[0], errs[0], outs[w], errs[w])
+					}
+				}
+				if rc && !strings.HasPrefix(outs[0], "retried as job ") {
+					t.Errorf("retry at READ COMMITTED: %q %v", outs[0], errs[0])
+				}
+				if !rc && (errs[0] == nil || !strings.Contains(errs[0].Error(), "READ COMMITTED")) {
+					t.Errorf("retry under %s: %q %v; want the error that asks for READ COMMITTED", iso, outs[0], errs[0])
+				}
+			}
+			mu.Lock()
+			retriedN := ids[target]
+			mu.Unlock()
+			settle(t, owner, client, -2, s.ran, true)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for _, n := range ids {
+				want := 1
+				if cancelled[n] && n != retriedN {
+					want = 0
+				}
+				if s.runs[n] != want {
+					t.Errorf("job of n=%d (cancelled: %v) ran %d times; want %d", n, cancelled[n], s.runs[n], want)
+				}
+			}
+		})
+	}
 }

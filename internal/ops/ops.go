@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/storage"
 )
 
@@ -301,32 +300,11 @@ FROM millrace.history h WHERE h.id = $1`} {
 	return d, nil
 }
 
-// readCommitted runs sql on db in its own READ COMMITTED transaction
-// when db is a pool or a connection (cancel, pause and resume take a lock
-// and then read what its previous holder wrote: a snapshot taken before
-// the lock, as under a default of REPEATABLE READ, misses it), in one
-// round trip, and scans its one row into dest. Inside a caller's
-// transaction (db a pgx.Tx) it runs there: that transaction must be READ
-// COMMITTED. The caller's statement and lock timeouts stay: ctx bounds the
-// call.
+// readCommitted is storage.ReadCommitted of one argument: cancel, retry,
+// pause and resume take a lock and then read what its previous holder
+// wrote, which a snapshot taken before the lock misses.
 func readCommitted(ctx context.Context, db DB, sql string, arg any, dest ...any) error {
-	scan := func(rows pgx.Rows) error {
-		if !rows.Next() {
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			return pgx.ErrNoRows
-		}
-		return rows.Scan(dest...)
-	}
-	o := storage.TxOpts{KeepTimeouts: true}
-	switch d := db.(type) {
-	case *pgxpool.Pool:
-		return storage.PoolTx(ctx, d, o, scan, sql, arg)
-	case *pgx.Conn:
-		return storage.RunTx(ctx, d, o, scan, sql, arg)
-	}
-	return db.QueryRow(ctx, sql, arg).Scan(dest...)
+	return storage.ReadCommitted(ctx, db, sql, []any{arg}, dest...)
 }
 
 // Cancel cancels a job: "cancelled" (it was waiting; it never runs),

@@ -245,3 +245,53 @@ func TestLeaseCallsSurviveALostConnection(t *testing.T) {
 		t.Errorf("the term still runs after the resignation")
 	}
 }
+
+// TestStuckReleaseChargesStartedJobs (issue 31.5): a batch released
+// because its lease is older than StuckAfter, while its holder still
+// counts as alive, charges the jobs it had started: a job that kills its
+// process, whose supervisor restarts it before the dead one's lease runs
+// out, with StuckAfter shorter than the lease, ran forever at attempt 1.
+func TestStuckReleaseChargesStartedJobs(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	id, err := s.Enqueue(ctx, pool, NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), Priority: 1, MaxAttempts: 2}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		p, err := s.Register(ctx, "crashes", "h", attempt, time.Hour) // alive all along
+		if err != nil {
+			t.Fatal(err)
+		}
+		if attempt == 2 {
+			// The retry's backoff (2 s), cut short.
+			if _, err := pool.Exec(ctx, "UPDATE millrace.sched SET due_at = now() WHERE id = $1", id); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := s.Promote(ctx, 0, 10000); err != nil || n != 1 {
+				t.Fatalf("promote of the retry: %d %v", n, err)
+			}
+		}
+		b, err := s.claimBatch(ctx, "q", p, 1, false, noLimit)
+		if err != nil || b == nil || len(b.Jobs) != 1 || b.Jobs[0].Attempt != attempt-1 {
+			t.Fatalf("claim of attempt %d: %+v %v", attempt, b, err)
+		}
+		if fenced, err := s.MarkStarted(ctx, p, []Start{{Batch: b, Job: &b.Jobs[0]}}); err != nil || len(fenced) != 0 {
+			t.Fatalf("start mark: %v %v", fenced, err)
+		}
+		rel, err := s.Rescue(ctx, 0, time.Nanosecond)
+		if err != nil || len(rel) != 1 || rel[0].Reason != "stuck" {
+			t.Fatalf("rescue: %+v %v", rel, err)
+		}
+		if rel[0].Charged != 1 {
+			t.Fatalf("attempt %d: a stuck batch released with %d running job(s) charged; want 1", attempt, rel[0].Charged)
+		}
+	}
+	var state string
+	if err := pool.QueryRow(ctx, "SELECT millrace.job_state($1)", id).Scan(&state); err != nil || state != "discarded" {
+		t.Fatalf("after its 2 attempts were given up: %q %v; want discarded", state, err)
+	}
+	if b, err := s.claimBatch(ctx, "q", 9, 1, false, noLimit); err != nil || b != nil {
+		t.Fatalf("the discarded job was claimed again: %+v %v", b, err)
+	}
+}

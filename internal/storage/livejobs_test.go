@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // fullLiveJobs is millrace.live_jobs as it was before it read only what a
@@ -208,5 +211,117 @@ func TestLiveCountsReadWhatWaits(t *testing.T) {
 	}
 	if available != 10 || running != 0 {
 		t.Errorf("live counts: %d available, %d running; want 10 and 0", available, running)
+	}
+}
+
+// TestReadsRacingAReclaimNeverLie (issue 31.1): a read of the live jobs
+// that waits for a reclaim's locks answers from after the reclaim. A job
+// that was scheduled, promoted and completed keeps its schedule row until
+// the schedule is compacted; only the newest promote round says it left
+// the schedule. A reclaim moves that round forward and truncates its old
+// slot: a read whose snapshot was taken before the reclaim committed and
+// that reads after it sees neither the round nor its copy, and showed the
+// finished job as scheduled.
+func TestReadsRacingAReclaimNeverLie(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	var due time.Time
+	if err := pool.QueryRow(ctx, "SELECT now() + interval '20 ms'").Scan(&due); err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.Enqueue(ctx, pool, NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), Priority: 1, MaxAttempts: 3, RunAt: due}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "the scheduled job to be promoted", 10*time.Second, func() bool {
+		n, err := s.Promote(ctx, 0, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	})
+	b, err := s.claimBatch(ctx, "q", 1, 1, false, noLimit)
+	if err != nil || b == nil || len(b.Jobs) != 1 {
+		t.Fatalf("claim: %v %v", b, err)
+	}
+	if _, err := s.Flush(ctx, 1, 1, false, []Ack{{Batch: b, Job: &b.Jobs[0], State: AckCompleted}}, []*Batch{b}); err != nil {
+		t.Fatal(err)
+	}
+	rotate(t, s, 0) // slot 1 is current; slot 0 holds the promote round
+	reads := map[string]string{
+		"the jobs view":       "SELECT count(*)::text FROM millrace.jobs WHERE id = $1",
+		"job_state":           "SELECT coalesce(millrace.job_state($1), 'none')",
+		"live_counts":         "SELECT coalesce(sum(scheduled), 0)::text FROM millrace.live_counts() WHERE $1::bigint IS NOT NULL",
+		"queue_counts":        "SELECT coalesce(sum(scheduled), 0)::text FROM millrace.queue_counts() WHERE $1::bigint IS NOT NULL",
+		"live_job":            "SELECT count(*)::text FROM millrace.live_job($1)",
+		"the view, at RR":     "RR SELECT count(*)::text FROM millrace.jobs WHERE id = $1",
+		"job_state, at RR":    "RR SELECT coalesce(millrace.job_state($1), 'none')",
+		"queue_counts, at RR": "RR SELECT coalesce(sum(scheduled), 0)::text FROM millrace.queue_counts() WHERE $1::bigint IS NOT NULL",
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	lockSlot(t, tx, 0)
+	type answer struct {
+		name, got string
+		err       error
+	}
+	answers := make(chan answer, len(reads))
+	for name, q := range reads {
+		go func() {
+			conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy()) // the pool holds 4
+			if err != nil {
+				answers <- answer{name, "", err}
+				return
+			}
+			defer conn.Close(ctx)
+			var got string
+			if rr, ok := strings.CutPrefix(q, "RR "); ok {
+				err = pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+					return tx.QueryRow(ctx, rr, id).Scan(&got)
+				})
+			} else {
+				err = conn.QueryRow(ctx, q, id).Scan(&got)
+			}
+			answers <- answer{name, got, err}
+		}()
+	}
+	testkit.WaitFor(t, "every read to wait for the reclaim", 10*time.Second, func() bool {
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(DISTINCT pid) FROM pg_locks WHERE NOT granted").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == len(reads)
+	})
+	var moved int64
+	if err := tx.QueryRow(ctx, "SELECT millrace.reclaim_slot(0::smallint, 1::smallint)").Scan(&moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantOf := func(name string) string {
+		if strings.HasPrefix(name, "job_state") {
+			return "completed"
+		}
+		return "0"
+	}
+	for range reads {
+		a := <-answers
+		switch {
+		case a.err != nil && strings.HasSuffix(a.name, "at RR"):
+			// A read at REPEATABLE READ whose snapshot a reclaim overtook
+			// may refuse, with a one-line error that says to retry.
+			var pe *pgconn.PgError
+			if !errors.As(a.err, &pe) || pe.Code != "40001" || strings.Contains(pe.Message, "\n") {
+				t.Errorf("%s: %v; want the answer or a serialization failure to retry", a.name, a.err)
+			}
+		case a.err != nil:
+			t.Errorf("%s: %v", a.name, a.err)
+		case a.got != wantOf(a.name):
+			t.Errorf("%s of job %d (completed) during a reclaim: %s; want %s", a.name, id, a.got, wantOf(a.name))
+		}
 	}
 }

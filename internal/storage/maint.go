@@ -70,15 +70,16 @@ type Released struct {
 	TickID int64
 	Owner  int32  // the holder it was taken from
 	Reason string // "dead" or "stuck"
-	// Charged is how many of its jobs the dead holder had started and not
-	// finished: each used an attempt (and was discarded if it was its last).
+	// Charged is how many of its jobs the holder, dead or stuck, had
+	// started and not finished: each used an attempt (and was discarded if
+	// it was its last).
 	Charged int
 }
 
 // Rescue releases the open batches whose holder is dead (its lease ran
 // out), or whose lease is older than stuck, to any claimer of their queue
-// (millrace.rescue); the jobs a dead holder was running are charged an
-// attempt.
+// (millrace.rescue); the jobs the holder was running, dead or stuck, are
+// charged an attempt.
 func (s *Store) Rescue(ctx context.Context, term int64, stuck time.Duration) ([]Released, error) {
 	var out []Released
 	err := s.tx(ctx, func(rows pgx.Rows) error {
@@ -139,7 +140,8 @@ func (s *Store) ExpireHistory(ctx context.Context, term int64) (int, error) {
 
 // SetRetention sets history's retention (millrace.set_retention, an
 // administrator's action); a zero duration keeps that value as it is. It
-// returns the retention now.
+// returns the retention now. On a pool or a connection it runs at READ
+// COMMITTED whatever the database's default (ReadCommitted).
 func SetRetention(ctx context.Context, q Querier, completed, other time.Duration) (time.Duration, time.Duration, error) {
 	var c, o *time.Duration
 	if completed != 0 {
@@ -148,7 +150,7 @@ func SetRetention(ctx context.Context, q Querier, completed, other time.Duration
 	if other != 0 {
 		o = &other
 	}
-	err := q.QueryRow(ctx, "SELECT completed, other FROM millrace.set_retention($1, $2)", c, o).Scan(&completed, &other)
+	err := ReadCommitted(ctx, q, "SELECT completed, other FROM millrace.set_retention($1, $2)", []any{c, o}, &completed, &other)
 	return completed, other, err
 }
 

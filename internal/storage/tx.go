@@ -148,6 +148,25 @@ func PoolTx(ctx context.Context, pool *pgxpool.Pool, o TxOpts, scan func(pgx.Row
 	return RunTx(ctx, c.Conn(), o, scan, sql, args...)
 }
 
+// ReadCommitted runs sql with args on q in its own READ COMMITTED
+// transaction when q is a pool or a connection, in one round trip, keeping
+// the role's timeouts (the caller's context bounds the call), and scans its
+// one row into dest (no row: pgx.ErrNoRows). Inside a caller's transaction
+// (any other Querier, such as a pgx.Tx) it runs there: that transaction
+// must be READ COMMITTED. The operator actions need it: they take a lock
+// and then read what its previous holder wrote, which a snapshot taken
+// before the lock (a default of REPEATABLE READ) misses.
+func ReadCommitted(ctx context.Context, q Querier, sql string, args []any, dest ...any) error {
+	o := TxOpts{KeepTimeouts: true}
+	switch d := q.(type) {
+	case *pgxpool.Pool:
+		return PoolTx(ctx, d, o, scanOne(dest...), sql, args...)
+	case *pgx.Conn:
+		return RunTx(ctx, d, o, scanOne(dest...), sql, args...)
+	}
+	return q.QueryRow(ctx, sql, args...).Scan(dest...)
+}
+
 // tx is PoolTx on the store's pool with timeouts off.
 func (s *Store) tx(ctx context.Context, scan func(pgx.Rows) error, sql string, args ...any) error {
 	return PoolTx(ctx, s.Pool, TxOpts{}, scan, sql, args...)

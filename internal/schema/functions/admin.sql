@@ -5,6 +5,21 @@
 -- in file-name order, in the same transaction. A signature change needs a migration
 -- that drops the old function (docs/contributing.md).
 
+CREATE OR REPLACE FUNCTION millrace.need_read_committed(p_call text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'millrace: % must run at READ COMMITTED, and this transaction is % (its snapshot, older than the lock it takes, would miss what the lock waited for): run BEGIN ISOLATION LEVEL READ COMMITTED; SELECT millrace.%; COMMIT',
+            p_call, current_setting('transaction_isolation'), p_call USING ERRCODE = '0A000';
+    END IF;
+END $function$;
+COMMENT ON FUNCTION millrace.need_read_committed(p_call text) IS
+    'need_read_committed raises a one-line error (0A000) that says what to do unless the caller''s transaction is READ COMMITTED. The operator actions that take a lock and then decide on what its previous holder wrote (cancel, retry, set_retention) call it first: at REPEATABLE READ or SERIALIZABLE their snapshot is older than the lock, and a cancel answered "cancelled" for jobs a claim had just taken (they ran), concurrent retries of one job raised duplicate keys.';
+
 CREATE OR REPLACE FUNCTION millrace.cancel(p_id bigint)
  RETURNS text
  LANGUAGE plpgsql
@@ -18,6 +33,7 @@ DECLARE
     v_q text := coalesce((SELECT j.queue FROM millrace.job j WHERE j.id = p_id LIMIT 1),
                          (SELECT s.queue FROM millrace.sched s WHERE s.id = p_id LIMIT 1));
 BEGIN
+    PERFORM millrace.need_read_committed('cancel(...)');
     -- History is read before the queue's claim lock, which every claim of
     -- the queue waits for: a finished job stays finished, and probing
     -- history's buckets takes milliseconds that claims must not wait. Under
@@ -145,6 +161,7 @@ DECLARE
     v_s smallint;
     v_id bigint;
 BEGIN
+    PERFORM millrace.need_read_committed('retry(...)');
     -- Retries of one job wait for each other, and each reads the ledger
     -- after the lock (a statement of its own: a snapshot taken after it).
     PERFORM pg_advisory_xact_lock(millrace.retry_space(), (p_id % 2147483647)::int);

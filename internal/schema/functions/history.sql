@@ -205,7 +205,6 @@ COMMENT ON FUNCTION millrace.live_job(p_id bigint) IS
 CREATE OR REPLACE FUNCTION millrace.live_keys()
  RETURNS TABLE(id bigint, queue text, priority smallint, txid xid8, state text, created_at timestamp with time zone, run_at timestamp with time zone, tick_id bigint, owner integer)
  LANGUAGE plpgsql
- STABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
  SET work_mem TO '64MB'
@@ -213,6 +212,15 @@ AS $function$
 -- PL/pgSQL for a plan cached for the session (the dashboard counts it
 -- every second). Nothing here reads a payload: the counts need keys, and
 -- live_jobs fetches the rows of the keys it lists.
+--
+-- VOLATILE, not STABLE: a STABLE function reads with its caller's
+-- snapshot, taken before this statement locks the ring's partitions; a
+-- reclaim that commits while the read waits for those locks has then
+-- truncated rows the read looks for and copied them where its snapshot
+-- cannot see them (the newest promote round went, and every job of the
+-- schedule showed as scheduled). A VOLATILE function's statement takes its
+-- snapshot after its locks (ring_unmoved checks the other isolation
+-- levels).
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
@@ -273,6 +281,7 @@ BEGIN
     FROM millrace.sched s LEFT JOIN lastp ON true
     WHERE NOT (coalesce(pg_visible_in_snapshot(s.txid, lastp.snap), false) AND s.due_at <= lastp.upto)
       AND NOT EXISTS (SELECT 1 FROM cx WHERE cx.job_id = s.id);
+    PERFORM millrace.ring_unmoved();  -- after the locks of the statement above
 END $function$;
 COMMENT ON FUNCTION millrace.live_keys() IS
     'live_keys is the key of every job not yet finished and its state (available, running, scheduled): a job row''s (queue, priority, txid, id), a schedule row''s id, txid and due time. It reads no payload; live_jobs and the counts are built on it.';
@@ -280,7 +289,7 @@ COMMENT ON FUNCTION millrace.live_keys() IS
 CREATE OR REPLACE FUNCTION millrace.live_jobs()
  RETURNS TABLE(id bigint, queue text, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, state text, run_at timestamp with time zone, tick_id bigint, owner integer)
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
@@ -315,8 +324,10 @@ BEGIN
     IF EXISTS (SELECT 1 FROM millrace.sched s
                LEFT JOIN LATERAL (SELECT p.upto, p.snap FROM millrace.promote p ORDER BY p.round DESC LIMIT 1) lp ON true
                WHERE s.id = p_id AND NOT (coalesce(pg_visible_in_snapshot(s.txid, lp.snap), false) AND s.due_at <= lp.upto)) THEN
+        PERFORM millrace.ring_unmoved();  -- the statement above locked a partition of every slot
         RETURN 'scheduled';
     END IF;
+    PERFORM millrace.ring_unmoved();
     SELECT * INTO v_j FROM millrace.job j WHERE j.id = p_id ORDER BY j.ready_at DESC LIMIT 1;
     IF NOT FOUND THEN
         RETURN NULL;
@@ -355,7 +366,7 @@ COMMENT ON FUNCTION millrace.job_state(p_id bigint) IS
 CREATE OR REPLACE FUNCTION millrace.live_counts()
  RETURNS TABLE(queue text, available bigint, running bigint, scheduled bigint, oldest_available timestamp with time zone, paused boolean)
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
@@ -501,6 +512,7 @@ BEGIN
     IF p_other IS NOT NULL AND (p_other < interval '0' OR p_other > interval '31 days') THEN
         RAISE EXCEPTION 'millrace: discarded retention must be 0 to 31 days' USING ERRCODE = '22023';
     END IF;
+    PERFORM millrace.need_read_committed('set_retention(...)');
     -- Serialized, so that two concurrent calls never both append the same value.
     PERFORM pg_advisory_xact_lock(millrace.maint_space(), 1);
     v_now := millrace.retention();

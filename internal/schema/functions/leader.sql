@@ -214,7 +214,9 @@ BEGIN
     WITH r AS MATERIALIZED (
         SELECT b.*, s.at AS started_at, b.attempt + 1 AS a,
                (CASE WHEN b.attempt + 1 >= b.max_attempts THEN 3 ELSE 2 END)::smallint AS st,
-               format('millrace: the process died while running the job (attempt %s of %s)', b.attempt + 1, b.max_attempts) AS err
+               CASE WHEN millrace.process_alive(p_owner)
+                    THEN format('millrace: the job ran longer than StuckAfter without an outcome, and its batch was released (attempt %s of %s)', b.attempt + 1, b.max_attempts)
+                    ELSE format('millrace: the process died while running the job (attempt %s of %s)', b.attempt + 1, b.max_attempts) END AS err
         FROM millrace.batch_jobs(p_tick) b
         CROSS JOIN LATERAL (SELECT min(s.at) AS at FROM millrace.start s
                             WHERE s.tick_id = p_tick AND s.token = p_token AND b.id = ANY (s.jobs)) s
@@ -242,7 +244,7 @@ BEGIN
     RETURN v_n;
 END $function$;
 COMMENT ON FUNCTION millrace.charge_started(p_tick bigint, p_token bigint, p_owner integer) IS
-    'charge_started counts an attempt for every job of batch p_tick that its dead holder p_owner had started under lease p_token (a start mark) and not finished (no ack): the job failed with "the process died while running the job (attempt n of m)", and runs again after the default backoff, or is discarded after its last attempt. Jobs of the batch that had not started are not charged. The caller holds the batch''s fence lock.';
+    'charge_started counts an attempt for every job of batch p_tick that its holder p_owner, dead or stuck, had started under lease p_token (a start mark) and not finished (no ack): the job failed with "the process died while running the job (attempt n of m)" (or, when the holder is still alive, "the job ran longer than StuckAfter"), and runs again after the default backoff, or is discarded after its last attempt. Jobs of the batch that had not started are not charged. The caller holds the batch''s fence lock.';
 
 CREATE OR REPLACE FUNCTION millrace.rescue(p_stuck interval, p_term bigint DEFAULT NULL::bigint)
  RETURNS TABLE(queue text, tick_id bigint, owner integer, reason text, charged integer)
@@ -281,10 +283,12 @@ BEGIN
         CONTINUE WHEN v_alive AND v.leased_at > clock_timestamp() - p_stuck;
         PERFORM pg_advisory_xact_lock(millrace.fence_space(), (v.tick_id % 2147483647)::int);
         CONTINUE WHEN (SELECT h.token FROM millrace.holder(v.tick_id) h) <> v.token;
-        v_n := 0;
-        IF NOT v_alive THEN
-            v_n := millrace.charge_started(v.tick_id, v.token, v.owner);
-        END IF;
+        -- The jobs its holder had started used an attempt, whether the
+        -- holder is dead or only stuck: either way the attempt is given
+        -- up, and a job that kills its process (whose next process is up
+        -- before the lease of the dead one runs out, with StuckAfter
+        -- shorter than the lease) would otherwise run forever at attempt 1.
+        v_n := millrace.charge_started(v.tick_id, v.token, v.owner);
         IF v_n > 0 AND NOT EXISTS (SELECT 1 FROM millrace.batch_jobs(v.tick_id)) THEN
             -- Every job left had started: the batch is finished.
             INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), v.queue, v.tick_id);
@@ -305,7 +309,7 @@ BEGIN
     END LOOP;
 END $function$;
 COMMENT ON FUNCTION millrace.rescue(p_stuck interval, p_term bigint) IS
-    'rescue releases, to any claimer of their queue, the open batches whose holder is dead (its lease ran out: it exited, crashed, was stopped or cut off, or never lived past a claim that committed late) or whose lease is older than p_stuck. The jobs of a dead holder''s batch that it had started and not finished use an attempt (charge_started); a batch left with nothing to run is closed. It does not depend on the process table, so a batch claimed after its process was declared dead is found too. It returns what it released and forgets dead processes. p_term is the calling leader''s term (fence_leader).';
+    'rescue releases, to any claimer of their queue, the open batches whose holder is dead (its lease ran out: it exited, crashed, was stopped or cut off, or never lived past a claim that committed late) or whose lease is older than p_stuck. The jobs of a released batch that its holder had started and not finished use an attempt (charge_started), whether the holder is dead or stuck; a batch left with nothing to run is closed. It does not depend on the process table, so a batch claimed after its process was declared dead is found too. It returns what it released and forgets dead processes. p_term is the calling leader''s term (fence_leader).';
 
 CREATE OR REPLACE FUNCTION millrace.next_due()
  RETURNS timestamp with time zone

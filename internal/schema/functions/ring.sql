@@ -109,6 +109,37 @@ AS $function$ SELECT ARRAY(SELECT format('millrace.%I', t || '_' || p_slot)
 COMMENT ON FUNCTION millrace.slot_tables(p_slot integer) IS
     'The partitions of a slot, in lock order.';
 
+CREATE OR REPLACE FUNCTION millrace.ring_unmoved()
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- A statement at READ COMMITTED in a VOLATILE function takes its snapshot
+-- after its locks: a reclaim or a compaction of the schedule (a TRUNCATE,
+-- which MVCC does not hide) either committed before it, and it sees the
+-- rows moved, or waits for its transaction to end. A transaction at
+-- REPEATABLE READ or SERIALIZABLE keeps the snapshot of its first
+-- statement: a TRUNCATE committed after it leaves the truncated rows gone
+-- and their copies invisible. The catalog says so: pg_class as the
+-- transaction's snapshot sees it holds the old file of a truncated
+-- partition, pg_relation_filenode (the catalog's current state, read after
+-- the caller's locks) the new one.
+BEGIN
+    IF current_setting('transaction_isolation') = 'read committed' THEN
+        RETURN;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_class c
+               WHERE c.relnamespace = 'millrace'::regnamespace AND c.relkind = 'r' AND c.relispartition
+                 AND c.relname ~ '^(job|tick|lease|ack|done|flush|promote|cancel|uniq|tally_round|heartbeat|leader|start|sched)_[0-9]+$'
+                 AND c.relfilenode IS DISTINCT FROM pg_relation_filenode(c.oid)) THEN
+        RAISE EXCEPTION 'millrace: the ring moved rows after this % transaction took its snapshot (a reclaim committed): retry the transaction, or read at READ COMMITTED',
+            current_setting('transaction_isolation') USING ERRCODE = '40001';
+    END IF;
+END $function$;
+COMMENT ON FUNCTION millrace.ring_unmoved() IS
+    'ring_unmoved raises a serialization failure (40001) when the caller''s transaction, at REPEATABLE READ or SERIALIZABLE, took its snapshot before a reclaim or a compaction of the schedule that committed since: what it reads of the ring would miss rows moved (a finished job would show as waiting). The read functions call it after their locks; at READ COMMITTED it returns at once (their statements take their snapshots after their locks).';
+
 CREATE OR REPLACE FUNCTION millrace.slot_is_clean(p_slot integer)
  RETURNS boolean
  LANGUAGE plpgsql
