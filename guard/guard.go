@@ -24,6 +24,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,6 +137,34 @@ type standby struct {
 
 type classState struct {
 	holdingSince time.Time // zero: no member held the horizon at the last poll
+	// xids are the transaction ids the guard has seen members of the class
+	// hold (backend_xid), each with the transaction that held it, kept
+	// while a member still holds that id as its xid or its xmin.
+	xids map[uint32]xidOwner
+}
+
+// xidOwner is a member's transaction that held an xid.
+type xidOwner struct {
+	node  string
+	pid   int
+	start time.Time // its xact_start
+}
+
+// is reports whether h is in the transaction o.
+func (o xidOwner) is(h *Holder) bool {
+	return o.node == h.Node && o.pid == h.PID && o.start.Equal(h.XactStart)
+}
+
+func (o xidOwner) same(p xidOwner) bool {
+	return o.node == p.node && o.pid == p.pid && o.start.Equal(p.start)
+}
+
+func (o xidOwner) describe(now time.Time) string {
+	where := ""
+	if o.node != "" {
+		where = " on standby " + o.node
+	}
+	return fmt.Sprintf("pid %d%s's transaction begun %s ago", o.pid, where, round(now.Sub(o.start)))
 }
 
 // New returns a Guard enforcing p (nil: DefaultPolicy, which only reports)
@@ -346,6 +375,52 @@ func (g *Guard) decide(snap *Snapshot) []Action {
 		ms := members[c]
 		// Oldest transaction first.
 		sort.SliceStable(ms, func(i, j int) bool { return ms[i].XactStart.Before(ms[j].XactStart) })
+		st := g.classes[c.Name]
+		if st == nil {
+			st = &classState{xids: map[uint32]xidOwner{}}
+			g.classes[c.Name] = st
+		}
+		// Which snapshot each member holds. A snapshot's xmin is the oldest
+		// xid running when it was taken: a member whose xmin is the xid of
+		// another member's transaction took its snapshot while that one
+		// ran, and holds the horizon that one pinned, from that one's
+		// start, for as long as it lasts itself, though that one has ended
+		// (a report retried just before the running one ends). The guard
+		// remembers the members' xids to see it.
+		for _, h := range ms {
+			if h.BackendXID != 0 {
+				if _, ok := st.xids[h.BackendXID]; !ok {
+					st.xids[h.BackendXID] = xidOwner{node: h.Node, pid: h.PID, start: h.XactStart}
+				}
+			}
+		}
+		inherits := map[*Holder]xidOwner{}
+		for _, h := range ms {
+			if o, ok := st.xids[h.Xmin]; ok && h.Xmin != 0 && !o.is(h) {
+				inherits[h] = o
+			}
+		}
+		// ended returns the transactions, none of them among hs, whose
+		// horizon a member of hs holds: they overlap hs as if still open.
+		ended := func(hs []*Holder) []xidOwner {
+			var out []xidOwner
+			for _, h := range hs {
+				o, ok := inherits[h]
+				if ok && !slices.ContainsFunc(hs, o.is) && !slices.ContainsFunc(out, o.same) {
+					out = append(out, o)
+				}
+			}
+			return out
+		}
+		// heldFrom says, for a member holding an ended transaction's
+		// horizon, which one.
+		heldFrom := func(h *Holder, gone []xidOwner) string {
+			if o, ok := inherits[h]; ok && slices.ContainsFunc(gone, o.same) {
+				return fmt.Sprintf("; its snapshot's xmin is the xid of %s, now ended (or refused), whose horizon it holds", o.describe(now))
+			}
+			return ""
+		}
+
 		acted := map[*Holder]bool{}
 		act := func(h *Holder, rule, reason string) {
 			acted[h] = true
@@ -367,17 +442,20 @@ func (g *Guard) decide(snap *Snapshot) []Action {
 				live = append(live, h)
 			}
 		}
-		if c.MaxConcurrent > 0 && len(live) > c.MaxConcurrent {
-			for _, h := range live[c.MaxConcurrent:] {
-				act(h, "max_concurrent", fmt.Sprintf("%d members with open transactions > max_concurrent %d; acting on the youngest", len(live), c.MaxConcurrent))
+		// An ended transaction whose horizon a live member holds counts as
+		// a member at once with it, older than every live one.
+		if gone := ended(live); c.MaxConcurrent > 0 && len(gone)+len(live) > c.MaxConcurrent {
+			n := len(gone) + len(live)
+			for _, h := range live[max(0, c.MaxConcurrent-len(gone)):] {
+				reason := fmt.Sprintf("%d members with open transactions > max_concurrent %d; acting on the youngest", n, c.MaxConcurrent)
+				if len(gone) > 0 {
+					reason = fmt.Sprintf("%d members at once (%d open, %d ended whose horizon an open one holds) > max_concurrent %d; acting on the youngest",
+						n, len(live), len(gone), c.MaxConcurrent)
+				}
+				act(h, "max_concurrent", reason+heldFrom(h, gone))
 			}
 		}
 		// Horizon window.
-		st := g.classes[c.Name]
-		if st == nil {
-			st = &classState{}
-			g.classes[c.Name] = st
-		}
 		var holding []*Holder
 		for _, h := range ms {
 			if h.HoldsHorizon() && h.State != "idle in transaction (aborted)" {
@@ -386,28 +464,53 @@ func (g *Guard) decide(snap *Snapshot) []Action {
 		}
 		if len(holding) == 0 {
 			st.holdingSince = time.Time{}
-			continue
-		}
-		if st.holdingSince.IsZero() {
-			// The class has held the horizon at least since its oldest
-			// holding member's transaction began.
-			st.holdingSince = now
+		} else if c.HorizonWindow > 0 {
+			if st.holdingSince.IsZero() {
+				// The class has held the horizon at least since the oldest
+				// horizon a holding member holds was pinned: the start of
+				// its own transaction, or of the one whose xid is its xmin.
+				st.holdingSince = now
+				for _, h := range holding {
+					from := h.XactStart
+					if o, ok := inherits[h]; ok && o.start.Before(from) {
+						from = o.start
+					}
+					if !from.IsZero() && from.Before(st.holdingSince) {
+						st.holdingSince = from
+					}
+				}
+			}
+			var remaining []*Holder
 			for _, h := range holding {
-				if !h.XactStart.IsZero() && h.XactStart.Before(st.holdingSince) {
-					st.holdingSince = h.XactStart
+				if !acted[h] {
+					remaining = append(remaining, h)
+				}
+			}
+			gone := ended(remaining)
+			held := now.Sub(st.holdingSince)
+			if n := len(remaining) + len(gone); held > c.HorizonWindow && n >= 2 {
+				// Every member that keeps the horizon pinned past the
+				// window is acted on; the oldest goes on, unless the
+				// horizon it holds is that of an ended transaction.
+				keep := 1
+				if o, ok := inherits[remaining[0]]; ok && slices.ContainsFunc(gone, o.same) {
+					keep = 0
+				}
+				over := fmt.Sprintf("%d members overlapping", n)
+				if len(gone) > 0 {
+					over = fmt.Sprintf("%d members overlapping (%d open, %d ended whose horizon an open one holds)", n, len(remaining), len(gone))
+				}
+				for _, h := range remaining[keep:] {
+					act(h, "horizon_window", fmt.Sprintf("class has held the horizon for %s without a break > horizon_window %s with %s; acting on every member but the oldest (and on the oldest when the horizon it holds is an ended transaction's)%s",
+						round(held), c.HorizonWindow, over, heldFrom(h, gone)))
 				}
 			}
 		}
-		var remaining []*Holder
-		for _, h := range holding {
-			if !acted[h] {
-				remaining = append(remaining, h)
+		// Forget the xids no member holds any more.
+		for x := range st.xids {
+			if !slices.ContainsFunc(ms, func(h *Holder) bool { return h.BackendXID == x || h.Xmin == x }) {
+				delete(st.xids, x)
 			}
-		}
-		held := now.Sub(st.holdingSince)
-		if c.HorizonWindow > 0 && held > c.HorizonWindow && len(remaining) >= 2 {
-			youngest := remaining[len(remaining)-1]
-			act(youngest, "horizon_window", fmt.Sprintf("class has held the horizon for %s without a break > horizon_window %s with %d members overlapping; acting on the youngest", round(held), c.HorizonWindow, len(remaining)))
 		}
 	}
 	for name := range g.classes {

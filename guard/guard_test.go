@@ -210,8 +210,9 @@ func isCancel(err error) bool {
 }
 
 // TestStaggeredReadersHorizonWindow: three overlapping readers, each far
-// younger than max_transaction_age, never let the horizon advance; once the
-// class has held it for horizon_window the youngest is cancelled.
+// younger than max_transaction_age, never let the horizon go; once the
+// class has held it for horizon_window every reader but the oldest is
+// cancelled, in one poll.
 func TestStaggeredReadersHorizonWindow(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	pool := guardPool(t, url)
@@ -238,31 +239,36 @@ classes:
 		})
 	}
 	youngest := pid(conns[2])
-	var got *Action
+	var acts []Action
 	testkit.WaitFor(t, "horizon_window to trigger", 10*time.Second, func() bool {
-		acts, err := g.Step(ctx)
-		if err != nil {
+		var err error
+		if acts, err = g.Step(ctx); err != nil {
 			t.Fatal(err)
 		}
-		for i := range acts {
-			if acts[i].Rule == "horizon_window" {
-				got = &acts[i]
-			} else {
-				t.Fatalf("unexpected action %+v", acts[i])
+		for _, a := range acts {
+			if a.Rule != "horizon_window" {
+				t.Fatalf("unexpected action %+v", a)
 			}
 		}
-		return got != nil
+		return len(acts) > 0
 	})
-	if got.PID != youngest || got.Kind != ActionCancel || !got.Done || got.Class != "analytics" {
-		t.Fatalf("action = %+v, want cancel of the youngest reader %d", got, youngest)
+	if len(acts) != 2 || acts[0].PID != pid(conns[1]) || acts[1].PID != youngest {
+		t.Fatalf("actions = %+v, want the two younger readers %d and %d, oldest first", acts, pid(conns[1]), youngest)
 	}
-	select {
-	case err := <-dones[2]:
-		if !isCancel(err) {
-			t.Fatalf("youngest reader: err %v, want a cancel (57014)", err)
+	for _, got := range acts {
+		if got.Kind != ActionCancel || !got.Done || got.Class != "analytics" {
+			t.Fatalf("action = %+v, want a cancel done", got)
 		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("youngest reader still running after cancel")
+	}
+	for _, d := range dones[1:] {
+		select {
+		case err := <-d:
+			if !isCancel(err) {
+				t.Fatalf("younger reader: err %v, want a cancel (57014)", err)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatal("younger reader still running after cancel")
+		}
 	}
 	select {
 	case err := <-dones[0]:
@@ -278,9 +284,7 @@ classes:
 		}
 	}
 	cancel()
-	for _, d := range dones[:2] {
-		<-d
-	}
+	<-dones[0]
 }
 
 type lockedWriter struct {
@@ -335,6 +339,143 @@ classes:
 	}
 	cancel()
 	<-doneA
+}
+
+// TestRetryHoldingAnEndedReportsHorizon: a report refused while another
+// runs is retried less than one poll before the running one ends. Its new
+// snapshot has the running report's xid as xmin (the readers take an xid,
+// as a report that writes does), so after that report commits it holds the
+// horizon that report pinned, from that report's start, though it is the
+// only member open at the next poll and its transaction is young. The
+// guard refuses it by the snapshot it holds, under max_concurrent and under
+// horizon_window alike; the next retry, whose snapshot is its own, runs.
+func TestRetryHoldingAnEndedReportsHorizon(t *testing.T) {
+	for _, rule := range []string{"max_concurrent: 1", "horizon_window: 1s"} {
+		name, _, _ := strings.Cut(rule, ":")
+		t.Run(name, func(t *testing.T) { retryHoldingAnEndedReportsHorizon(t, name, rule) })
+	}
+}
+
+func retryHoldingAnEndedReportsHorizon(t *testing.T, name, rule string) {
+	url := pgtest.NewDatabase(t)
+	pool := guardPool(t, url)
+	g := New(pool, policy(t, `
+classes:
+  - name: analytics
+    match: {application_name: analytics-reader}
+    `+rule+`
+    action: cancel
+`), Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	step := func() []Action {
+		t.Helper()
+		acts, err := g.Step(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range acts {
+			t.Logf("%s pid %d: %s", a.Rule, a.PID, a.Reason)
+		}
+		return acts
+	}
+	// xmin is a session's snapshot's xmin, its xid and its state.
+	xmin := func(c *pgx.Conn) (xmin, xid int64, state string) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT coalesce(backend_xmin::text::bigint, 0), coalesce(backend_xid::text::bigint, 0), state
+		  FROM pg_stat_activity WHERE pid = $1`, pid(c)).Scan(&xmin, &xid, &state); err != nil {
+			t.Fatal(err)
+		}
+		return xmin, xid, state
+	}
+
+	// Report A runs: a REPEATABLE READ snapshot and an xid of its own.
+	a := connect(t, url, "analytics-reader")
+	exec(t, a, "BEGIN ISOLATION LEVEL REPEATABLE READ", "SELECT pg_current_xact_id()")
+	_, xidA, _ := xmin(a)
+	if acts := step(); len(acts) != 0 {
+		t.Fatalf("one report: actions %+v, want none", acts)
+	}
+	// The class has held the horizon past the window (a single member is
+	// left alone whatever its age).
+	waitHolderWithin(t, g, "report A older than the window", 10*time.Second, func(h *Holder) bool {
+		return h.PID == pid(a) && h.Age > 1500*time.Millisecond
+	})
+	if acts := step(); len(acts) != 0 {
+		t.Fatalf("one report past the window: actions %+v, want none", acts)
+	}
+
+	// attempt begins a report on b and runs its scan in the background;
+	// it returns the snapshot's xmin and the scan's outcome.
+	b := connect(t, url, "analytics-reader")
+	// A scan still running when the test ends (or fails) is stopped before
+	// b is closed.
+	var scans sync.WaitGroup
+	t.Cleanup(func() { cancel(); scans.Wait() })
+	attempt := func() (int64, <-chan error) {
+		t.Helper()
+		exec(t, b, "BEGIN ISOLATION LEVEL REPEATABLE READ", "SELECT pg_current_xact_id()")
+		x, _, _ := xmin(b)
+		done := make(chan error, 1)
+		scans.Add(1)
+		go func() {
+			defer scans.Done()
+			_, err := b.Exec(ctx, "SELECT count(*) FROM pg_class, pg_sleep(30)")
+			done <- err
+		}()
+		// Act on a running statement, not on a session idle in its
+		// transaction (which cancel would escalate to terminate).
+		testkit.WaitFor(t, "the report's scan to run", 5*time.Second, func() bool {
+			_, _, state := xmin(b)
+			return state == "active"
+		})
+		return x, done
+	}
+	refused := func(what string, done <-chan error) {
+		t.Helper()
+		acts := step()
+		if len(acts) != 1 || acts[0].PID != pid(b) || acts[0].Rule != name || acts[0].Kind != ActionCancel || !acts[0].Done {
+			t.Fatalf("%s: actions %+v, want one %s cancel of pid %d", what, acts, name, pid(b))
+		}
+		select {
+		case err := <-done:
+			if !isCancel(err) {
+				t.Fatalf("%s: %v, want a cancel (57014)", what, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: still running after the cancel", what)
+		}
+		exec(t, b, "ROLLBACK")
+	}
+
+	// B's first attempt overlaps A: refused.
+	_, done := attempt()
+	refused("B overlapping the running report A", done)
+
+	// B retries just before A ends: its snapshot's xmin is A's xid. A
+	// commits before the guard polls again.
+	x, done := attempt()
+	if x != xidA {
+		t.Fatalf("the retry's snapshot xmin %d, want report A's xid %d (is another transaction open?)", x, xidA)
+	}
+	exec(t, a, "COMMIT")
+	refused("B's retry holding the ended report A's horizon", done)
+
+	// B retries again: A has ended, its snapshot is its own. Let run.
+	x, done = attempt()
+	if x <= xidA {
+		t.Fatalf("the second retry's snapshot xmin %d, want newer than A's xid %d", x, xidA)
+	}
+	if acts := step(); len(acts) != 0 {
+		t.Fatalf("a retry holding its own snapshot: actions %+v, want none", acts)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the second retry ended: %v", err)
+	default:
+	}
+	cancel()
+	<-done
 }
 
 // TestMixedSessions: only sessions matching a class are acted on; dry-run

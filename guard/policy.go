@@ -52,12 +52,17 @@ type Class struct {
 	// longer (0: no limit).
 	MaxIdleInTransaction time.Duration
 	// MaxConcurrent: at most this many members may have an open
-	// transaction at once; the youngest beyond it are acted on (0: no limit).
+	// transaction at once, a member counting too the ended member's
+	// transaction whose xid its snapshot holds as xmin; the youngest
+	// beyond it are acted on (0: no limit).
 	MaxConcurrent int
 	// HorizonWindow: members of the class may not hold the horizon
-	// continuously (without a moment when none holds it) for longer than
-	// this while two or more of them overlap; then the youngest holding
-	// member is acted on (0: no limit).
+	// continuously (without a moment when none holds it, dated by the
+	// horizon they hold) for longer than this while two or more of them
+	// overlap (a member holding an ended member's xid as xmin overlaps
+	// it); then every holding member but the oldest is acted on, and the
+	// oldest too if the horizon it holds is an ended member's (0: no
+	// limit).
 	HorizonWindow time.Duration
 	// Action is applied to members breaking a limit (default warn).
 	Action ActionKind

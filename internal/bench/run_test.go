@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -680,8 +681,10 @@ func TestRunAnalyticsReaders(t *testing.T) {
 		return open, withXid, done
 	}
 	// check runs cfg and checks its reports; the stress phase's horizon
-	// must have been at most maxAge old (and at least minAge).
-	check := func(t *testing.T, cfg bench.Config, minAge, maxAge float64) *bench.ReaderStats {
+	// must have been at most maxAge old (and at least minAge). It returns
+	// the reports and the horizon's mean age over the stress phase's
+	// samples (the sampler's xmin_age_s, one a second).
+	check := func(t *testing.T, cfg bench.Config, minAge, maxAge float64) (*bench.ReaderStats, float64) {
 		t.Helper()
 		cfg.Out = t.TempDir()
 		ctx, stop := context.WithCancel(context.Background())
@@ -730,6 +733,19 @@ func TestRunAnalyticsReaders(t *testing.T) {
 		if x := ss.Phases[bench.PhaseStress].XminAgeMaxS; x < minAge || x > maxAge {
 			t.Errorf("stress xmin age max %.1fs, want %g-%gs", x, minAge, maxAge)
 		}
+		var ages []string
+		var sum float64
+		for _, s := range res.Samples {
+			if s.Strategy == "skiplocked" && s.Phase == bench.PhaseStress {
+				ages = append(ages, fmt.Sprintf("%.1f", s.XminAgeS))
+				sum += s.XminAgeS
+			}
+		}
+		if len(ages) == 0 {
+			t.Fatal("no stress samples")
+		}
+		mean := sum / float64(len(ages))
+		t.Logf("stress horizon age each second: %s s; mean %.2f s", strings.Join(ages, " "), mean)
 		raw, err := os.ReadFile(filepath.Join(cfg.Out, "summary.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -737,11 +753,11 @@ func TestRunAnalyticsReaders(t *testing.T) {
 		if !strings.Contains(string(raw), `"readers": {`) || !strings.Contains(string(raw), `"retried": `) {
 			t.Errorf("summary.json lacks the stress phase's readers")
 		}
-		return r
+		return r, mean
 	}
 
-	noGuard := func(t *testing.T, cfg bench.Config, minAge, maxAge float64) {
-		r := check(t, cfg, minAge, maxAge)
+	noGuard := func(t *testing.T, cfg bench.Config, minAge, maxAge float64) float64 {
+		r, mean := check(t, cfg, minAge, maxAge)
 		if r.Cancelled != 0 || r.Retried != 0 {
 			t.Errorf("readers refused without a guard: %+v", r)
 		}
@@ -751,12 +767,14 @@ func TestRunAnalyticsReaders(t *testing.T) {
 		if r.ReadOnly != cfg.Analytics.ReadOnly {
 			t.Errorf("read_only %v, want %v", r.ReadOnly, cfg.Analytics.ReadOnly)
 		}
+		return mean
 	}
 
 	// A report starts every second and reads for 2: each new reader's
 	// snapshot has the id of the one started a second (or two) before it
 	// as xmin, and keeps it for 2 s, so the horizon reaches 3 to 4 s.
-	t.Run("without guard", func(t *testing.T) { noGuard(t, base, 2.4, 5) })
+	var withoutMean float64
+	t.Run("without guard", func(t *testing.T) { withoutMean = noGuard(t, base, 2.4, 5) })
 
 	// Read-only snapshots do not chain: the horizon held by overlapping
 	// readers is never older than one report.
@@ -780,16 +798,27 @@ classes:
 		}
 		cfg := base
 		cfg.Guard = func(ctx context.Context) error { return guard.New(pool, pol, guard.Options{}).Run(ctx) }
-		// One report at a time, but a retry that starts less than one
-		// poll before the running report ends is not refused, and keeps
-		// that report's xid as its xmin: the horizon can reach two
-		// reports' length (docs/guard.md), not more.
-		r := check(t, cfg, 1, 4.5)
+		// One report at a time. A retry that starts less than one poll
+		// before the running report ends has that report's xid as its
+		// xmin: the guard refuses it by that snapshot at its next poll, so
+		// the horizon is one report's length, plus a poll and the
+		// sampler's second (the bound leaves room for a loaded machine).
+		r, mean := check(t, cfg, 1, 4.5)
 		if r.Cancelled < 1 || r.Retried < 1 {
 			t.Errorf("the guard refused no reader: %+v", r)
 		}
 		if r.Finished < 2 {
 			t.Errorf("%d reports finished with the guard, want at least 2 (one at a time)", r.Finished)
+		}
+		// Without the guard the overlapping readers hold the horizon 3 to
+		// 4 s old all along; with it, one report at a time, it grows from
+		// 0 to 2 s and lets go between reports.
+		if withoutMean == 0 {
+			t.Skip("no run without the guard to compare with")
+		}
+		t.Logf("stress horizon mean age %.2f s with the guard, %.2f s without: %.2f", mean, withoutMean, mean/withoutMean)
+		if mean > withoutMean/2 {
+			t.Errorf("stress horizon mean age %.2f s with the guard, %.2f s without: want at most half", mean, withoutMean)
 		}
 	})
 }
