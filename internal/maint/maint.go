@@ -430,7 +430,7 @@ var holderPID = regexp.MustCompile(`\bpid (\d+)\b`)
 // slot, and records them in seen. The rotation runs as the schema's owner,
 // which cannot see another role's transaction start (pg_stat_activity
 // shows it only to members of that role and of pg_read_all_stats): it
-// names such a holder with "transaction open 0 s". The leader looks again
+// says it cannot see such a holder's transaction start. The leader looks again
 // with its own rights and gives each holder its role and its real age
 // when visible, else the age of its transaction id or snapshot in
 // transactions, and how long this leader has seen it hold the slot.

@@ -105,7 +105,8 @@ func loginRole(t *testing.T, owner *pgxpool.Pool, base, name, role string) strin
 // TestHoldersNamedWithRoleAndAge: a session of another role reads the
 // queue's tables and sits idle in its transaction, so no slot can be
 // reclaimed. The rotation runs as the schema's owner (not a superuser)
-// and names the holder "transaction open 0 s"; the leader runs as a
+// and says the holder's transaction start is not visible to it (it said
+// "transaction open 0 s"); the leader runs as a
 // worker role, which cannot see that session's transaction start either:
 // it names the holder with its role and how long it has seen it hold the
 // slot; given pg_read_all_stats, with its transaction's real age.
@@ -176,6 +177,11 @@ func TestHoldersNamedWithRoleAndAge(t *testing.T) {
 			}
 			return false
 		}, func() string { return "the log:\n" + out })
+		// The rotation's own detail names the holder too: it cannot see
+		// the transaction's start, and said "transaction open 0 s".
+		if strings.Contains(found, "transaction open 0 s") {
+			t.Errorf("a holder idle in its transaction for 2 s or more named with \"transaction open 0 s\": %s", found)
+		}
 		return found
 	}
 	t.Log(lead(regexp.MustCompile(`holders=".*seen holding slot \d+ for (\d+) s`)))

@@ -528,9 +528,12 @@ BEGIN
             END;
         END LOOP;
         IF v_copied IS NULL THEN
-            SELECT string_agg(DISTINCT format('pid %s (%s, %s, transaction open %s s)', a.pid,
-                       coalesce(nullif(a.application_name, ''), a.usename::text), a.state,
-                       coalesce(extract(epoch FROM now() - a.xact_start)::bigint, 0)), '; ')
+            -- A role sees another role's transaction start only as a member of
+            -- it or of pg_read_all_stats: an unknown age is said so, never 0 s.
+            SELECT string_agg(DISTINCT format('pid %s (%s, %s, %s)', a.pid,
+                       coalesce(nullif(a.application_name, ''), a.usename::text), coalesce(a.state, 'state not visible'),
+                       coalesce('transaction open ' || extract(epoch FROM now() - a.xact_start)::bigint || ' s',
+                                'its transaction''s start is not visible to the schema''s owner')), '; ')
             INTO v_holders
             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
             WHERE l.locktype = 'relation' AND l.granted AND l.pid <> pg_backend_pid()
