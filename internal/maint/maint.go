@@ -325,6 +325,17 @@ func (m *Maintainer) Step(ctx context.Context) error {
 		cfg.Logger.Warn("millrace: rescue failed", "err", err)
 	}
 	for _, r := range released {
+		if r.Reason == "held" {
+			// Not released: a transaction that completes one of its jobs
+			// (CompleteTx) is open; the round does not wait for it.
+			key := "held" + strconv.FormatInt(r.TickID, 10)
+			if time.Since(m.logged[key]) >= cfg.LogEvery {
+				m.logged[key] = time.Now()
+				cfg.Logger.Warn("millrace: a batch cannot be released while a transaction completing one of its jobs (CompleteTx) is open; it is tried again at each round",
+					"queue", r.Queue, "tick", r.TickID, "holder", r.Owner)
+			}
+			continue
+		}
 		lvl := slog.LevelInfo
 		if r.Reason == "stuck" || r.Charged > 0 {
 			lvl = slog.LevelWarn

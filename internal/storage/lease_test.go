@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -293,5 +294,57 @@ func TestStuckReleaseChargesStartedJobs(t *testing.T) {
 	}
 	if b, err := s.claimBatch(ctx, "q", 9, 1, false, noLimit); err != nil || b != nil {
 		t.Fatalf("the discarded job was claimed again: %+v %v", b, err)
+	}
+}
+
+// TestRescueNeverWaitsOnAnOpenCompleteTx (issue 31.6): a process claims,
+// opens a transaction that completes a job (CompleteTx, which holds the
+// batch's fence lock shared to its end) and stops, its lease running out.
+// The leader's rescue waited for that lock, and every maintenance step
+// after it (rotation too) with it. It now says the batch is held and goes
+// on; once the transaction commits, the batch is released at the next
+// round and the completed job is not run again.
+func TestRescueNeverWaitsOnAnOpenCompleteTx(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	for i := 0; i < 2; i++ {
+		enqueue(t, s, pool, "q")
+	}
+	p, err := s.Register(ctx, "stops", "h", 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.claimBatch(ctx, "q", p, 1, false, noLimit)
+	if err != nil || b == nil || len(b.Jobs) != 2 {
+		t.Fatalf("claim: %+v %v", b, err)
+	}
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if err := Complete(ctx, tx, p, b, &b.Jobs[0], time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	waitDead(t, pool, p)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rel, err := s.Rescue(rctx, 0, time.Hour)
+	if err != nil {
+		t.Fatalf("rescue with a CompleteTx open: %v (it waited for the transaction)", err)
+	}
+	if len(rel) != 1 || rel[0].Reason != "held" || rel[0].TickID != b.TickID {
+		t.Fatalf("rescue with a CompleteTx open: %+v; want the batch said held", rel)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rel, err = s.Rescue(ctx, 0, time.Hour)
+	if err != nil || len(rel) != 1 || rel[0].Reason != "dead" {
+		t.Fatalf("rescue after the commit: %+v %v", rel, err)
+	}
+	got := claimAll(t, s, "q", 7, noLimit)
+	if len(got) != 1 || got[b.Jobs[1].ID] != 1 {
+		t.Fatalf("after the release: %v; want only job %d, not the completed %d", got, b.Jobs[1].ID, b.Jobs[0].ID)
 	}
 }

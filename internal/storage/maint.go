@@ -69,7 +69,7 @@ type Released struct {
 	Queue  string
 	TickID int64
 	Owner  int32  // the holder it was taken from
-	Reason string // "dead" or "stuck"
+	Reason string // "dead" or "stuck"; "held": not released, a transaction completing one of its jobs is open
 	// Charged is how many of its jobs the holder, dead or stuck, had
 	// started and not finished: each used an attempt (and was discarded if
 	// it was its last).

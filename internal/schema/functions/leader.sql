@@ -281,7 +281,16 @@ BEGIN
             END IF;
         END IF;
         CONTINUE WHEN v_alive AND v.leased_at > clock_timestamp() - p_stuck;
-        PERFORM pg_advisory_xact_lock(millrace.fence_space(), (v.tick_id % 2147483647)::int);
+        -- Never wait on a client's transaction: a CompleteTx left open (by
+        -- a process whose lease ran out, say) holds the batch's fence lock
+        -- shared to its end, and waiting for it stalled every maintenance
+        -- step after this one (rotation included). The batch is said held
+        -- and tried again at the next round.
+        IF NOT pg_try_advisory_xact_lock(millrace.fence_space(), (v.tick_id % 2147483647)::int) THEN
+            queue := v.queue; tick_id := v.tick_id; owner := v.owner; charged := 0; reason := 'held';
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
         CONTINUE WHEN (SELECT h.token FROM millrace.holder(v.tick_id) h) <> v.token;
         -- The jobs its holder had started used an attempt, whether the
         -- holder is dead or only stuck: either way the attempt is given
@@ -309,7 +318,7 @@ BEGIN
     END LOOP;
 END $function$;
 COMMENT ON FUNCTION millrace.rescue(p_stuck interval, p_term bigint) IS
-    'rescue releases, to any claimer of their queue, the open batches whose holder is dead (its lease ran out: it exited, crashed, was stopped or cut off, or never lived past a claim that committed late) or whose lease is older than p_stuck. The jobs of a released batch that its holder had started and not finished use an attempt (charge_started), whether the holder is dead or stuck; a batch left with nothing to run is closed. It does not depend on the process table, so a batch claimed after its process was declared dead is found too. It returns what it released and forgets dead processes. p_term is the calling leader''s term (fence_leader).';
+    'rescue releases, to any claimer of their queue, the open batches whose holder is dead (its lease ran out: it exited, crashed, was stopped or cut off, or never lived past a claim that committed late) or whose lease is older than p_stuck. The jobs of a released batch that its holder had started and not finished use an attempt (charge_started), whether the holder is dead or stuck; a batch left with nothing to run is closed. It does not depend on the process table, so a batch claimed after its process was declared dead is found too. A batch whose fence lock a client''s transaction holds (an open CompleteTx) is not waited for: it is returned with reason ''held'' and tried again at the next call. It returns what it released and forgets dead processes. p_term is the calling leader''s term (fence_leader).';
 
 CREATE OR REPLACE FUNCTION millrace.next_due()
  RETURNS timestamp with time zone
