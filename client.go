@@ -112,7 +112,10 @@ type Config struct {
 	MaxBatchJobs int
 	// MaxBatchBytes caps the bytes of arguments one claim takes, counted
 	// as the worker receives them (their JSON text, not their compressed
-	// size in storage; default 8 MiB; a claim takes at least one job).
+	// size in storage; default 8 MiB). A claim stops at the job that
+	// reaches the cap, so it holds at most the cap plus that one job (the
+	// jobs before it hold less than the cap), and it takes at least one
+	// job, so a job larger than the cap is still claimed.
 	MaxBatchBytes int64
 	// MaxCarryBytes bounds what one reclaim of the ring copies forward of
 	// the jobs not yet claimed, in bytes as stored (default 16 MiB). A
@@ -373,12 +376,19 @@ func (c *Client) notify(queue string) {
 
 // Start begins working the configured queues: it registers the process,
 // listens for notifications, and competes for the maintenance leader role.
-// It returns once the process is registered; work goes on until Stop.
+// It returns once the process is registered; work goes on until Stop. On
+// a hot standby it returns ErrStandby at once: point the pool at the
+// primary.
 func (c *Client) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
 		return errors.New("millrace: client already started")
+	}
+	// A standby refuses every write: say so, before its read-only
+	// transaction refuses the registration.
+	if err := c.refuseStandby(ctx); err != nil {
+		return err
 	}
 	if err := schema.Check(ctx, c.db); err != nil {
 		return err

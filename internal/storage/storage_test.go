@@ -612,3 +612,53 @@ func (s *Store) claimBatch(ctx context.Context, queue string, owner int32, req i
 	}
 	return bs[0], nil
 }
+
+// TestClaimBytesAtMostTheCapPlusOneJob (issue 31.11): a claim stops at the
+// job whose arguments reach MaxBytes, across lanes too: the jobs before
+// that last one hold less than the cap, so a batch holds at most the cap
+// plus one job (8 MiB measured 9,141 kB with a job of about 1 MB), and a
+// job larger than the cap is still claimed.
+func TestClaimBytesAtMostTheCapPlusOneJob(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	var jobs []NewJob
+	for i := 0; i < 30; i++ {
+		pad := strings.Repeat("x", 500+(i*337)%2500) // 0.5-3 kB
+		if i == 17 {
+			pad = strings.Repeat("y", 12000) // larger than the cap
+		}
+		jobs = append(jobs, NewJob{Queue: "q", Kind: "k", Args: []byte(`{"p":"` + pad + `"}`), Priority: int16(1 + i%2), MaxAttempts: 3})
+	}
+	if _, err := EnqueueMany(ctx, pool, jobs); err != nil {
+		t.Fatal(err)
+	}
+	const capBytes = 8000
+	seen := 0
+	for req := int64(1); ; req++ {
+		bs, err := s.Claim(ctx, "q", 1, req, false, Limits{MaxJobs: 1000, MaxBytes: capBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bs) == 0 {
+			break
+		}
+		var sizes []int
+		for _, b := range bs {
+			for _, j := range b.Jobs {
+				sizes = append(sizes, len(j.Args))
+			}
+		}
+		total := 0
+		for _, n := range sizes {
+			total += n
+		}
+		last := sizes[len(sizes)-1]
+		if total-last >= capBytes || total > capBytes+last {
+			t.Errorf("claim %d took %d bytes in %d jobs (last %d); want less than %d before the last job", req, total, len(sizes), last, capBytes)
+		}
+		seen += len(sizes)
+	}
+	if seen != len(jobs) {
+		t.Fatalf("claimed %d jobs of %d", seen, len(jobs))
+	}
+}
