@@ -256,7 +256,8 @@ func (d *JobDetail) Latest() *Job {
 
 // GetJob returns a job's live row (if any) and its history. The live row is
 // read first and history in a later statement: a job that finishes in
-// between is then seen live or in history, never in neither (one statement
+// between is then seen live or in history, never in neither, and a final
+// attempt in history hides a live row read before it (one statement
 // would read history with its own snapshot, older than the one
 // millrace.jobs takes inside its VOLATILE function).
 func GetJob(ctx context.Context, db DB, id int64) (JobDetail, error) {
@@ -285,6 +286,15 @@ FROM millrace.history h WHERE h.id = $1`} {
 			d.Attempts = append(d.Attempts, all[i])
 		case d.Live == nil || all[i].State == "running":
 			d.Live = &all[i] // a job in a claimed batch shows as running
+		}
+	}
+	// A job that finished between the two statements is seen in both:
+	// a final attempt (completed, discarded, cancelled) ends it, and its
+	// live row was read before (reads never show a finished job
+	// unfinished).
+	for _, a := range d.Attempts {
+		if a.State == "completed" || a.State == "discarded" || a.State == "cancelled" {
+			d.Live = nil
 		}
 	}
 	if d.Live == nil && len(d.Attempts) == 0 {

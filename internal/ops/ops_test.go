@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/ops/opstest"
+	"github.com/millrace/millrace/internal/storage"
 	"github.com/millrace/millrace/internal/testkit"
 )
 
@@ -236,5 +238,51 @@ func TestSamplePercentilesOfTheNewest(t *testing.T) {
 	}
 	if s.RunP95 < 0.5 || s.RunP95 > 2 {
 		t.Errorf("run p95 %.1f ms, want 1 (the newest 1,000 ran 1 ms)", s.RunP95)
+	}
+}
+
+// hookDB runs before the statement after its first (a job finishing
+// between GetJob's two statements).
+type hookDB struct {
+	ops.DB
+	n      int
+	before func()
+}
+
+func (h *hookDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if h.n++; h.n == 2 {
+		h.before()
+	}
+	return h.DB.Query(ctx, sql, args...)
+}
+
+// TestGetJobNeverShowsAFinishedJobLive (issue 31.1): a job that completes
+// between GetJob's read of its live row and its read of history was shown
+// running, with a completed attempt; its final attempt ends it.
+func TestGetJobNeverShowsAFinishedJobLive(t *testing.T) {
+	_, pool := opstest.NewDatabase(t)
+	ctx := context.Background()
+	id := opstest.Enqueue(t, pool, "k", "q", `{}`, 0)
+	s := &storage.Store{Pool: pool}
+	bs, err := s.Claim(ctx, "q", 1, 1, false, storage.Limits{MaxJobs: 10, MaxBytes: 1 << 20})
+	if err != nil || len(bs) != 1 || len(bs[0].Jobs) != 1 || bs[0].Jobs[0].ID != id {
+		t.Fatalf("claim: %+v %v", bs, err)
+	}
+	b := bs[0]
+	db := &hookDB{DB: pool, before: func() {
+		if _, err := s.Flush(ctx, 1, 1, false, []storage.Ack{{Batch: b, Job: &b.Jobs[0], State: storage.AckCompleted,
+			Started: time.Now(), Finished: time.Now()}}, []*storage.Batch{b}); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	d, err := ops.GetJob(ctx, db, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Live != nil {
+		t.Errorf("job %d completed, shown live as %s with attempts %+v", id, d.Live.State, d.Attempts)
+	}
+	if len(d.Attempts) != 1 || d.Attempts[0].State != "completed" {
+		t.Errorf("attempts %+v; want one completed", d.Attempts)
 	}
 }
