@@ -426,7 +426,14 @@ func (c *Client) Start(ctx context.Context) error {
 				if err != nil {
 					return nil, fmt.Errorf("millrace: Config.SessionURL: %w", err)
 				}
-				return pgx.ConnectConfig(ctx, cc)
+				conn, err := pgx.ConnectConfig(ctx, cc)
+				if err == nil {
+					if err = sessionOnStandby(conn); err != nil {
+						conn.Close(ctx)
+						return nil, err
+					}
+				}
+				return conn, err
 			}
 			return pgx.ConnectConfig(ctx, c.db.Config().ConnConfig.Copy())
 		},

@@ -267,7 +267,8 @@ func uniqueKey(j storage.NewJob, u *UniqueOpts, now time.Time) (string, int, tim
 // Insert enqueues one job in its own transaction and returns it (for a
 // duplicate of a unique job, the job that blocked it). Idle workers of the
 // queue are woken by a notification coalesced with others sent from this
-// process within a couple of milliseconds.
+// process within a couple of milliseconds. On a hot standby it, like
+// every insert, returns ErrStandby.
 func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (*InsertResult, error) {
 	p, err := c.params(args, opts)
 	if err != nil {
@@ -361,7 +362,7 @@ func (c *Client) insertNow(ctx context.Context, q storage.Querier, ps []*InsertP
 	// the schedule.
 	ins, err := storage.Insert(ctx, q, nj, inTx)
 	if err != nil {
-		return nil, err
+		return nil, c.onStandby(ctx, q, err)
 	}
 	res := make([]InsertResult, len(ins))
 	for i, r := range ins {

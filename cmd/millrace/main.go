@@ -8,11 +8,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/cmdline"
 )
 
@@ -113,4 +117,32 @@ func exitCode(err error) int {
 		return e.ExitCode()
 	}
 	return 1
+}
+
+// needPrimary returns, for a command that writes (migrate up and down,
+// jobs cancel and retry, queue pause and resume), one line saying that
+// the server is a hot standby and to point --database-url at the primary,
+// when pool reaches a server in recovery; a standby refuses every write,
+// and without this the command failed with "cannot execute ... in a
+// read-only transaction", or answered as if nothing were to be done. The
+// server is named by host and port, never with the connection string.
+func needPrimary(ctx context.Context, pool *pgxpool.Pool) error {
+	return pool.AcquireFunc(ctx, func(conn *pgxpool.Conn) error {
+		var recovering bool
+		if err := conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering); err != nil {
+			return err
+		}
+		if !recovering {
+			return nil
+		}
+		cfg := conn.Conn().Config()
+		server := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+		switch {
+		case len(cfg.Fallbacks) > 0: // several hosts: the one it reached
+			server = conn.Conn().PgConn().Conn().RemoteAddr().String()
+		case strings.HasPrefix(cfg.Host, "/"):
+			server = fmt.Sprintf("%s (Unix socket, port %d)", cfg.Host, cfg.Port)
+		}
+		return fmt.Errorf("the server at %s is a hot standby (read-only, in recovery): point --database-url (or DATABASE_URL) at the primary", server)
+	})
 }

@@ -71,6 +71,11 @@ the schema and every job in it) and asks for --yes.`)
 		return err
 	}
 	defer pool.Close()
+	if action != "status" {
+		if err := needPrimary(ctx, pool); err != nil {
+			return err
+		}
+	}
 	switch action {
 	case "up":
 		if version < 0 {

@@ -263,6 +263,9 @@ func runJobs(ctx context.Context, args []string) error {
 		return nil
 	}
 	// cancel, retry
+	if err := needPrimary(ctx, pool); err != nil {
+		return err
+	}
 	want := map[string][]string{"cancel": {"cancelled", "cancelling"}, "retry": {"retried"}}[action]
 	failed := 0
 	var last string
@@ -485,6 +488,9 @@ func runQueue(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	if err := needPrimary(ctx, pool); err != nil {
+		return err
+	}
 	// A typo must not create a queue: acting on a queue the database does
 	// not know is an error, but for pausing one ahead of its first job,
 	// asked for with --create.
