@@ -120,12 +120,11 @@ type Config struct {
 	// MaxCarryBytes bounds what one reclaim of the ring copies forward of
 	// the jobs not yet claimed, in bytes as stored (default 16 MiB). A
 	// slot whose backlog is larger (a queue nobody works, or one far
-	// behind, of large jobs) is not reclaimed until that backlog is
-	// claimed: it is never copied at every turn of the ring. Claims read
-	// every slot, so nothing waits or is lost; the leader logs the slot,
-	// its bytes and its queues. If every other slot holds such a backlog,
-	// the ring waits and storage grows with arrivals until one is claimed
-	// (docs/architecture.md). The leader's setting applies.
+	// behind) is reclaimed all the same, its backlog moved once into the
+	// park, a partition outside the ring that claims read as they read
+	// every slot: a backlog is never copied at every turn of the ring, and
+	// never stops it. The park is emptied into the ring once its backlog is
+	// mostly claimed (docs/architecture.md). The leader's setting applies.
 	MaxCarryBytes int64
 	// MaintenanceEvery is the leader's maintenance cadence (default 1s).
 	MaintenanceEvery time.Duration

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,7 +47,7 @@ type Config struct {
 	// MaxCarryBytes bounds the jobs not yet claimed that one reclaim
 	// copies forward, in stored bytes (default
 	// storage.DefaultMaxCarryBytes, 16 MiB): a slot holding a larger
-	// backlog stays in place until it is claimed (storage.Store.Rotate).
+	// backlog moves once into the park (storage.Store.Rotate).
 	MaxCarryBytes int64
 	// StuckAfter releases a batch whose lease is older than this even
 	// though its holder lives (default 1h).
@@ -109,7 +110,8 @@ type Config struct {
 	// not ended.
 	RingReaderLimit time.Duration
 	// OnEndReader observes each reader of the ring ended ("cancelled" or
-	// "terminated"; for tests).
+	// "terminated"), by RingReaderLimit or because it kept a slot past its
+	// time (for tests).
 	OnEndReader func(pid int32, how string)
 }
 
@@ -243,7 +245,16 @@ type Maintainer struct {
 	// backend and transaction: one still holding at a later round is
 	// terminated.
 	cancels map[holderKey]bool
+	// overdue says since when each slot has been named blocked at every
+	// round, and by which readers of the ring (backends holding partitions
+	// of two slots or more, named at the last round, by process id).
+	overdue map[int16]time.Time
+	readers map[int16][]holder
 }
+
+// readerWait is how long the leader's round waits for the locks of a slot
+// readers kept past its time, while it cancels their statements.
+const readerWait = 100 * time.Millisecond
 
 // holder is a backend a rotation named as holding a slot, as the leader
 // sees it.
@@ -270,7 +281,8 @@ type holderKey struct {
 func New(cfg Config) *Maintainer {
 	cfg.defaults()
 	return &Maintainer{cfg: cfg, logged: map[string]time.Time{}, last: map[string]time.Time{},
-		holders: map[holderKey]time.Time{}, writers: map[int32]time.Time{}, cancels: map[holderKey]bool{}}
+		holders: map[holderKey]time.Time{}, writers: map[int32]time.Time{}, cancels: map[holderKey]bool{},
+		overdue: map[int16]time.Time{}, readers: map[int16][]holder{}}
 }
 
 // renew renews the leader's term (an operator's rounds, term 0, have none
@@ -383,7 +395,7 @@ func (m *Maintainer) Step(ctx context.Context) error {
 		}
 	}
 	start := time.Now()
-	actions, err := cfg.Store.Rotate(ctx, cfg.Term, cfg.RotateAfter, cfg.MaxCarryBytes)
+	actions, err := m.rotate(ctx)
 	if took := time.Since(start); took > 100*time.Millisecond {
 		cfg.Logger.Info("millrace: slow rotation round", "took", took.Round(time.Millisecond), "actions", len(actions))
 	}
@@ -398,6 +410,7 @@ func (m *Maintainer) Step(ctx context.Context) error {
 	}
 	seen := map[holderKey]bool{}
 	var held []holder
+	blocked := map[int16]bool{}
 	for _, a := range actions {
 		switch a.Action {
 		case "rotated", "reclaimed":
@@ -407,6 +420,19 @@ func (m *Maintainer) Step(ctx context.Context) error {
 			// this leader saw it), named once per LogEvery.
 			holders := m.watchHolders(ctx, a, seen)
 			held = append(held, holders...)
+			if a.Action == "blocked" {
+				blocked[a.Segment] = true
+				if _, ok := m.overdue[a.Segment]; !ok {
+					m.overdue[a.Segment] = time.Now()
+				}
+				var readers []holder
+				for _, h := range holders {
+					if h.slots >= 2 && (h.state == "active" || h.state == "") {
+						readers = append(readers, h)
+					}
+				}
+				m.readers[a.Segment] = readers
+			}
 			// Rate-limited: one line per kind of obstacle and slot per LogEvery.
 			key := a.Action + string(rune('0'+a.Segment))
 			if time.Since(m.logged[key]) >= cfg.LogEvery {
@@ -418,6 +444,12 @@ func (m *Maintainer) Step(ctx context.Context) error {
 	for k := range m.holders {
 		if !seen[k] {
 			delete(m.holders, k) // gone, or holds it no more
+		}
+	}
+	for slot := range m.overdue {
+		if !blocked[slot] {
+			delete(m.overdue, slot)
+			delete(m.readers, slot)
 		}
 	}
 	if renewed {
@@ -432,6 +464,69 @@ func (m *Maintainer) Step(ctx context.Context) error {
 		cfg.OnRotate(actions)
 	}
 	return nil
+}
+
+// rotate runs the round's rotation. A reader of the ring's tables holds
+// every slot it read until its transaction ends; one that reads in a loop
+// of short transactions holds them whenever a NOWAIT comes, and no single
+// transaction of it is old enough for RingReaderLimit. So a slot that
+// readers have kept from being reclaimed at every round for RotateAfter
+// past its time is taken the other way: the round waits for its locks (at
+// most readerWait), ahead of the readers' next transactions, and once it
+// waits the leader cancels the statements of the readers it named (each
+// then fails with SQLSTATE 57014, and a client that retries reads again
+// once the reclaim is done). The ring turns whatever readers do; a reader
+// loses at most one statement per rotation period.
+func (m *Maintainer) rotate(ctx context.Context) ([]storage.RingAction, error) {
+	cfg := &m.cfg
+	var readers []holder
+	for slot, since := range m.overdue {
+		if time.Since(since) >= cfg.RotateAfter {
+			readers = append(readers, m.readers[slot]...)
+		}
+	}
+	if len(readers) == 0 {
+		return cfg.Store.Rotate(ctx, cfg.Term, cfg.RotateAfter, cfg.MaxCarryBytes)
+	}
+	return cfg.Store.RotateWaiting(ctx, cfg.Term, cfg.RotateAfter, cfg.MaxCarryBytes, readerWait, func(waiter uint32) {
+		m.cancelReaders(ctx, waiter, readers)
+	})
+}
+
+// cancelReaders cancels the statements of those readers (see rotate) that
+// block backend waiter now (pg_blocking_pids: a backend named at the last
+// round that has moved on to something else is left alone), and says so
+// once per LogEvery.
+func (m *Maintainer) cancelReaders(ctx context.Context, waiter uint32, readers []holder) {
+	var blocking []int32
+	if err := m.cfg.Store.Pool.QueryRow(ctx, "SELECT pg_blocking_pids($1)", int32(waiter)).Scan(&blocking); err != nil {
+		return
+	}
+	done := map[int32]bool{}
+	for _, h := range readers {
+		if done[h.key.pid] || !slices.Contains(blocking, h.key.pid) {
+			continue
+		}
+		done[h.key.pid] = true
+		var ended bool
+		err := m.cfg.Store.Pool.QueryRow(ctx, "SELECT pg_cancel_backend($1)", h.key.pid).Scan(&ended)
+		if err == nil && ended && m.cfg.OnEndReader != nil {
+			m.cfg.OnEndReader(h.key.pid, "cancelled")
+		}
+		key := "overdue" + strconv.Itoa(int(h.key.pid))
+		if time.Since(m.logged[key]) < m.cfg.LogEvery {
+			continue
+		}
+		m.logged[key] = time.Now()
+		attrs := []any{"pid", h.key.pid, "role", h.role, "application", h.app, "slot", h.key.slot, "rotate_after", m.cfg.RotateAfter}
+		if err != nil || !ended {
+			m.cfg.Logger.Error("millrace: a reader of the queue's tables keeps a slot from being reclaimed and its statement could not be cancelled (the leader's role needs the same role or pg_signal_backend)",
+				append(attrs, "err", err)...)
+			continue
+		}
+		m.cfg.Logger.Warn("millrace: cancelled the statement of a reader of the queue's tables that kept a slot from being reclaimed a rotation period past its time",
+			attrs...)
+	}
 }
 
 // holderPID finds the backends a rotation names as holding a slot.

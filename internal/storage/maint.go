@@ -35,14 +35,72 @@ const DefaultMaxCarryBytes = 16 << 20
 // what is still needed, and makes the next clean slot current once the
 // current one is after old. Nothing waits on a lock; what could not be done
 // is reported with its reason. A slot whose jobs not yet claimed take more
-// than maxCarryBytes (stored) is not reclaimed until they are claimed,
-// even when the ring must wait for it (0: DefaultMaxCarryBytes).
+// than maxCarryBytes (stored) is reclaimed with those jobs moved once into
+// the park, outside the ring (0: DefaultMaxCarryBytes).
 func (s *Store) Rotate(ctx context.Context, term int64, after time.Duration, maxCarryBytes int64) ([]RingAction, error) {
+	c, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Release()
+	return rotateOn(ctx, c.Conn(), term, after, maxCarryBytes, 0)
+}
+
+// RotateWaiting is Rotate whose reclaims wait for their locks, each at
+// most wait, in the lock queue ahead of the transactions that come after
+// the ones holding them, instead of trying them NOWAIT. Once the round's
+// backend waits for a lock, waiting is called with its process id (the
+// leader then cancels the readers that hold the slot: readers in a loop of
+// short transactions always hold it when a NOWAIT comes). Claims queue
+// behind the waiting lock meanwhile, so the leader calls it only for a
+// slot readers kept a rotation period past its time.
+func (s *Store) RotateWaiting(ctx context.Context, term int64, after time.Duration, maxCarryBytes int64, wait time.Duration,
+	waiting func(pid uint32)) ([]RingAction, error) {
+	c, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Release()
+	pid := c.Conn().PgConn().PID()
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+			}
+			var w bool
+			if err := s.Pool.QueryRow(wctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted)", int32(pid)).Scan(&w); err != nil {
+				return
+			}
+			if w {
+				waiting(pid)
+				return
+			}
+		}
+	}()
+	out, err := rotateOn(ctx, c.Conn(), term, after, maxCarryBytes, wait)
+	stop()
+	<-done
+	return out, err
+}
+
+// rotateOn runs millrace.rotate on conn (wait 0: NOWAIT).
+func rotateOn(ctx context.Context, conn *pgx.Conn, term int64, after time.Duration, maxCarryBytes int64, wait time.Duration) ([]RingAction, error) {
 	if maxCarryBytes <= 0 {
 		maxCarryBytes = DefaultMaxCarryBytes
 	}
+	var w *time.Duration
+	if wait > 0 {
+		w = &wait
+	}
 	var out []RingAction
-	err := s.tx(ctx, func(rows pgx.Rows) error {
+	err := RunTx(ctx, conn, TxOpts{}, func(rows pgx.Rows) error {
 		var err error
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RingAction, error) {
 			var a RingAction
@@ -50,8 +108,8 @@ func (s *Store) Rotate(ctx context.Context, term int64, after time.Duration, max
 			return a, err
 		})
 		return err
-	}, "SELECT action, coalesce(segment, -1), detail FROM millrace.rotate($1, p_term => $2, p_max_carry_bytes => $3)",
-		after, termArg(term), maxCarryBytes)
+	}, "SELECT action, coalesce(segment, -1), detail FROM millrace.rotate($1, p_term => $2, p_max_carry_bytes => $3, p_wait => $4)",
+		after, termArg(term), maxCarryBytes, w)
 	return out, fenced(err)
 }
 

@@ -129,7 +129,7 @@ func TestClaimRacingReclaimLosesNoJob(t *testing.T) {
 	}()
 	waitBlocked(t, pool)
 	var moved int64
-	if err := tx.QueryRow(ctx, "SELECT millrace.reclaim_slot(0::smallint, 1::smallint)").Scan(&moved); err != nil {
+	if err := tx.QueryRow(ctx, "SELECT millrace.reclaim_slot(0::smallint, 1::smallint, 1::smallint)").Scan(&moved); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {

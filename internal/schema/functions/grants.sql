@@ -58,7 +58,7 @@ BEGIN
             millrace.rescue(p_stuck interval, p_term bigint),
             millrace.resign(p_process integer, p_term bigint),
             millrace.ring_stats(OUT current_slot smallint, OUT since timestamp with time zone, OUT rotations bigint, OUT reclaims bigint, OUT last_reclaim timestamp with time zone),
-            millrace.rotate(p_after interval, p_max_carry bigint, p_term bigint, p_max_carry_bytes bigint),
+            millrace.rotate(p_after interval, p_max_carry bigint, p_term bigint, p_max_carry_bytes bigint, p_wait interval),
             millrace.schema_version(),
             millrace.tally(p_every interval, p_term bigint)
         TO millrace_worker;

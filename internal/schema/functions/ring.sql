@@ -292,7 +292,15 @@ END $function$;
 COMMENT ON FUNCTION millrace.uniq_kept(p_slot smallint) IS
     'uniq_kept returns the key rows of slot p_slot that still block (as uniq_blocks says), in one statement: their jobs'' history is probed only in the buckets from the oldest key''s creation until now. The test is written out rather than calling a shared function: it runs once per key under the reclaim''s ACCESS EXCLUSIVE locks, and a call per row measured 1.6 to 8 times slower (2,000 keys: 18 ms inline, 30 ms through an SQL function, 150 ms through one with a SET clause).';
 
-CREATE OR REPLACE FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallint)
+CREATE OR REPLACE FUNCTION millrace.park_slot()
+ RETURNS smallint
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$ SELECT 4::smallint $function$;
+COMMENT ON FUNCTION millrace.park_slot() IS
+    'The park is slot 4 of millrace.job, outside the ring: a reclaim moves there, once, a backlog too large to carry forward (a queue nobody works), and rotate empties it into the ring when what it holds has mostly been claimed (reclaim_park). Claims read it as they read every slot.';
+
+CREATE OR REPLACE FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallint, p_unclaimed_into smallint)
  RETURNS bigint
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -307,9 +315,10 @@ DECLARE
     v_open bigint[];
     v_tables text[];
 BEGIN
-    -- Jobs not yet claimed.
+    -- Jobs not yet claimed: into the current slot, or into the park when
+    -- rotate found them too many to carry at every turn.
     INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, txid, ready_at, timeout_ms)
-    SELECT p_into, j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at, j.txid, j.ready_at, j.timeout_ms
+    SELECT p_unclaimed_into, j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at, j.txid, j.ready_at, j.timeout_ms
     FROM millrace.unclaimed(p_slot) j;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_total := v_total + v_n;
@@ -430,10 +439,67 @@ BEGIN
     END IF;
     RETURN v_total;
 END $function$;
-COMMENT ON FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallint) IS
-    'reclaim_slot empties slot p_slot into slot p_into. The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick, the newest promotion round, cancellations of unfinished jobs, unique keys that still block, start marks of open batches, each registered process''s newest heartbeat and the newest leader term. Then the partitions are truncated. It returns the rows copied (the leases not counted).';
+COMMENT ON FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallint, p_unclaimed_into smallint) IS
+    'reclaim_slot empties slot p_slot into slot p_into (the jobs not yet claimed into p_unclaimed_into: p_into, or the park). The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick, the newest promotion round, cancellations of unfinished jobs, unique keys that still block, start marks of open batches, each registered process''s newest heartbeat and the newest leader term. Then the partitions are truncated. It returns the rows copied (the leases not counted).';
 
-CREATE OR REPLACE FUNCTION millrace.rotate(p_after interval, p_max_carry bigint DEFAULT 5000, p_term bigint DEFAULT NULL::bigint, p_max_carry_bytes bigint DEFAULT 16777216)
+CREATE OR REPLACE FUNCTION millrace.reclaim_park(p_max_carry bigint, p_max_carry_bytes bigint, p_into smallint)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- The park holds backlogs moved out of the ring. Its claimed rows are dead
+-- weight once their batches are done; they go when it is emptied: its
+-- jobs not yet claimed and those of open batches without an ack are copied
+-- into the ring (verbatim: same ids and txids), and it is truncated. That
+-- copy is paid for by what was claimed: it happens only once the rows not
+-- yet claimed are within one reclaim's carry and take at most half of the
+-- park's space.
+DECLARE
+    v_size  bigint := pg_table_size('millrace.job_4');
+    v_b     record;
+    v_n     bigint;
+    v_total bigint := 0;
+BEGIN
+    IF pg_relation_size('millrace.job_4') = 0 THEN
+        RETURN NULL;
+    END IF;
+    SELECT * INTO v_b FROM millrace.backlog(millrace.park_slot(), p_max_carry, p_max_carry_bytes);
+    IF v_b.jobs > p_max_carry OR v_b.bytes > p_max_carry_bytes OR v_b.bytes * 2 > v_size THEN
+        RETURN NULL;
+    END IF;
+    FOR v_try IN 1 .. 20 LOOP
+        BEGIN
+            LOCK TABLE millrace.job_4 IN ACCESS EXCLUSIVE MODE NOWAIT;
+            EXIT;
+        EXCEPTION WHEN lock_not_available THEN
+            IF v_try = 20 THEN
+                RETURN NULL;  -- in use: at a later round
+            END IF;
+            PERFORM pg_sleep(0.002);
+        END;
+    END LOOP;
+    INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, txid, ready_at, timeout_ms)
+    SELECT p_into, j.id, j.queue, j.kind, j.args, j.priority, j.attempt, j.max_attempts, j.created_at, j.txid, j.ready_at, j.timeout_ms
+    FROM millrace.unclaimed(millrace.park_slot()) j;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_total := v_total + v_n;
+    INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, txid, ready_at, timeout_ms)
+    SELECT DISTINCT ON (b.id) p_into, b.id, b.queue, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at, b.txid,
+           b.ready_at, b.timeout_ms
+    FROM millrace.open_batches() o CROSS JOIN LATERAL millrace.batch_jobs(o.tick_id) b
+    WHERE b.slot = millrace.park_slot()
+      AND NOT EXISTS (SELECT 1 FROM millrace.job c WHERE c.slot = p_into AND c.queue = b.queue AND c.priority = b.priority
+                                                     AND c.txid = b.txid AND c.id = b.id);
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    v_total := v_total + v_n;
+    TRUNCATE millrace.job_4;
+    RETURN v_total;
+END $function$;
+COMMENT ON FUNCTION millrace.reclaim_park(p_max_carry bigint, p_max_carry_bytes bigint, p_into smallint) IS
+    'reclaim_park empties the park into slot p_into once its jobs not yet claimed are within one reclaim''s carry (p_max_carry jobs, p_max_carry_bytes bytes) and take at most half of its space: those jobs and the jobs of open batches without an ack are copied verbatim, then the park is truncated. It returns the rows copied, or NULL when it did nothing (not worth it yet, or the park is in use). rotate calls it.';
+
+CREATE OR REPLACE FUNCTION millrace.rotate(p_after interval, p_max_carry bigint DEFAULT 5000, p_term bigint DEFAULT NULL::bigint, p_max_carry_bytes bigint DEFAULT 16777216, p_wait interval DEFAULT NULL::interval)
  RETURNS TABLE(action text, segment smallint, detail text)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -451,7 +517,8 @@ DECLARE
     v_holders text;
     v_n     bigint;
     v_b     record;
-    v_clean_left boolean;
+    v_park  boolean;
+    v_reclaimed boolean := false;
 BEGIN
     IF NOT pg_try_advisory_xact_lock(millrace.maint_space(), 0) THEN
         action := 'busy'; segment := NULL; detail := 'another rotation is running';
@@ -484,44 +551,36 @@ BEGIN
                   AND millrace.slot_is_clean(g));
         END IF;
         -- A backlog (jobs not yet claimed, in a queue nobody works or one
-        -- that fell behind) stays where it is while it is large: claims
-        -- read every slot, and copying it at every turn of the ring costs
-        -- more than the space the reclaim frees (issue 20.4: 300 jobs of
-        -- 1 MB made 2 GB of WAL in 40 s). Measured with early stops
-        -- (backlog), before the locks.
+        -- that fell behind) too large to carry at every turn of the ring
+        -- (issue 20.4: 300 jobs of 1 MB made 2 GB of WAL in 40 s) is moved
+        -- once into the park, outside the ring, and the slot is reclaimed
+        -- all the same: a backlog costs its own bytes, never the ring's
+        -- turns (issue 31.7: a queue nobody works, receiving in every slot,
+        -- held every slot in place). Measured with early stops (backlog),
+        -- before the locks.
         SELECT * INTO v_b FROM millrace.backlog(v_slot.slot, p_max_carry, p_max_carry_bytes);
-        v_clean_left := EXISTS (SELECT 1 FROM generate_series(0, millrace.slots() - 1) g
-                                WHERE g <> v_cur.segment AND millrace.slot_is_clean(g));
-        IF v_b.jobs > p_max_carry AND v_b.bytes <= p_max_carry_bytes THEN
-            -- Many jobs: left in place while another slot is clean. When
-            -- none is, the backlog is carried rather than letting the ring
-            -- stop, if its bytes are within the bound (counted now in full).
-            IF v_clean_left THEN
-                action := 'blocked'; segment := v_slot.slot;
-                detail := format('slot %s holds more than %s jobs not yet claimed (a backlog, in queue(s) %s); it is reclaimed once they are',
-                                 v_slot.slot, p_max_carry, v_b.queues);
-                RETURN NEXT;
-                CONTINUE;
-            END IF;
-            SELECT * INTO v_b FROM millrace.backlog(v_slot.slot, NULL, p_max_carry_bytes);
-        END IF;
-        IF v_b.bytes > p_max_carry_bytes THEN
-            -- Many bytes: left in place even when no other slot is clean.
-            -- The ring then waits (it says so in a 'waiting' row) and the current
-            -- slot grows until the backlog is claimed; nothing is lost.
-            action := 'blocked'; segment := v_slot.slot;
-            detail := format('slot %s holds more than %s bytes of jobs not yet claimed (a backlog of at least %s bytes in %s job(s), in queue(s) %s), more than one reclaim carries; it is reclaimed once they are claimed%s',
-                             v_slot.slot, p_max_carry_bytes, v_b.bytes, v_b.jobs, v_b.queues,
-                             CASE WHEN v_clean_left THEN '' ELSE ', and until then no slot is free for the ring to turn into' END);
-            RETURN NEXT;
-            CONTINUE;
-        END IF;
+        v_park := v_b.jobs > p_max_carry OR v_b.bytes > p_max_carry_bytes;
         v_copied := NULL;
-        FOR v_try IN 1 .. 20 LOOP
+        -- NOWAIT, a few times: a slot in use is skipped, never waited for
+        -- (claims read every slot, and would queue behind a waiting lock).
+        -- With p_wait (the leader's round after readers kept the slot a
+        -- rotation period past its time), the locks are waited for, at most
+        -- p_wait, in the lock queue ahead of the readers' next
+        -- transactions, while the leader cancels the statements that hold
+        -- them: the claims queue behind for as long as that takes.
+        FOR v_try IN 1 .. CASE WHEN p_wait IS NULL THEN 20 ELSE 1 END LOOP
             BEGIN
-                EXECUTE 'LOCK TABLE ' || array_to_string(millrace.slot_tables(v_slot.slot), ', ')
-                        || ' IN ACCESS EXCLUSIVE MODE NOWAIT';
-                v_copied := millrace.reclaim_slot(v_slot.slot, v_cur.segment);
+                IF p_wait IS NULL THEN
+                    EXECUTE 'LOCK TABLE ' || array_to_string(millrace.slot_tables(v_slot.slot), ', ')
+                            || ' IN ACCESS EXCLUSIVE MODE NOWAIT';
+                ELSE
+                    PERFORM set_config('lock_timeout', greatest(1, (extract(epoch FROM p_wait) * 1000)::int)::text || 'ms', true);
+                    EXECUTE 'LOCK TABLE ' || array_to_string(millrace.slot_tables(v_slot.slot), ', ')
+                            || ' IN ACCESS EXCLUSIVE MODE';
+                    PERFORM set_config('lock_timeout', '50ms', true);
+                END IF;
+                v_copied := millrace.reclaim_slot(v_slot.slot, v_cur.segment,
+                                                  CASE WHEN v_park THEN millrace.park_slot() ELSE v_cur.segment END);
                 EXIT;
             EXCEPTION WHEN lock_not_available THEN
                 PERFORM pg_sleep(0.002);
@@ -547,9 +606,24 @@ BEGIN
         SELECT coalesce(max(c.n), 0) + 1 INTO v_n FROM millrace.reclaim c;
         INSERT INTO millrace.reclaim (id, segment, n, copied) VALUES (nextval('millrace.ring_seq'), v_slot.slot, v_n, v_copied);
         action := 'reclaimed'; segment := v_slot.slot;
-        detail := format('slot %s reclaimed into slot %s, %s rows carried forward', v_slot.slot, v_cur.segment, v_copied);
+        detail := format('slot %s reclaimed into slot %s, %s rows carried forward', v_slot.slot, v_cur.segment, v_copied)
+                  || CASE WHEN v_park THEN format(' (its backlog, more than %s jobs or %s bytes not yet claimed, in queue(s) %s, into the park)',
+                                                  p_max_carry, p_max_carry_bytes, v_b.queues) ELSE '' END;
         RETURN NEXT;
+        v_reclaimed := true;
     END LOOP;
+
+    -- The park, emptied into the ring once what it holds has mostly been
+    -- claimed: checked in rounds that reclaimed a slot (about once a
+    -- rotation period), at the cost of a bounded backlog read.
+    IF v_reclaimed THEN
+        v_copied := millrace.reclaim_park(p_max_carry, p_max_carry_bytes, v_cur.segment);
+        IF v_copied IS NOT NULL THEN
+            action := 'reclaimed'; segment := millrace.park_slot();
+            detail := format('the park emptied into slot %s, %s rows carried forward', v_cur.segment, v_copied);
+            RETURN NEXT;
+        END IF;
+    END IF;
 
     IF v_cur.at <= now() - p_after THEN
         SELECT g::smallint INTO segment FROM generate_series(1, millrace.slots() - 1) k
@@ -572,8 +646,8 @@ BEGIN
     DELETE FROM millrace.rotation r WHERE r.id < (SELECT min(id) FROM (SELECT id FROM millrace.rotation ORDER BY id DESC LIMIT 100) k);
     DELETE FROM millrace.reclaim c WHERE c.id < (SELECT min(id) FROM (SELECT id FROM millrace.reclaim ORDER BY id DESC LIMIT 100) k);
 END $function$;
-COMMENT ON FUNCTION millrace.rotate(p_after interval, p_max_carry bigint, p_term bigint, p_max_carry_bytes bigint) IS
-    'rotate is one round of ring maintenance, serialized by an advisory lock and reading the ledger only after it holds it (so two leaders can never both rotate from the same state): 1. reclaim every slot that is not current, not clean, and stopped being current at least p_after ago (or any such slot when no slot is clean), each under ACCESS EXCLUSIVE NOWAIT locks tried a few times: a slot in use is skipped and named, never waited for. A slot whose jobs not yet claimed (a backlog) are more than p_max_carry jobs or p_max_carry_bytes bytes (stored size, measured by backlog) is left where it is until they are claimed: copying a backlog at every turn of the ring would cost more than the space it frees, and claims read every slot anyway. When no slot is clean, a backlog over the job count but within the byte bound is carried so the ring keeps turning; one over the byte bound never is: the ring waits and the current slot grows until the backlog is claimed. So no reclaim copies more than p_max_carry_bytes of unclaimed jobs (as measured before its locks; null: no byte bound); 2. make the next clean slot current once the current one is p_after old. It returns one row per action or obstacle. p_term is the calling leader''s term (fence_leader).';
+COMMENT ON FUNCTION millrace.rotate(p_after interval, p_max_carry bigint, p_term bigint, p_max_carry_bytes bigint, p_wait interval) IS
+    'rotate is one round of ring maintenance, serialized by an advisory lock and reading the ledger only after it holds it (so two leaders can never both rotate from the same state): 1. reclaim every slot that is not current, not clean, and stopped being current at least p_after ago (or any such slot when no slot is clean), each under ACCESS EXCLUSIVE NOWAIT locks tried a few times: a slot in use is skipped and named, never waited for (with p_wait, its locks are waited for at most p_wait: the leader passes it while it cancels the readers that kept a slot past its time). A slot whose jobs not yet claimed (a backlog) are more than p_max_carry jobs or p_max_carry_bytes bytes (stored size, measured by backlog; null: no byte bound) is reclaimed all the same, its backlog moved once into the park (slot 4 of job, outside the ring) instead of the current slot, so that a queue nobody works costs its own bytes and never stops the ring; the park is emptied into the ring (reclaim_park) once what it holds has mostly been claimed; 2. make the next clean slot current once the current one is p_after old. It returns one row per action or obstacle. p_term is the calling leader''s term (fence_leader).';
 
 CREATE OR REPLACE FUNCTION millrace.ring_stats(OUT current_slot smallint, OUT since timestamp with time zone, OUT rotations bigint, OUT reclaims bigint, OUT last_reclaim timestamp with time zone)
  RETURNS record

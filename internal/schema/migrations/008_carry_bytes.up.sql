@@ -17,3 +17,16 @@ DROP FUNCTION IF EXISTS millrace.queue_counts();
 -- final state it found: return types are not replaced.
 DROP FUNCTION IF EXISTS millrace.insert_many(text[], jsonb[], text[], integer[], timestamp with time zone[], integer[], text[], integer[], timestamp with time zone[], integer[], boolean);
 DROP FUNCTION IF EXISTS millrace.uniq_blocks(bigint, integer, timestamp with time zone, timestamp with time zone);
+-- The park (issue 31.7): a partition of job outside the ring, slot 4, where
+-- a reclaim moves a backlog too large to carry (a queue nobody works),
+-- once, instead of leaving its whole slot in place: with an unserved queue
+-- in every slot, no slot could be reclaimed and the ring stopped. Claims
+-- read it as they read every slot; rotate empties it into the ring when
+-- what it holds has mostly been claimed (functions/ring.sql).
+CREATE TABLE millrace.job_4 PARTITION OF millrace.job FOR VALUES IN (4) WITH (autovacuum_enabled = false);
+-- reclaim_slot gains where the unclaimed rows go (the ring or the park).
+DROP FUNCTION IF EXISTS millrace.reclaim_slot(smallint, smallint);
+-- rotate gains p_wait (issue 31.8: the leader's round that waits for a
+-- slot's locks while it cancels the readers holding them). A database made
+-- by this version before it has the four-argument rotate.
+DROP FUNCTION IF EXISTS millrace.rotate(interval, bigint, bigint, bigint);
