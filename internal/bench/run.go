@@ -56,6 +56,13 @@ type Config struct {
 
 	Warmup, Clean, Stress, Recovery time.Duration
 
+	// RotateAfter, when not 0, is the millrace client's RotateAfter (the
+	// ring's turn, and so how often a slot is reclaimed); 0 keeps the
+	// library's default. Other strategies, and the chaos scenario's worker
+	// processes, ignore it. No flag sets it: the acceptance test of issue
+	// 31 turns the ring every few seconds.
+	RotateAfter time.Duration
+
 	// WatchQueues, when not 0, reads the queues as the dashboard's queues
 	// page does, at this interval, while a strategy that has a dashboard
 	// (Watcher) runs: what looking costs (--watch-queues).
@@ -220,6 +227,8 @@ func (c *Config) Check() error {
 		return errors.New("--processes must be at least 1")
 	case c.Work < 0:
 		return errors.New("--work must not be negative")
+	case c.RotateAfter < 0:
+		return errors.New("RotateAfter must not be negative")
 	case c.Rate < 0:
 		return errors.New("--rate must be positive or max")
 	case c.Scenario == ScenarioBurndown && c.Jobs < 1:
@@ -430,7 +439,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	}
 	work := cfg.Work
 	workers := cfg.workersFor(s)
-	env := Env{URL: cmp.Or(cfg.PoolerURL, cfg.URL), Workers: workers, Processes: cfg.processes(),
+	env := Env{URL: cmp.Or(cfg.PoolerURL, cfg.URL), Workers: workers, Processes: cfg.processes(), RotateAfter: cfg.RotateAfter,
 		Handle: func(ctx context.Context, j Job) error {
 			n, kind := t.started(j.ID, j.ReadyAt)
 			if err := mixWork(n, kind, work); err != nil {

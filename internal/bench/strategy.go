@@ -72,6 +72,9 @@ type Env struct {
 	// library reports none leave it unused; the bench's own end-to-end
 	// latency is recorded for every strategy regardless.
 	ObservePickup func(d time.Duration)
+	// RotateAfter, when not 0, is how long a slot of a ring stays current
+	// (Config.RotateAfter); strategies without a ring ignore it.
+	RotateAfter time.Duration
 }
 
 // Strategy is one way of storing, claiming and finishing jobs. A strategy

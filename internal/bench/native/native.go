@@ -85,6 +85,10 @@ type Strategy struct {
 	// working ones attached, until Work and Serve return.
 	reg     *prometheus.Registry
 	metrics *millraceprom.Metrics
+
+	// rotateAfter is the clients' RotateAfter (Env.RotateAfter; 0: the
+	// library's default), set by Work.
+	rotateAfter time.Duration
 }
 
 // Instrument makes every client of the strategy export millraceprom's
@@ -329,6 +333,7 @@ func (s *Strategy) Enqueue(ctx context.Context, jobs []bench.Job) error {
 // NOTIFY.
 func (s *Strategy) Work(ctx context.Context, env bench.Env) error {
 	n := max(env.Processes, 1)
+	s.rotateAfter = env.RotateAfter
 	if env.Workers < n {
 		return fmt.Errorf("millrace: %d workers cannot make %d processes", env.Workers, n)
 	}
@@ -424,6 +429,7 @@ func (s *Strategy) newClientLeases(pool *pgxpool.Pool, queue string, workers, pr
 		Workers:      ws,
 		ProcessLease: leases.Process,
 		LeaderLease:  leases.Leader,
+		RotateAfter:  s.rotateAfter,
 		Queues:       map[string]millrace.QueueConfig{queue: {MaxWorkers: workers}},
 		Logger:       lostWatcher(leases.Lost),
 		OnClaim: func(_ string, d time.Duration, n int) {
