@@ -42,7 +42,7 @@ import (
 // D is 10 minutes, or MILLRACE_ACCEPT_FOR (a Go duration) for a shorter
 // try:
 //
-//	MILLRACE_BENCH_ACCEPTANCE=1 MILLRACE_ACCEPT_FOR=60s go test -count=1 -timeout 30m -run TestAcceptanceReadsNeverLie -v ./
+//	MILLRACE_BENCH_ACCEPTANCE=1 MILLRACE_ACCEPT_FOR=60s go test -count=1 -timeout 30m -run TestAcceptanceReadsNeverLie -v ./internal/bench/
 func TestAcceptanceReadsNeverLie(t *testing.T) {
 	acceptance(t)
 	dur := 10 * time.Minute
