@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,10 +49,12 @@ func (s *Store) Rotate(ctx context.Context, term int64, after time.Duration, max
 
 // RotateWaiting is Rotate whose reclaims wait for their locks, each at
 // most wait, in the lock queue ahead of the transactions that come after
-// the ones holding them, instead of trying them NOWAIT. Once the round's
-// backend waits for a lock, waiting is called with its process id (the
-// leader then cancels the readers that hold the slot: readers in a loop of
-// short transactions always hold it when a NOWAIT comes). Claims queue
+// the ones holding them, instead of trying them NOWAIT. Each time the
+// round's backend waits for another lock (a slot is several partitions,
+// locked in turn), waiting is called with its process id (the leader then
+// cancels the readers that hold the slot: readers in a loop of short
+// transactions always hold it when a NOWAIT comes, and a reader that holds
+// one partition may ask for the next one the round holds). Claims queue
 // behind the waiting lock meanwhile, so the leader calls it only for a
 // slot readers kept a rotation period past its time.
 func (s *Store) RotateWaiting(ctx context.Context, term int64, after time.Duration, maxCarryBytes int64, wait time.Duration,
@@ -68,19 +71,22 @@ func (s *Store) RotateWaiting(ctx context.Context, term int64, after time.Durati
 		defer close(done)
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
+		var last uint32 // the relation it was last seen waiting for
 		for {
 			select {
 			case <-wctx.Done():
 				return
 			case <-tick.C:
 			}
-			var w bool
-			if err := s.Pool.QueryRow(wctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted)", int32(pid)).Scan(&w); err != nil {
+			var rel *uint32
+			err := s.Pool.QueryRow(wctx, "SELECT relation FROM pg_locks WHERE pid = $1 AND NOT granted", int32(pid)).Scan(&rel)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+			case err != nil:
 				return
-			}
-			if w {
+			case rel != nil && *rel != last:
+				last = *rel
 				waiting(pid)
-				return
 			}
 		}
 	}()
