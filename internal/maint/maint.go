@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -337,7 +336,7 @@ func (m *Maintainer) Step(ctx context.Context) error {
 		cfg.Logger.Warn("millrace: rescue failed", "err", err)
 	}
 	for _, r := range released {
-		if r.Reason == "held" {
+		if r.Reason == storage.ReleaseHeld {
 			// Not released: a transaction that completes one of its jobs
 			// (CompleteTx) is open; the round does not wait for it.
 			key := "held" + strconv.FormatInt(r.TickID, 10)
@@ -349,7 +348,7 @@ func (m *Maintainer) Step(ctx context.Context) error {
 			continue
 		}
 		lvl := slog.LevelInfo
-		if r.Reason == "stuck" || r.Charged > 0 {
+		if r.Reason == storage.ReleaseStuck || r.Charged > 0 {
 			lvl = slog.LevelWarn
 		}
 		cfg.Logger.Log(ctx, lvl, "millrace: released a batch to other claimers", "queue", r.Queue, "tick", r.TickID,
@@ -413,14 +412,14 @@ func (m *Maintainer) Step(ctx context.Context) error {
 	blocked := map[int16]bool{}
 	for _, a := range actions {
 		switch a.Action {
-		case "rotated", "reclaimed":
-			cfg.Logger.Debug("millrace: "+a.Action, "detail", a.Detail)
-		case "blocked", "waiting":
+		case storage.RingRotated, storage.RingReclaimed:
+			cfg.Logger.Debug("millrace: "+string(a.Action), "detail", a.Detail)
+		case storage.RingBlocked, storage.RingWaiting:
 			// Who holds the slot, watched at every round (their age as
 			// this leader saw it), named once per LogEvery.
 			holders := m.watchHolders(ctx, a, seen)
 			held = append(held, holders...)
-			if a.Action == "blocked" {
+			if a.Action == storage.RingBlocked {
 				blocked[a.Segment] = true
 				if _, ok := m.overdue[a.Segment]; !ok {
 					m.overdue[a.Segment] = time.Now()
@@ -434,7 +433,7 @@ func (m *Maintainer) Step(ctx context.Context) error {
 				m.readers[a.Segment] = readers
 			}
 			// Rate-limited: one line per kind of obstacle and slot per LogEvery.
-			key := a.Action + string(rune('0'+a.Segment))
+			key := string(a.Action) + string(rune('0'+a.Segment))
 			if time.Since(m.logged[key]) >= cfg.LogEvery {
 				m.logged[key] = time.Now()
 				m.warnBehind(ctx, a, holders)
@@ -529,11 +528,8 @@ func (m *Maintainer) cancelReaders(ctx context.Context, waiter uint32, readers [
 	}
 }
 
-// holderPID finds the backends a rotation names as holding a slot.
-var holderPID = regexp.MustCompile(`\bpid (\d+)\b`)
-
 // watchHolders describes the backends that action a names as holding its
-// slot, and records them in seen. The rotation runs as the schema's owner,
+// slot (a.Holders), and records them in seen. The rotation runs as the schema's owner,
 // which cannot see another role's transaction start (pg_stat_activity
 // shows it only to members of that role and of pg_read_all_stats): it
 // says it cannot see such a holder's transaction start. The leader looks again
@@ -541,12 +537,7 @@ var holderPID = regexp.MustCompile(`\bpid (\d+)\b`)
 // when visible, else the age of its transaction id or snapshot in
 // transactions, and how long this leader has seen it hold the slot.
 func (m *Maintainer) watchHolders(ctx context.Context, a storage.RingAction, seen map[holderKey]bool) []holder {
-	var pids []int32
-	for _, sm := range holderPID.FindAllStringSubmatch(a.Detail, -1) {
-		if n, err := strconv.ParseInt(sm[1], 10, 32); err == nil {
-			pids = append(pids, int32(n))
-		}
-	}
+	pids := a.Holders
 	if len(pids) == 0 {
 		return nil
 	}

@@ -18,14 +18,36 @@ import (
 
 // RingAction is one thing a rotation round did or could not do.
 type RingAction struct {
-	// Action is "rotated", "reclaimed", "blocked" (a slot could not be
-	// reclaimed: Detail names who holds it, or the backlog it keeps in
-	// place and its queues), "waiting" (no clean slot to
-	// rotate into) or "busy" (another rotation is running).
-	Action  string
-	Segment int16
-	Detail  string
+	Action  RingActionKind // what it did, or could not do
+	Segment int16          // the slot (-1: none)
+	Detail  string         // what it did and why, for a person
+	// Holders are the process ids of the backends that held the slot of
+	// an action RingBlocked (none: its tables were in use, by whom is not
+	// known). They come from the lock table, never from Detail, which
+	// names each holder by its application (one named "pid 123" would
+	// name another backend).
+	Holders []int32
 }
+
+// RingActionKind is what a rotation round did, or could not do, with a
+// slot: millrace.rotate's column action.
+type RingActionKind string
+
+// The actions of a rotation round.
+const (
+	// RingRotated: Segment is the current slot now.
+	RingRotated RingActionKind = "rotated"
+	// RingReclaimed: Segment was reclaimed (truncated, what is still
+	// needed carried forward).
+	RingReclaimed RingActionKind = "reclaimed"
+	// RingBlocked: Segment could not be reclaimed; Detail says why and
+	// Holders who holds it.
+	RingBlocked RingActionKind = "blocked"
+	// RingWaiting: Segment stays current, no other slot is clean yet.
+	RingWaiting RingActionKind = "waiting"
+	// RingBusy: another rotation is running.
+	RingBusy RingActionKind = "busy"
+)
 
 // DefaultMaxCarryBytes is the default bound of Rotate's maxCarryBytes, the
 // SQL default of millrace.rotate's p_max_carry_bytes.
@@ -110,11 +132,13 @@ func rotateOn(ctx context.Context, conn *pgx.Conn, term int64, after time.Durati
 		var err error
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RingAction, error) {
 			var a RingAction
-			err := r.Scan(&a.Action, &a.Segment, &a.Detail)
+			var action string
+			err := r.Scan(&action, &a.Segment, &a.Detail, &a.Holders)
+			a.Action = RingActionKind(action)
 			return a, err
 		})
 		return err
-	}, "SELECT action, coalesce(segment, -1), detail FROM millrace.rotate($1, p_term => $2, p_max_carry_bytes => $3, p_wait => $4)",
+	}, "SELECT action, coalesce(segment, -1), detail, pids FROM millrace.rotate(p_after => $1, p_term => $2, p_max_carry_bytes => $3, p_wait => $4)",
 		after, termArg(term), maxCarryBytes, w)
 	return out, fenced(err)
 }
@@ -132,13 +156,28 @@ func (s *Store) Promote(ctx context.Context, term, compactMin int64) (int64, err
 type Released struct {
 	Queue  string
 	TickID int64
-	Owner  int32  // the holder it was taken from
-	Reason string // "dead" or "stuck"; "held": not released, a transaction completing one of its jobs is open
+	Owner  int32 // the holder it was taken from
+	Reason ReleaseReason
 	// Charged is how many of its jobs the holder, dead or stuck, had
 	// started and not finished: each used an attempt (and was discarded if
 	// it was its last).
 	Charged int
 }
+
+// ReleaseReason is why a batch was released (millrace.rescue's column
+// reason), or why not.
+type ReleaseReason string
+
+// The reasons of a release.
+const (
+	// ReleaseDead: its holder's lease ran out.
+	ReleaseDead ReleaseReason = "dead"
+	// ReleaseStuck: its lease is older than Rescue's stuck.
+	ReleaseStuck ReleaseReason = "stuck"
+	// ReleaseHeld: not released, a transaction completing one of its
+	// jobs (CompleteTx) is open.
+	ReleaseHeld ReleaseReason = "held"
+)
 
 // Rescue releases the open batches whose holder is dead (its lease ran
 // out), or whose lease is older than stuck, to any claimer of their queue
@@ -150,7 +189,9 @@ func (s *Store) Rescue(ctx context.Context, term int64, stuck time.Duration) ([]
 		var err error
 		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Released, error) {
 			var x Released
-			err := r.Scan(&x.Queue, &x.TickID, &x.Owner, &x.Reason, &x.Charged)
+			var reason string
+			err := r.Scan(&x.Queue, &x.TickID, &x.Owner, &reason, &x.Charged)
+			x.Reason = ReleaseReason(reason)
 			return x, err
 		})
 		return err
@@ -268,4 +309,137 @@ func (s *Store) PeriodicRun(ctx context.Context, term int64, name string, at tim
 		return 0, false, fenced(err)
 	}
 	return *id, true, nil
+}
+
+// The leader watches the backends that hold the ring back and the
+// listeners that do not read, and ends those its configuration says must
+// end. The statements below read the server's statistics and lock tables
+// with the caller's rights (not the schema owner's: a role sees another
+// role's transaction only as a member of it or of pg_read_all_stats) and
+// call its signal functions (another role's backend needs the same role
+// or pg_signal_backend). They call no function of schema millrace.
+
+// SlotHolder is a backend a rotation named as holding a slot
+// (RingAction.Holders), as the caller's role sees it in pg_stat_activity.
+type SlotHolder struct {
+	PID         int32
+	Role        string // "?": not visible
+	Application string
+	State       string // "": not visible
+	// XactAge is how long its transaction has been open (nil: its start
+	// is not visible to the caller's role).
+	XactAge *time.Duration
+	// XIDAge and XminAge are the ages, in transactions, of its
+	// transaction id and of its snapshot (nil: none, or not visible).
+	XIDAge, XminAge *int32
+	// Xact identifies its transaction: its start, id and snapshot's xmin
+	// as far as visible (the backend's next transaction has another).
+	Xact string
+	// Slots is how many slots of the ring it holds a lock on a partition
+	// of: a write path holds only the slot it writes, a reader of the
+	// queue's tables every slot it read.
+	Slots int
+	// Viewer is the caller's role (current_user), which saw it so.
+	Viewer string
+}
+
+// SlotHolders describes the backends pids that still run, by process id.
+func (s *Store) SlotHolders(ctx context.Context, pids []int32) ([]SlotHolder, error) {
+	if len(pids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.Pool.Query(ctx, `SELECT a.pid, coalesce(a.usename::text, '?'), coalesce(a.application_name, ''),
+		coalesce(a.state, ''), extract(epoch FROM clock_timestamp() - a.xact_start)::float8,
+		concat(a.xact_start::text, '/', a.backend_xid::text, '/', a.backend_xmin::text),
+		age(a.backend_xid), age(a.backend_xmin), current_user::text, (`+slotsHeldSQL+`)
+		FROM pg_stat_activity a WHERE a.pid = ANY($1) ORDER BY a.pid`, pids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (SlotHolder, error) {
+		var h SlotHolder
+		var open *float64
+		err := r.Scan(&h.PID, &h.Role, &h.Application, &h.State, &open, &h.Xact, &h.XIDAge, &h.XminAge, &h.Viewer, &h.Slots)
+		if open != nil {
+			age := time.Duration(*open * float64(time.Second))
+			h.XactAge = &age
+		}
+		return h, err
+	})
+}
+
+// slotsHeldSQL counts the slots of the ring backend a.pid holds a lock on
+// a partition of: partitions of the schema's tables partitioned by slot,
+// read from the catalogs (readable by any role).
+const slotsHeldSQL = `SELECT count(DISTINCT pg_get_expr(c.relpartbound, c.oid))::int
+		FROM pg_locks l
+		JOIN pg_class c ON c.oid = l.relation
+		JOIN pg_inherits i ON i.inhrelid = c.oid
+		JOIN pg_partitioned_table p ON p.partrelid = i.inhparent
+		JOIN pg_attribute t ON t.attrelid = p.partrelid AND t.attnum = p.partattrs[0]
+		WHERE l.pid = a.pid AND l.locktype = 'relation' AND l.granted
+		  AND c.relnamespace = 'millrace'::regnamespace AND t.attname = 'slot'`
+
+// ClientWriter is a backend blocked writing to its client (wait_event
+// ClientWrite): its client does not read what it is sent.
+type ClientWriter struct {
+	PID         int32
+	Role        string // "?": not visible
+	Application string
+	// Process is the millrace process whose session connection it is
+	// (its application_name is SessionName of it); nil: not one.
+	Process *int64
+}
+
+// ClientWriters lists the backends, other than the caller's, blocked
+// writing to their client. Seeing another role's wait event needs the
+// same role or pg_read_all_stats.
+func (s *Store) ClientWriters(ctx context.Context) ([]ClientWriter, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT a.pid, coalesce(a.usename::text, '?'), coalesce(a.application_name, ''),
+		CASE WHEN starts_with(a.application_name, $1) AND substr(a.application_name, length($1) + 1) ~ '^[0-9]{1,9}$'
+		     THEN substr(a.application_name, length($1) + 1)::bigint END
+		FROM pg_stat_activity a
+		WHERE a.wait_event = 'ClientWrite' AND a.pid <> pg_backend_pid()`, SessionNamePrefix)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ClientWriter, error) {
+		var w ClientWriter
+		err := r.Scan(&w.PID, &w.Role, &w.Application, &w.Process)
+		return w, err
+	})
+}
+
+// NotificationQueueUsage is the fraction of the server's notification
+// queue in use (pg_notification_queue_usage()).
+func (s *Store) NotificationQueueUsage(ctx context.Context) (float64, error) {
+	var usage float64
+	err := s.Pool.QueryRow(ctx, "SELECT pg_notification_queue_usage()").Scan(&usage)
+	return usage, err
+}
+
+// BlockingPIDs are the process ids of the backends that block backend pid
+// from a lock it waits for (pg_blocking_pids).
+func (s *Store) BlockingPIDs(ctx context.Context, pid int32) ([]int32, error) {
+	var pids []int32
+	err := s.Pool.QueryRow(ctx, "SELECT pg_blocking_pids($1)", pid).Scan(&pids)
+	return pids, err
+}
+
+// CancelBackend cancels the statement backend pid runs
+// (pg_cancel_backend): the statement fails, its transaction is aborted
+// and lets go of its locks, the session stays. It reports whether the
+// signal was sent.
+func (s *Store) CancelBackend(ctx context.Context, pid int32) (bool, error) {
+	var sent bool
+	err := s.Pool.QueryRow(ctx, "SELECT pg_cancel_backend($1)", pid).Scan(&sent)
+	return sent, err
+}
+
+// TerminateBackend ends backend pid's session (pg_terminate_backend). It
+// reports whether the signal was sent.
+func (s *Store) TerminateBackend(ctx context.Context, pid int32) (bool, error) {
+	var sent bool
+	err := s.Pool.QueryRow(ctx, "SELECT pg_terminate_backend($1)", pid).Scan(&sent)
+	return sent, err
 }

@@ -2,9 +2,11 @@
 // claim of a capped batch by snapshot tick, per-job acks flushed in bulk
 // with fencing and idempotence, and the maintenance steps (rotation and
 // reclaim of the ring, rescue, promotion) that are the only writers allowed
-// to run at maintenance cadence. Every statement calls a function of schema
-// millrace (internal/schema/migrations); see docs/architecture.md for the
-// invariants each keeps.
+// to run at maintenance cadence. Every statement of the protocol calls a
+// function of schema millrace (internal/schema); the leader's views of the
+// server's backends (maint.go: who holds a slot, who does not read its
+// notifications) read its statistics and lock tables. See
+// docs/architecture.md for the invariants each keeps.
 package storage
 
 import (

@@ -500,7 +500,7 @@ COMMENT ON FUNCTION millrace.reclaim_park(p_max_carry bigint, p_max_carry_bytes 
     'reclaim_park empties the park into slot p_into once its jobs not yet claimed are within one reclaim''s carry (p_max_carry jobs, p_max_carry_bytes bytes) and take at most half of its space: those jobs and the jobs of open batches without an ack are copied verbatim, then the park is truncated. It returns the rows copied, or NULL when it did nothing (not worth it yet, or the park is in use). rotate calls it.';
 
 CREATE OR REPLACE FUNCTION millrace.rotate(p_after interval, p_max_carry bigint DEFAULT 5000, p_term bigint DEFAULT NULL::bigint, p_max_carry_bytes bigint DEFAULT 16777216, p_wait interval DEFAULT NULL::interval)
- RETURNS TABLE(action text, segment smallint, detail text)
+ RETURNS TABLE(action text, segment smallint, detail text, pids integer[])
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -592,8 +592,9 @@ BEGIN
             SELECT string_agg(DISTINCT format('pid %s (%s, %s, %s)', a.pid,
                        coalesce(nullif(a.application_name, ''), a.usename::text), coalesce(a.state, 'state not visible'),
                        coalesce('transaction open ' || extract(epoch FROM now() - a.xact_start)::bigint || ' s',
-                                'its transaction''s start is not visible to the schema''s owner')), '; ')
-            INTO v_holders
+                                'its transaction''s start is not visible to the schema''s owner')), '; '),
+                   array_agg(DISTINCT a.pid ORDER BY a.pid)
+            INTO v_holders, pids
             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
             WHERE l.locktype = 'relation' AND l.granted AND l.pid <> pg_backend_pid()
               AND l.relation = ANY (SELECT x::regclass::oid FROM unnest(millrace.slot_tables(v_slot.slot)) x);
@@ -601,6 +602,7 @@ BEGIN
             detail := format('slot %s cannot be reclaimed: %s', v_slot.slot,
                              coalesce('in use by ' || v_holders, 'its tables are in use'));
             RETURN NEXT;
+            pids := NULL;
             CONTINUE;
         END IF;
         SELECT coalesce(max(c.n), 0) + 1 INTO v_n FROM millrace.reclaim c;
@@ -647,7 +649,7 @@ BEGIN
     DELETE FROM millrace.reclaim c WHERE c.id < (SELECT min(id) FROM (SELECT id FROM millrace.reclaim ORDER BY id DESC LIMIT 100) k);
 END $function$;
 COMMENT ON FUNCTION millrace.rotate(p_after interval, p_max_carry bigint, p_term bigint, p_max_carry_bytes bigint, p_wait interval) IS
-    'rotate is one round of ring maintenance, serialized by an advisory lock and reading the ledger only after it holds it (so two leaders can never both rotate from the same state): 1. reclaim every slot that is not current, not clean, and stopped being current at least p_after ago (or any such slot when no slot is clean), each under ACCESS EXCLUSIVE NOWAIT locks tried a few times: a slot in use is skipped and named, never waited for (with p_wait, its locks are waited for at most p_wait: the leader passes it while it cancels the readers that kept a slot past its time). A slot whose jobs not yet claimed (a backlog) are more than p_max_carry jobs or p_max_carry_bytes bytes (stored size, measured by backlog; null: no byte bound) is reclaimed all the same, its backlog moved once into the park (slot 4 of job, outside the ring) instead of the current slot, so that a queue nobody works costs its own bytes and never stops the ring; the park is emptied into the ring (reclaim_park) once what it holds has mostly been claimed; 2. make the next clean slot current once the current one is p_after old. It returns one row per action or obstacle. p_term is the calling leader''s term (fence_leader).';
+    'rotate is one round of ring maintenance, serialized by an advisory lock and reading the ledger only after it holds it (so two leaders can never both rotate from the same state): 1. reclaim every slot that is not current, not clean, and stopped being current at least p_after ago (or any such slot when no slot is clean), each under ACCESS EXCLUSIVE NOWAIT locks tried a few times: a slot in use is skipped and named, never waited for (with p_wait, its locks are waited for at most p_wait: the leader passes it while it cancels the readers that kept a slot past its time). A slot whose jobs not yet claimed (a backlog) are more than p_max_carry jobs or p_max_carry_bytes bytes (stored size, measured by backlog; null: no byte bound) is reclaimed all the same, its backlog moved once into the park (slot 4 of job, outside the ring) instead of the current slot, so that a queue nobody works costs its own bytes and never stops the ring; the park is emptied into the ring (reclaim_park) once what it holds has mostly been claimed; 2. make the next clean slot current once the current one is p_after old. It returns one row per action or obstacle; pids are the process ids of the backends that held a slot it could not reclaim (action blocked), for the leader to watch without reading them out of detail. p_term is the calling leader''s term (fence_leader).';
 
 CREATE OR REPLACE FUNCTION millrace.ring_stats(OUT current_slot smallint, OUT since timestamp with time zone, OUT rotations bigint, OUT reclaims bigint, OUT last_reclaim timestamp with time zone)
  RETURNS record

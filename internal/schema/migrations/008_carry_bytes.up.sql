@@ -30,3 +30,9 @@ DROP FUNCTION IF EXISTS millrace.reclaim_slot(smallint, smallint);
 -- slot's locks while it cancels the readers holding them). A database made
 -- by this version before it has the four-argument rotate.
 DROP FUNCTION IF EXISTS millrace.rotate(interval, bigint, bigint, bigint);
+-- rotate returns the process ids of a blocked slot's holders in a column
+-- (issue 32.2: the leader parsed them out of detail, where a queue's name
+-- could name a backend): a return type is not replaced. A database made
+-- by this version before it has the five-argument rotate without them,
+-- and must be made again.
+DROP FUNCTION IF EXISTS millrace.rotate(interval, bigint, bigint, bigint, interval);
