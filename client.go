@@ -407,9 +407,15 @@ func (c *Client) Start(ctx context.Context) error {
 		Backoff: c.cfg.Backoff, Poll: c.cfg.PollInterval, MaxPoll: c.cfg.MaxPollInterval, OnClaim: c.cfg.OnClaim,
 		MaxBatchJobs: c.cfg.MaxBatchJobs, MaxBatchBytes: c.cfg.MaxBatchBytes, OnFailure: c.onFailure,
 		Policy: ws.policy, OnAcked: c.events.publishAcks, Starve: c.cfg.StarveAfter, Fresh: fresh, Now: c.cfg.clock})
-	promoter := maint.NewPromoter(c.store, c.cfg.Logger)
+	periodic, err := c.periodicJobs()
+	if err != nil {
+		c.cfg.Logger.Error("millrace: periodic jobs not run", "err", err)
+	}
+	leader := maint.NewLeader(maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
+		RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter, MaxCarryBytes: c.cfg.MaxCarryBytes,
+		Periodic: periodic, LeaderLease: c.cfg.LeaderLease, RingReaderLimit: c.cfg.RingReaderLimit})
 	runCtx, cancel := context.WithCancel(context.Background())
-	sess, err := session.Start(ctx, runCtx, session.Config{
+	sess, err = session.Start(ctx, runCtx, session.Config{
 		Store: c.store, ProcessLease: c.cfg.ProcessLease, LeaderLease: c.cfg.LeaderLease,
 		Lost: func(old int32) {
 			if n := c.workers.Abandon(old); n > 0 {
@@ -441,7 +447,7 @@ func (c *Client) Start(ctx context.Context) error {
 		Notify: func(channel, payload string, pid uint32) {
 			switch channel {
 			case notifier.SchedChannel:
-				promoter.Kick()
+				leader.Kick()
 			case notifier.CancelChannel:
 				if id, err := strconv.ParseInt(payload, 10, 64); err == nil {
 					c.workers.CancelJob(id)
@@ -459,31 +465,7 @@ func (c *Client) Start(ctx context.Context) error {
 				}
 			}
 		},
-		Lead: func(ctx context.Context, owner int32, term int64) {
-			periodic, err := c.periodicJobs()
-			if err != nil {
-				c.cfg.Logger.Error("millrace: periodic jobs not run", "err", err)
-			}
-			lctx, stop := context.WithCancel(ctx)
-			defer stop()
-			promoted := make(chan error, 1)
-			go func() {
-				err := promoter.Run(lctx, term)
-				stop() // a refused term ends the rounds too
-				promoted <- err
-			}()
-			err = maint.Run(lctx, maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
-				RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter, MaxCarryBytes: c.cfg.MaxCarryBytes,
-				Periodic: periodic, Owner: owner, Term: term, LeaderLease: c.cfg.LeaderLease,
-				RingReaderLimit: c.cfg.RingReaderLimit, PromoterRuns: true})
-			stop()
-			if perr := <-promoted; errors.Is(perr, maint.ErrLostLead) {
-				err = perr
-			}
-			if errors.Is(err, maint.ErrLostLead) {
-				c.cfg.Logger.Warn("millrace: this process no longer leads (its term is over); stepping down", "process", owner, "term", term)
-			}
-		},
+		Lead: leader.Lead,
 	})
 	if err != nil {
 		cancel()

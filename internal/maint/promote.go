@@ -1,0 +1,112 @@
+package maint
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/millrace/millrace/internal/storage"
+)
+
+// promote is a round's promotion of the scheduled jobs that are due,
+// unless a Promoter runs beside the rounds (PromoterRuns): promotion is
+// then the promoter's.
+func (m *Maintainer) promote(ctx context.Context, _ *round) error {
+	cfg := &m.cfg
+	if cfg.PromoterRuns {
+		return nil
+	}
+	n, err := cfg.Store.Promote(ctx, cfg.Term, cfg.CompactMin)
+	if err == nil && n > 0 {
+		cfg.Logger.Debug("millrace: promoted scheduled jobs", "n", n)
+	}
+	return err
+}
+
+// Promoter promotes scheduled jobs as they fall due: it sleeps until the
+// next due time (at most MaxWait), or until Kick says a job was scheduled
+// or a retry queued (NOTIFY millrace_sched), so a job starts within a few
+// milliseconds of its time, and a job whose transaction commits after its
+// time starts when it commits.
+type Promoter struct {
+	// Store sends the promotions.
+	Store *storage.Store
+	// Logger says when a promotion fails.
+	Logger *slog.Logger
+	// MaxWait bounds a sleep (default 1s): a job scheduled meanwhile to
+	// fall due later than that, or whose transaction committed after its
+	// run_at with no notification, is promoted within it. A job scheduled
+	// to fall due sooner (an insert, a retry, a snooze) sends NOTIFY
+	// millrace_sched, which kicks the promoter; farther ones send none (a
+	// NOTIFY serializes commits). An idle round reads two index edges and
+	// writes nothing: two calls a second.
+	MaxWait time.Duration
+	// MinGap spaces promotion rounds (default 10ms): jobs falling due
+	// within it are promoted together, bounding rounds to 100 a second.
+	MinGap time.Duration
+	// CompactMin is the least number of promotions between two compactions
+	// of the schedule (default 10000).
+	CompactMin int64
+	kick       chan struct{}
+}
+
+// PromoterWait is the promoter's longest sleep (Promoter.MaxWait): a job
+// falling due sooner than this after it is scheduled is announced by a
+// NOTIFY on millrace_sched.
+const PromoterWait = time.Second
+
+// NewPromoter makes a Promoter.
+func NewPromoter(s *storage.Store, logger *slog.Logger) *Promoter {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Promoter{Store: s, Logger: logger, MaxWait: PromoterWait, MinGap: 10 * time.Millisecond, CompactMin: 10000,
+		kick: make(chan struct{}, 1)}
+}
+
+// Kick wakes the promoter now.
+func (p *Promoter) Kick() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run promotes under leader term term until ctx ends, or until the term
+// is over (it returns ErrLostLead).
+func (p *Promoter) Run(ctx context.Context, term int64) error {
+	for ctx.Err() == nil {
+		wait := p.MaxWait
+		began := time.Now()
+		if _, err := p.Store.Promote(ctx, term, p.CompactMin); lostLead(err) {
+			return ErrLostLead
+		} else if err != nil {
+			if ctx.Err() == nil {
+				p.Logger.Warn("millrace: promoting scheduled jobs failed", "err", err)
+			}
+		} else if next, err := p.Store.NextDue(ctx); err == nil && !next.IsZero() {
+			wait = min(wait, max(time.Until(next), time.Until(began.Add(p.MinGap)), time.Millisecond))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-p.kick:
+			// A schedule changed: promote soon, but not more often than
+			// every MinGap.
+			if gap := time.Until(began.Add(p.MinGap)); gap > 0 {
+				t.Reset(gap)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return ctx.Err()
+				case <-t.C:
+				}
+			}
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return ctx.Err()
+}
