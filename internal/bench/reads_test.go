@@ -361,13 +361,20 @@ func (p *readPoller) violation(s string) {
 // (SQLSTATE 57014, what docs/deploy.md says a reader of the ring's tables
 // may get, to retry) apart from the others, which fail the test.
 func (p *readPoller) failed(r *kindStats, kind int, err error) {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "57014" {
+	if cancelled(err) {
 		r.cancelled++
 		return
 	}
 	r.errs++
 	p.violation(fmt.Sprintf("%s: read failed: %v", readNames[kind], err))
+}
+
+// cancelled says err is a statement cancelled (SQLSTATE 57014). The leader
+// cancels a reader that blocks a reclaim; the cancel may land on the
+// reader's next statement (the ring_stats that frames a read).
+func cancelled(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "57014"
 }
 
 // read makes read kind once (the n-th tick of its lane) on conn, checked
@@ -392,7 +399,10 @@ func (p *readPoller) read(ctx context.Context, conn *pgx.Conn, kind, lane, n int
 	}
 	p.mu.Unlock()
 	_, rec0, err := ringStats(ctx, conn)
-	if err != nil {
+	if cancelled(err) {
+		r.cancelled++
+		return nil
+	} else if err != nil {
 		return err
 	}
 	began := time.Now()
@@ -444,7 +454,10 @@ func (p *readPoller) read(ctx context.Context, conn *pgx.Conn, kind, lane, n int
 	r.took += time.Since(began)
 	r.rows += int64(len(got))
 	_, rec1, err := ringStats(ctx, conn)
-	if err != nil {
+	if cancelled(err) {
+		r.cancelled++
+		rec1 = -1 // unknown: count it as raced
+	} else if err != nil {
 		return err
 	}
 	raced := rec1 != rec0
