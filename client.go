@@ -210,6 +210,7 @@ type Client struct {
 	workers *pool.Pool // the worker pool that runs the jobs (set by Start)
 	cancel  context.CancelFunc
 	session *session.Session
+	base    context.Context // Start's ctx without its end: its values reach every job
 }
 
 // DefaultQueue is the queue of jobs inserted without one.
@@ -377,7 +378,9 @@ func (c *Client) notify(queue string) {
 // listens for notifications, and competes for the maintenance leader role.
 // It returns once the process is registered; work goes on until Stop. On
 // a hot standby it returns ErrStandby at once: point the pool at the
-// primary.
+// primary. ctx bounds Start itself; its values (a trace, a logger, an
+// application's dependencies) reach every job's context and ErrorHandler,
+// and its end does not stop the client: Stop does.
 func (c *Client) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -414,7 +417,10 @@ func (c *Client) Start(ctx context.Context) error {
 	leader := maint.NewLeader(maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
 		RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter, MaxCarryBytes: c.cfg.MaxCarryBytes,
 		Periodic: periodic, LeaderLease: c.cfg.LeaderLease, RingReaderLimit: c.cfg.RingReaderLimit})
-	runCtx, cancel := context.WithCancel(context.Background())
+	// The client runs until Stop, whatever ctx does; ctx's values reach
+	// its jobs (and ErrorHandler).
+	c.base = context.WithoutCancel(ctx)
+	runCtx, cancel := context.WithCancel(c.base)
 	sess, err = session.Start(ctx, runCtx, session.Config{
 		Store: c.store, ProcessLease: c.cfg.ProcessLease, LeaderLease: c.cfg.LeaderLease,
 		Lost: func(old int32) {
@@ -474,7 +480,7 @@ func (c *Client) Start(ctx context.Context) error {
 	c.cancel = cancel
 	c.session = sess
 	c.started = true
-	c.workers.Start()
+	c.workers.Start(ctx)
 	return nil
 }
 
@@ -504,7 +510,7 @@ func (c *Client) onFailure(j *storage.Job, err error, panicked, discarded bool, 
 	if c.cfg.ErrorHandler == nil {
 		return
 	}
-	c.cfg.ErrorHandler(context.Background(), &JobError{ID: j.ID, Queue: j.Queue, Kind: j.Kind, Attempt: j.Attempt + 1,
+	c.cfg.ErrorHandler(c.base, &JobError{ID: j.ID, Queue: j.Queue, Kind: j.Kind, Attempt: j.Attempt + 1,
 		MaxAttempts: j.MaxAttempts, Err: err, Panic: panicked, Discarded: discarded, RetryAt: retryAt})
 }
 

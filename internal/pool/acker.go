@@ -101,6 +101,10 @@ func (p *Pool) flushParts(acks []storage.Ack, done []*storage.Batch) {
 	if err == nil {
 		return
 	}
+	if p.ackCtx.Err() != nil {
+		p.gaveUp(acks, done)
+		return
+	}
 	if len(acks) > 1 {
 		half := len(acks) / 2
 		p.flushParts(acks[:half], nil)
@@ -114,14 +118,37 @@ func (p *Pool) flushParts(acks []storage.Ack, done []*storage.Batch) {
 		p.flushParts([]storage.Ack{a}, done)
 		return
 	}
-	// Nothing left to simplify: keep trying, slowly, and say so.
-	for attempt := 0; ; attempt++ {
+	// Nothing left to simplify: keep trying, slowly, and say so, until
+	// Stop gives up.
+	for attempt := 0; p.ackCtx.Err() == nil; attempt++ {
 		p.cfg.Logger.Error("millrace: the server keeps rejecting an ack flush; retrying", "acks", len(acks), "done", len(done), "err", err)
-		time.Sleep(min(time.Second<<min(attempt, 5), 30*time.Second))
+		if !p.pause(min(time.Second<<min(attempt, 5), 30*time.Second)) {
+			break
+		}
 		if err = p.flushOnce(acks, done); err == nil {
 			return
 		}
 	}
+	p.gaveUp(acks, done)
+}
+
+// pause waits d, or less if Stop gives up the acks (then false).
+func (p *Pool) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.ackCtx.Done():
+		return false
+	}
+}
+
+// gaveUp says what Stop's deadline left unwritten: those jobs run again
+// once their batches are released.
+func (p *Pool) gaveUp(acks []storage.Ack, done []*storage.Batch) {
+	p.cfg.Logger.Error("millrace: stop deadline passed before these outcomes were written; their jobs run again elsewhere",
+		"acks", len(acks), "done", len(done))
 }
 
 // unstorable replaces an error text the server would not store.
@@ -135,13 +162,15 @@ const unstorable = "millrace: the job's error text could not be stored"
 func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 	owner := p.Owner()
 	for owner == 0 {
-		time.Sleep(20 * time.Millisecond) // registering a new identity
+		if !p.pause(20 * time.Millisecond) { // registering a new identity
+			return p.ackCtx.Err()
+		}
 		owner = p.Owner()
 	}
 	seq := p.flushSeq.Add(1)
 	backoff := 5 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(p.ackCtx, 30*time.Second)
 		fenced, err := p.cfg.Store.Flush(ctx, owner, seq, attempt > 0, acks, done)
 		cancel()
 		if err == nil {
@@ -156,11 +185,13 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 			}
 			return nil
 		}
-		if !storage.Retryable(err) {
+		if !storage.Retryable(err) || p.ackCtx.Err() != nil {
 			return err
 		}
 		p.cfg.Logger.Warn("millrace: ack flush failed; retrying", "acks", len(acks), "err", err, "attempt", attempt)
-		time.Sleep(backoff)
+		if !p.pause(backoff) {
+			return p.ackCtx.Err()
+		}
 		backoff = min(backoff*2, time.Second)
 	}
 }

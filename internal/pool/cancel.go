@@ -34,6 +34,7 @@ func (p *Pool) CancelJob(id int64) bool {
 func (p *Pool) pollCancels() {
 	t := time.NewTicker(p.cfg.CancelPoll)
 	defer t.Stop()
+	failing := false
 	for {
 		select {
 		case <-p.claimCtx.Done():
@@ -53,8 +54,15 @@ func (p *Pool) pollCancels() {
 		got, err := p.cfg.Store.Cancelled(ctx, ids)
 		cancel()
 		if err != nil {
+			// Said once per outage: cancellations still come by
+			// notification, and the next poll tries again.
+			if !failing && p.claimCtx.Err() == nil {
+				p.cfg.Logger.Warn("millrace: reading cancellation requests failed; retrying", "err", err)
+			}
+			failing = true
 			continue
 		}
+		failing = false
 		for _, id := range got {
 			p.CancelJob(id)
 		}

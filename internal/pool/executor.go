@@ -128,7 +128,7 @@ func (p *Pool) run(it item) {
 // that cannot be read, the attempt's outcome stands as decided (its ack
 // is written only if the transaction did not complete the job).
 func (p *Pool) completedInTx(j *storage.Job) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.jobCtx), 5*time.Second)
 	defer cancel()
 	st, err := p.cfg.Store.JobState(ctx, j.ID)
 	return err == nil && st == "completed"

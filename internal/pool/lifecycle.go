@@ -66,10 +66,13 @@ func (p *Pool) SetOwner(id int32) {
 // Owner is the current process identity.
 func (p *Pool) Owner() int32 { return p.owner.Load() }
 
-// Start launches the claimers, workers and acker.
-func (p *Pool) Start() {
-	p.claimCtx, p.stopClaims = context.WithCancel(context.Background())
-	p.jobCtx, p.cancelJobs = context.WithCancel(context.Background())
+// Start launches the claimers, workers and acker. The values of ctx (not
+// its end: Stop ends the pool) reach every job's context.
+func (p *Pool) Start(ctx context.Context) {
+	base := context.WithoutCancel(ctx)
+	p.claimCtx, p.stopClaims = context.WithCancel(base)
+	p.jobCtx, p.cancelJobs = context.WithCancel(base)
+	p.ackCtx, p.abortAcks = context.WithCancel(base)
 	for _, q := range p.queues {
 		p.claimersWG.Add(1)
 		go p.claim(q)
@@ -149,11 +152,17 @@ func (p *Pool) Stop(ctx context.Context) error {
 	select {
 	case <-p.ackerDone:
 	case <-ctx.Done():
+		// Give up the outcomes not yet written (their batches are
+		// released and the jobs run again) rather than leave the acker
+		// retrying after Stop returned.
+		p.abortAcks()
+		<-p.ackerDone
 		if err == nil {
 			err = fmt.Errorf("millrace: stop deadline passed while writing job outcomes; %w", ctx.Err())
 		}
 		return err // the leader releases what this process held once its session ends
 	}
+	p.abortAcks()
 	if owner := p.Owner(); owner != 0 {
 		if _, rerr := p.cfg.Store.Release(ctx, owner); rerr != nil && err == nil && ctx.Err() == nil {
 			p.cfg.Logger.Warn("millrace: releasing unfinished batches at stop failed; the leader releases them", "err", rerr)

@@ -69,7 +69,7 @@ func TestStopCancelsJobsBeforeItsDeadline(t *testing.T) {
 	e := newEnv(t)
 	id := e.enqueue()
 	p, started, causes := cancellable(e, Config{Poll: time.Hour, TimeoutGrace: time.Second})
-	p.Start()
+	p.Start(context.Background())
 	next(t, started, "the job to start")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -178,10 +178,14 @@ type Pool struct {
 	// only).
 	probed testsignal.Signal[[]string]
 
-	claimCtx    context.Context
-	stopClaims  context.CancelFunc
-	jobCtx      context.Context
-	cancelJobs  context.CancelFunc
+	claimCtx   context.Context
+	stopClaims context.CancelFunc
+	jobCtx     context.Context
+	cancelJobs context.CancelFunc
+	// ackCtx bounds the acker's writes: Stop cancels it (abortAcks) once
+	// its deadline passes, and the acker gives up what it has not written.
+	ackCtx      context.Context
+	abortAcks   context.CancelFunc
 	stopping    atomic.Bool
 	claimersWG  sync.WaitGroup
 	workersWG   sync.WaitGroup

@@ -106,7 +106,7 @@ func (e *env) pool(cfg Config) *Pool {
 // test ends without calling it, p is stopped with StopAndCancel (a failed
 // test does not wait for its jobs).
 func (e *env) start(p *Pool) (stop func() error) {
-	p.Start()
+	p.Start(context.Background())
 	var once sync.Once
 	var err error
 	stopWith := func(f func(context.Context) error) error {
@@ -233,7 +233,7 @@ func TestNoJobStartsWhileTheLeaseIsInDoubt(t *testing.T) {
 			return nil
 		}})
 	p.SetOwner(owner)
-	p.Start()
+	p.Start(context.Background())
 	defer p.Stop(ctx)
 	wait := func(what string, cond func() bool) {
 		t.Helper()

@@ -152,7 +152,13 @@ func withLock(ctx context.Context, pool *pgxpool.Pool, f func(conn *pgxpool.Conn
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLock); err != nil {
 		return err
 	}
-	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", migrateLock)
+	defer func() {
+		// A session lock outlives a failed unlock: close the connection
+		// instead of giving it back to the pool still holding the lock.
+		if _, err := conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLock); err != nil {
+			conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
 	return f(conn)
 }
 
