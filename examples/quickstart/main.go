@@ -87,7 +87,7 @@ func main() {
 	client.InsertTx(ctx, tx, ResizeArgs{Image: "dog.png", Width: 320}, nil)
 	tx.Commit(ctx)
 	// 3. From SQL, as any language would.
-	if _, err := pool.Exec(ctx, `SELECT millrace.enqueue('resize', '{"image":"owl.png","width":128}')`); err != nil {
+	if _, err := pool.Exec(ctx, `SELECT millrace.enqueue(p_kind => 'resize', p_args => '{"image":"owl.png","width":128}')`); err != nil {
 		log.Fatal(err)
 	}
 

@@ -90,7 +90,7 @@ const leaseTries = 4
 func (s *Store) Register(ctx context.Context, name, host string, pid int, lease time.Duration) (int32, error) {
 	var id int32
 	err := retry(ctx, leaseTries, func() error {
-		return s.tx(ctx, scanOne(&id), "SELECT millrace.register($1, $2, $3, $4)", name, host, pid, lease)
+		return s.tx(ctx, scanOne(&id), "SELECT millrace.register(p_name => $1, p_host => $2, p_pid => $3, p_lease => $4)", name, host, pid, lease)
 	})
 	return id, err
 }
@@ -164,7 +164,7 @@ func (s *Store) MarkStarted(ctx context.Context, owner int32, starts []Start) (f
 		var err error
 		fenced, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 		return err
-	}, "SELECT millrace.mark_started($1, $2, $3, $4)", owner, ticks, tokens, jobs)
+	}, "SELECT millrace.mark_started(p_owner => $1, p_tick => $2, p_token => $3, p_job => $4)", owner, ticks, tokens, jobs)
 	if err != nil {
 		return nil, err
 	}

@@ -302,7 +302,8 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 // inserted.
 func (s *Store) PeriodicRun(ctx context.Context, term int64, name string, at time.Time, j NewJob) (int64, bool, error) {
 	var id *int64
-	err := s.tx(ctx, scanOne(&id), "SELECT millrace.periodic_run($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9)",
+	err := s.tx(ctx, scanOne(&id), `SELECT millrace.periodic_run(p_name => $1, p_slot_at => $2, p_kind => $3,
+		p_args => $4::jsonb, p_queue => $5, p_priority => $6, p_max_attempts => $7, p_timeout_ms => $8, p_term => $9)`,
 		name, at, j.Kind, string(j.Args), j.Queue, int32(j.Priority), int32(j.MaxAttempts), int32(j.Timeout.Milliseconds()),
 		termArg(term))
 	if err != nil || id == nil {

@@ -179,7 +179,9 @@ func Insert(ctx context.Context, q Querier, jobs []NewJob, notify bool) ([]Inser
 		}
 		return nil
 	}
-	const sql = "SELECT id, duplicate, scheduled, run_at, state FROM millrace.insert_many($1, $2::jsonb[], $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+	const sql = `SELECT id, duplicate, scheduled, run_at, state FROM millrace.insert_many(p_kind => $1,
+		p_args => $2::jsonb[], p_queue => $3, p_priority => $4, p_run_at => $5, p_max_attempts => $6,
+		p_unique_key => $7, p_unique_states => $8, p_unique_until => $9, p_timeout_ms => $10, p_notify => $11)`
 	if p, ok := q.(*pgxpool.Pool); ok {
 		// Its own transaction: READ COMMITTED (unique keys need it), the
 		// caller's timeouts (its context bounds it).
@@ -206,7 +208,9 @@ func Insert(ctx context.Context, q Querier, jobs []NewJob, notify bool) ([]Inser
 
 // claimSQL is a claim; it runs in its own READ COMMITTED transaction that
 // commits asynchronously (see Claim).
-const claimSQL = "SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled FROM millrace.claim_start($1, $2, $3, $4, $5, $6, $7, $8)"
+const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled
+	FROM millrace.claim_start(p_queue => $1, p_owner => $2, p_req => $3, p_retry => $4,
+		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8)`
 
 // Claim takes the next batches of queue for process owner: the batches
 // whose reply an earlier call with the same req lost (when retry is set), a
@@ -360,7 +364,11 @@ func (s *Store) Flush(ctx context.Context, owner int32, seq int64, replay bool, 
 		var err error
 		fenced, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 		return err
-	}, `SELECT millrace.flush($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb[], $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
+	}, `SELECT millrace.flush(p_owner => $1, p_seq => $2, p_job => $3, p_tick => $4, p_token => $5,
+		p_state => $6, p_attempt => $7, p_error => $8, p_retry_at => $9, p_queue => $10, p_kind => $11,
+		p_args => $12::jsonb[], p_priority => $13, p_max_attempts => $14, p_created_at => $15,
+		p_timeout_ms => $16, p_started => $17, p_finished => $18, p_done_tick => $19,
+		p_done_token => $20, p_done_queue => $21, p_replay => $22)`,
 		owner, seq, jobIDs, ticks, tokens, states, attempts, errs, retryAt, queues, kinds, args, prios, maxAtt, createdAt,
 		timeouts, started, finished, doneTicks, doneTokens, doneQueues, replay)
 	return fenced, err
@@ -371,7 +379,9 @@ func (s *Store) Flush(ctx context.Context, owner int32, seq int64, replay bool, 
 // at all. It fails when the batch was released since or the job already
 // has an outcome.
 func Complete(ctx context.Context, tx Querier, owner int32, b *Batch, j *Job, started time.Time) error {
-	rows, err := tx.Query(ctx, "SELECT millrace.complete($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12)",
+	rows, err := tx.Query(ctx, `SELECT millrace.complete(p_job => $1, p_tick => $2, p_token => $3,
+		p_attempt => $4, p_queue => $5, p_kind => $6, p_args => $7::jsonb, p_priority => $8,
+		p_max_attempts => $9, p_created_at => $10, p_started => $11, p_owner => $12)`,
 		j.ID, b.TickID, b.Token, j.Attempt+1, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, j.CreatedAt, started, owner)
 	if err != nil {
 		return err

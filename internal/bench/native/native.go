@@ -493,7 +493,7 @@ func (s *Strategy) EnqueueUniqueTx(ctx context.Context, tx pgx.Tx, job bench.Job
 	if len(job.Payload) > 0 {
 		p = string(job.Payload)
 	}
-	_, err := tx.Exec(ctx, `SELECT millrace.enqueue('bench', jsonb_build_object('id', $1::bigint, 'p', $2::text::jsonb), p_unique_key => $3)`,
+	_, err := tx.Exec(ctx, `SELECT millrace.enqueue(p_kind => 'bench', p_args => jsonb_build_object('id', $1::bigint, 'p', $2::text::jsonb), p_unique_key => $3)`,
 		job.ID, p, key)
 	return err
 }
@@ -631,7 +631,7 @@ func (s *Strategy) EnqueueTx(ctx context.Context, tx pgx.Tx, job bench.Job) erro
 	if len(job.Payload) > 0 {
 		p = string(job.Payload)
 	}
-	_, err := tx.Exec(ctx, `SELECT millrace.enqueue('bench', jsonb_build_object('id', $1::bigint, 'p', $2::text::jsonb))`, job.ID, p)
+	_, err := tx.Exec(ctx, `SELECT millrace.enqueue(p_kind => 'bench', p_args => jsonb_build_object('id', $1::bigint, 'p', $2::text::jsonb))`, job.ID, p)
 	return err
 }
 
