@@ -1,12 +1,8 @@
 package millrace_test
 
 import (
-	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -109,63 +105,6 @@ func TestNoBuildOutputsCommitted(t *testing.T) {
 	for _, bin := range []string{"cmd/millrace/millrace", "bench/river/river", "examples/quickstart/quickstart", "millrace"} {
 		if err := exec.Command("git", "check-ignore", "-q", "--no-index", bin).Run(); err != nil {
 			t.Errorf("%s (a build output) is not ignored by .gitignore", bin)
-		}
-	}
-}
-
-// TestArchitectureMapCoversPackages: docs/architecture.md's "Where things
-// are" has a row for every directory of the repository that holds Go files
-// (testdata aside), and names no directory that does not.
-func TestArchitectureMapCoversPackages(t *testing.T) {
-	b, err := os.ReadFile("docs/architecture.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(b), "\n## Where things are\n")
-	if !ok {
-		t.Fatal(`docs/architecture.md has no "## Where things are" section`)
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	mapped := map[string]bool{}
-	cell := regexp.MustCompile("`([^`]+)`")
-	for _, line := range strings.Split(section, "\n") {
-		if !strings.HasPrefix(line, "| ") {
-			continue
-		}
-		first := strings.Split(line, "|")[1]
-		if m := cell.FindStringSubmatch(first); m != nil {
-			dir := strings.Trim(m[1], "/")
-			if dir == "" {
-				dir = "."
-			}
-			mapped[dir] = true
-		}
-	}
-	found := map[string]bool{}
-	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() && path != "." && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && strings.HasSuffix(name, ".go") {
-			found[filepath.ToSlash(filepath.Dir(path))] = true
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range slices.Sorted(maps.Keys(found)) {
-		if !mapped[dir] {
-			t.Errorf("docs/architecture.md's map of where things are has no row for %s", dir)
-		}
-	}
-	for _, dir := range slices.Sorted(maps.Keys(mapped)) {
-		if !found[dir] {
-			t.Errorf("docs/architecture.md's map of where things are names %s, which holds no Go package", dir)
 		}
 	}
 }

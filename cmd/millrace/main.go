@@ -1,6 +1,7 @@
 // Command millrace is the single binary of the millrace project: the bench
 // that reproduces queue collapse under a pinned MVCC horizon, the guard that
-// watches and enforces the horizon, and the queue's schema migrations.
+// watches and enforces the horizon, the queue's schema migrations, the web
+// dashboard, and the operator commands (queues, jobs, queue).
 package main
 
 import (
