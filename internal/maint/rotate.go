@@ -54,10 +54,12 @@ func (m *Maintainer) rotateRing(ctx context.Context, r *round) error {
 // readers have kept from being reclaimed at every round for RotateAfter
 // past its time is taken the other way: the round waits for its locks (at
 // most readerWait), ahead of the readers' next transactions, and once it
-// waits the leader cancels the statements of the readers it named (each
-// then fails with SQLSTATE 57014, and a client that retries reads again
-// once the reclaim is done). The ring turns whatever readers do; a reader
-// loses at most one statement per rotation period.
+// waits (again at each partition of the slot it waits for) the leader
+// cancels the statements of the readers it named that block it (each then
+// fails with SQLSTATE 57014, and a client that retries reads again once
+// the reclaim is done). The ring turns whatever readers do; a reader that
+// reads back to back loses several statements per reclaim
+// (docs/deploy.md has the figures).
 func (m *Maintainer) rotate(ctx context.Context) ([]storage.RingAction, error) {
 	cfg := &m.cfg
 	var readers []holder

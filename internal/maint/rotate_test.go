@@ -65,7 +65,7 @@ func TestRotationHeldBackIsLogged(t *testing.T) {
 // a round every 100 ms, 2-4 reclaims in 60 rounds). Once a
 // slot has been blocked a rotation period past its time, the leader's
 // round waits for its locks and cancels the reader's statement: the ring
-// turns, and the reader loses at most one statement per reclaim.
+// turns, at the cost of the reader's statements that block it.
 func TestRingTurnsUnderALoopOfShortReaders(t *testing.T) {
 	ctx := context.Background()
 	pool := testkit.DB(t)
