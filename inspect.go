@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/schema"
 	"github.com/millrace/millrace/internal/storage"
 )
@@ -89,54 +88,62 @@ type AttemptInfo struct {
 var ErrJobNotFound = errors.New("millrace: job not found")
 
 // JobByID returns a job, live or finished, with its attempts. It costs a
-// few index probes.
+// few index probes. Its live row is read before its history (as the
+// dashboard reads a job: storage.GetJob), so that a job that finishes in
+// between is shown finished, never live beside its final attempt, nor
+// lost.
 func JobByID(ctx context.Context, db DB, id int64) (JobInfo, error) {
 	j := JobInfo{ID: id}
-	var state *string
-	if err := db.QueryRow(ctx, "SELECT millrace.job_state($1)", id).Scan(&state); err != nil {
-		return j, err
-	}
-	if state == nil {
+	d, err := storage.GetJob(ctx, db, id, storage.LiveByID)
+	if errors.Is(err, storage.ErrJobNotFound) {
 		return j, ErrJobNotFound
 	}
-	j.State = JobState(*state)
-	rows, err := db.Query(ctx, `SELECT attempt, state, queue, kind, args, priority, max_attempts, created_at,
-		coalesce(started_at, finished_at), finished_at, coalesce(error, ''), owner
-		FROM millrace.history WHERE id = $1 ORDER BY finished_at, attempt`, id)
 	if err != nil {
 		return j, err
 	}
-	for rows.Next() {
-		var a AttemptInfo
-		if err := rows.Scan(&a.Attempt, &a.State, &j.Queue, &j.Kind, &j.Args, &j.Priority, &j.MaxAttempts, &j.CreatedAt,
-			&a.Started, &a.Finished, &a.Error, &a.Process); err != nil {
-			rows.Close()
-			return j, err
+	var final string
+	for _, a := range d.Attempts {
+		started := *a.FinishedAt
+		if a.StartedAt != nil {
+			started = *a.StartedAt
 		}
-		j.Attempts = append(j.Attempts, a)
+		var owner int
+		if a.Owner != nil {
+			owner = *a.Owner
+		}
+		j.Attempts = append(j.Attempts, AttemptInfo{Attempt: a.Attempt, State: a.State, Started: started,
+			Finished: *a.FinishedAt, Error: a.Error, Process: owner})
+		j.setRow(a)
 		if a.State != "snoozed" {
 			j.Attempt = a.Attempt
 		}
+		if storage.IsFinal(a.State) {
+			final = a.State
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return j, err
+	switch {
+	case d.Live != nil:
+		// A live job: its current row.
+		j.State = JobState(d.Live.State)
+		j.setRow(*d.Live)
+		j.Attempt = d.Live.Attempt
+		if d.Live.RunAt != nil {
+			j.RunAt = *d.Live.RunAt
+		}
+	case final != "":
+		j.State = JobState(final)
+	default:
+		// Attempts that ran again, and no live row left to run: history
+		// keeps what the ring has reclaimed.
+		return JobInfo{ID: id}, ErrJobNotFound
 	}
-	switch j.State {
-	case JobCompleted, JobDiscarded, JobCancelled:
-		return j, nil
-	}
-	// A live job: its current row.
-	var runAt *time.Time
-	err = db.QueryRow(ctx, `SELECT queue, kind, args, priority, attempt, max_attempts, created_at, run_at
-		FROM millrace.live_job($1)`, id).
-		Scan(&j.Queue, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt, &runAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return j, ErrJobNotFound
-	}
-	if runAt != nil {
-		j.RunAt = *runAt
-	}
-	return j, err
+	return j, nil
+}
+
+// setRow takes the job's fields from one of its rows.
+func (j *JobInfo) setRow(r storage.JobRow) {
+	j.Queue, j.Kind, j.Args, j.Priority = r.Queue, r.Kind, r.Args, r.Priority
+	j.MaxAttempts, j.CreatedAt = r.MaxAttempts, r.CreatedAt
 }
 
 // QueueCount is the number of jobs of one queue in each state.
@@ -157,21 +164,22 @@ type QueueCount struct {
 // summed from the leader's tally of history (every 10 s) and the history
 // written since. For people and dashboards, not for a worker's loop.
 func QueueCounts(ctx context.Context, db DB) ([]QueueCount, error) {
-	rows, err := db.Query(ctx, "SELECT queue, available, running, scheduled, discarded, completed, paused FROM millrace.queue_counts()")
+	rows, err := storage.Queues(ctx, db, false)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueCount, error) {
-		var c QueueCount
-		err := r.Scan(&c.Queue, &c.Available, &c.Running, &c.Scheduled, &c.Discarded, &c.Completed, &c.Paused)
-		return c, err
-	})
+	cs := make([]QueueCount, len(rows))
+	for i, r := range rows {
+		cs[i] = QueueCount{Queue: r.Name, Available: r.Available, Running: r.Running, Scheduled: r.Scheduled,
+			Discarded: r.Discarded, Completed: r.Completed, Paused: r.Paused}
+	}
+	return cs, nil
 }
 
 // SchemaVersion returns the newest migration applied to the database, and
 // the newest this library carries (they must be equal for a Client to
 // start).
 func SchemaVersion(ctx context.Context, db DB) (applied, latest int, err error) {
-	err = db.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM millrace.migration").Scan(&applied)
+	applied, err = storage.SchemaVersion(ctx, db)
 	return applied, schema.Latest(), err
 }

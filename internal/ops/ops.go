@@ -1,7 +1,9 @@
 // Package ops is the operator's data layer: every statement the dashboard
 // (package ui) and the operator commands (millrace queues, jobs, queue)
-// run. It reads the schema's read surface (millrace.jobs, millrace.history,
-// millrace.queue_counts) and calls its operator functions (pause, resume,
+// run. Their text is package storage's (reads.go, admin.go), the one door
+// to the database, whose rows this package shapes for its callers: they
+// read the schema's read surface (millrace.jobs, millrace.history,
+// millrace.queue_counts) and call its operator functions (pause, resume,
 // cancel, retry), all of schema version 5; nothing here touches a table of
 // the storage protocol directly. Its actions (Cancel, Retry, Pause, Resume,
 // Paused) are the one implementation of each: package millrace's Cancel,
@@ -11,12 +13,9 @@ package ops
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/storage"
 )
 
@@ -71,25 +70,19 @@ func QueueCounts(ctx context.Context, db DB) ([]Queue, error) {
 }
 
 func queues(ctx context.Context, db DB, rate bool) ([]Queue, error) {
-	rows, err := db.Query(ctx, `
-WITH c AS (SELECT * FROM millrace.queue_counts()),
-r AS (SELECT h.queue, count(*) AS n FROM millrace.history h
-      WHERE $1 AND h.state = 'completed' AND h.finished_at > clock_timestamp() - interval '1 minute' GROUP BY h.queue)
-SELECT c.queue, c.available, c.running, c.scheduled, c.discarded, c.completed, c.paused,
-       coalesce(extract(epoch FROM clock_timestamp() - c.oldest_available), 0)::float8,
-       coalesce(r.n, 0) / 60.0::float8
-FROM c LEFT JOIN r ON r.queue = c.queue
-ORDER BY c.queue`, rate)
+	return queueRows(storage.Queues(ctx, db, rate))
+}
+
+// queueRows converts storage's rows.
+func queueRows(rows []storage.QueueRow, err error) ([]Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Queue, error) {
-		var q Queue
-		var oldest float64
-		err := r.Scan(&q.Name, &q.Available, &q.Running, &q.Scheduled, &q.Discarded, &q.Completed, &q.Paused, &oldest, &q.Rate)
-		q.OldestWaiting = time.Duration(oldest * float64(time.Second))
-		return q, err
-	})
+	qs := make([]Queue, len(rows))
+	for i, r := range rows {
+		qs[i] = Queue(r)
+	}
+	return qs, nil
 }
 
 // LiveCounts is QueueCounts without history's counts (Completed and
@@ -98,19 +91,7 @@ ORDER BY c.queue`, rate)
 // (millrace.live_counts). The dashboard reads it every second, and the
 // counts of history every ten.
 func LiveCounts(ctx context.Context, db DB) ([]Queue, error) {
-	rows, err := db.Query(ctx, `SELECT queue, available, running, scheduled, paused,
-		coalesce(extract(epoch FROM clock_timestamp() - oldest_available), 0)::float8
-		FROM millrace.live_counts()`)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Queue, error) {
-		var q Queue
-		var oldest float64
-		err := r.Scan(&q.Name, &q.Available, &q.Running, &q.Scheduled, &q.Paused, &oldest)
-		q.OldestWaiting = time.Duration(oldest * float64(time.Second))
-		return q, err
-	})
+	return queueRows(storage.LiveCounts(ctx, db))
 }
 
 // LiveStates are the states of a job not yet finished (millrace.jobs);
@@ -174,40 +155,6 @@ func (j *Job) Duration() time.Duration {
 	return j.FinishedAt.Sub(*j.StartedAt)
 }
 
-// jobsSQL lists live jobs and finished attempts; its columns are in
-// scanJob's order.
-const jobsSQL = `
-SELECT * FROM (
-    SELECT j.id, j.queue, j.kind, j.state, j.args, j.priority::int, j.attempt, j.max_attempts, j.created_at,
-           j.run_at, NULL::timestamptz AS started_at, NULL::timestamptz AS finished_at, NULL::text AS error, j.owner, true AS live
-    FROM millrace.jobs j
-    WHERE ($4::text = '' OR $4::text IN ('available', 'running', 'scheduled'))
-      AND ($1::bigint = 0 OR j.id = $1) AND ($2::text = '' OR j.queue = $2) AND ($3::text = '' OR j.kind = $3) AND ($4::text = '' OR j.state = $4)
-      AND ($5::timestamptz IS NULL OR j.created_at >= $5)
-    UNION ALL
-    SELECT h.id, h.queue, h.kind, h.state, h.args, h.priority::int, h.attempt, h.max_attempts, h.created_at,
-           NULL, h.started_at, h.finished_at, h.error, h.owner, false
-    FROM millrace.history h
-    WHERE ($4::text = '' OR $4::text NOT IN ('available', 'running', 'scheduled'))
-      AND ($1::bigint = 0 OR h.id = $1) AND ($2::text = '' OR h.queue = $2) AND ($3::text = '' OR h.kind = $3) AND ($4::text = '' OR h.state = $4)
-      AND ($5::timestamptz IS NULL OR h.finished_at >= $5)
-) x
-ORDER BY live DESC, coalesce(finished_at, created_at) DESC, id DESC, attempt DESC
-LIMIT $6::int`
-
-func scanJob(r pgx.CollectableRow) (Job, error) {
-	var j Job
-	var args []byte
-	var errText *string
-	err := r.Scan(&j.ID, &j.Queue, &j.Kind, &j.State, &args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt,
-		&j.RunAt, &j.StartedAt, &j.FinishedAt, &errText, &j.Owner, &j.Live)
-	j.Args = args
-	if errText != nil {
-		j.Error = *errText
-	}
-	return j, err
-}
-
 // ListJobs returns the jobs that match f: the live ones first, then
 // finished attempts, newest first.
 func ListJobs(ctx context.Context, db DB, f Filter) ([]Job, error) {
@@ -220,19 +167,24 @@ func ListJobs(ctx context.Context, db DB, f Filter) ([]Job, error) {
 	if f.Limit > 1000 {
 		f.Limit = 1000
 	}
-	var since *time.Time
-	if !f.Since.IsZero() {
-		since = &f.Since
-	}
-	rows, err := db.Query(ctx, jobsSQL, f.ID, f.Queue, f.Kind, f.State, since, f.Limit)
+	rows, err := storage.ListJobs(ctx, db, storage.JobFilter(f))
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, scanJob)
+	return jobs(rows), nil
+}
+
+// jobs converts storage's rows.
+func jobs(rows []storage.JobRow) []Job {
+	js := make([]Job, len(rows))
+	for i, r := range rows {
+		js[i] = Job(r)
+	}
+	return js
 }
 
 // ErrNotFound is returned for a job that is neither live nor in history.
-var ErrNotFound = errors.New("no such job (not waiting, not running, and not in history)")
+var ErrNotFound = storage.ErrJobNotFound
 
 // JobDetail is everything known of one job.
 type JobDetail struct {
@@ -254,76 +206,31 @@ func (d *JobDetail) Latest() *Job {
 	return nil
 }
 
-// GetJob returns a job's live row (if any) and its history. The live row is
-// read first and history in a later statement: a job that finishes in
-// between is then seen live or in history, never in neither, and a final
-// attempt in history hides a live row read before it (one statement
-// would read history with its own snapshot, older than the one
-// millrace.jobs takes inside its VOLATILE function).
+// GetJob returns a job's live row (if any) and its history
+// (storage.GetJob, the one read of a job, which package millrace's JobByID
+// shares). The live row is read first and history in a later statement: a
+// job that finishes in between is then seen live or in history, never in
+// neither, and a final attempt in history hides a live row read before it
+// (one statement would read history with its own snapshot, older than the
+// one millrace.jobs takes inside its VOLATILE function).
 func GetJob(ctx context.Context, db DB, id int64) (JobDetail, error) {
-	var all []Job
-	for _, q := range []string{`
-SELECT j.id, j.queue, j.kind, j.state, j.args, j.priority::int, j.attempt, j.max_attempts, j.created_at,
-       j.run_at, NULL::timestamptz, NULL::timestamptz, NULL::text, j.owner, true
-FROM millrace.jobs j WHERE j.id = $1`, `
-SELECT h.id, h.queue, h.kind, h.state, h.args, h.priority::int, h.attempt, h.max_attempts, h.created_at,
-       NULL, h.started_at, h.finished_at, h.error, h.owner, false
-FROM millrace.history h WHERE h.id = $1`} {
-		rows, err := db.Query(ctx, q, id)
-		if err != nil {
-			return JobDetail{}, err
-		}
-		some, err := pgx.CollectRows(rows, scanJob)
-		if err != nil {
-			return JobDetail{}, err
-		}
-		all = append(all, some...)
+	d, err := storage.GetJob(ctx, db, id, storage.LiveWithOwner)
+	if err != nil && err != ErrNotFound {
+		return JobDetail{}, err
 	}
-	d := JobDetail{ID: id, Attempts: []Job{}}
-	for i := range all {
-		switch {
-		case !all[i].Live:
-			d.Attempts = append(d.Attempts, all[i])
-		case d.Live == nil || all[i].State == "running":
-			d.Live = &all[i] // a job in a claimed batch shows as running
-		}
+	out := JobDetail{ID: id, Attempts: jobs(d.Attempts)}
+	if d.Live != nil {
+		live := Job(*d.Live)
+		out.Live = &live
 	}
-	// A job that finished between the two statements is seen in both:
-	// a final attempt (completed, discarded, cancelled) ends it, and its
-	// live row was read before (reads never show a finished job
-	// unfinished).
-	for _, a := range d.Attempts {
-		if a.State == "completed" || a.State == "discarded" || a.State == "cancelled" {
-			d.Live = nil
-		}
-	}
-	if d.Live == nil && len(d.Attempts) == 0 {
-		return d, ErrNotFound
-	}
-	sort.SliceStable(d.Attempts, func(i, j int) bool {
-		a, b := &d.Attempts[i], &d.Attempts[j]
-		if a.Attempt != b.Attempt {
-			return a.Attempt < b.Attempt
-		}
-		return a.FinishedAt != nil && b.FinishedAt != nil && a.FinishedAt.Before(*b.FinishedAt)
-	})
-	return d, nil
-}
-
-// readCommitted is storage.ReadCommitted of one argument: cancel, retry,
-// pause and resume take a lock and then read what its previous holder
-// wrote, which a snapshot taken before the lock misses.
-func readCommitted(ctx context.Context, db DB, sql string, arg any, dest ...any) error {
-	return storage.ReadCommitted(ctx, db, sql, []any{arg}, dest...)
+	return out, err
 }
 
 // Cancel cancels a job: "cancelled" (it was waiting; it never runs),
 // "cancelling" (it is running; its process is told and cancels its
 // context), "finished" (nothing done) or "unknown".
 func Cancel(ctx context.Context, db DB, id int64) (string, error) {
-	var out string
-	err := readCommitted(ctx, db, "SELECT millrace.cancel($1)", id, &out)
-	return out, err
+	return storage.CancelJob(ctx, db, id)
 }
 
 // Retry queues a discarded or cancelled job to run again now, as a new
@@ -332,8 +239,8 @@ func Cancel(ctx context.Context, db DB, id int64) (string, error) {
 // or "unknown". A retry of a job already retried returns the job that
 // retry made.
 func Retry(ctx context.Context, db DB, id int64) (int64, string, error) {
-	var out string
-	if err := readCommitted(ctx, db, "SELECT millrace.retry($1)", id, &out); err != nil {
+	out, err := storage.RetryJob(ctx, db, id)
+	if err != nil {
 		return 0, "", err
 	}
 	return RetriedAs(out), out, nil
@@ -341,21 +248,17 @@ func Retry(ctx context.Context, db DB, id int64) (int64, string, error) {
 
 // Pause stops claims from queue until Resume.
 func Pause(ctx context.Context, db DB, queue string) error {
-	var x *string
-	return readCommitted(ctx, db, "SELECT millrace.pause($1)::text", queue, &x)
+	return storage.PauseQueue(ctx, db, queue)
 }
 
 // Resume lets a paused queue be claimed again and wakes its workers.
 func Resume(ctx context.Context, db DB, queue string) error {
-	var x *string
-	return readCommitted(ctx, db, "SELECT millrace.resume($1)::text", queue, &x)
+	return storage.ResumeQueue(ctx, db, queue)
 }
 
 // Paused reports whether queue is paused.
 func Paused(ctx context.Context, db DB, queue string) (bool, error) {
-	var p bool
-	err := db.QueryRow(ctx, "SELECT millrace.queue_paused($1)", queue).Scan(&p)
-	return p, err
+	return storage.QueuePaused(ctx, db, queue)
 }
 
 // Privileges says which operator functions the connected role may call.
@@ -373,15 +276,8 @@ func (p Privileges) Any() bool { return p.Cancel || p.Retry || p.Pause || p.Resu
 // Can reads the connected role's privileges on the operator functions
 // (has_function_privilege, and USAGE on the schema).
 func Can(ctx context.Context, db DB) (Privileges, error) {
-	var p Privileges
-	err := db.QueryRow(ctx, `
-SELECT coalesce(u AND has_function_privilege(to_regprocedure('millrace.cancel(bigint)'), 'EXECUTE'), false),
-       coalesce(u AND has_function_privilege(to_regprocedure('millrace.retry(bigint)'), 'EXECUTE'), false),
-       coalesce(u AND has_function_privilege(to_regprocedure('millrace.pause(text)'), 'EXECUTE'), false),
-       coalesce(u AND has_function_privilege(to_regprocedure('millrace.resume(text)'), 'EXECUTE'), false)
-FROM (SELECT coalesce(has_schema_privilege(to_regnamespace('millrace'), 'USAGE'), false) AS u) s`).
-		Scan(&p.Cancel, &p.Retry, &p.Pause, &p.Resume)
-	return p, err
+	r, err := storage.OperatorRights(ctx, db)
+	return Privileges(r), err
 }
 
 // Sample is the activity of one window of time: attempts finished in
@@ -419,15 +315,12 @@ func (s Sample) PerSecond(n int64) float64 {
 // attempt's wait is measured from the job's creation, so a job scheduled
 // for later counts its whole delay.
 func SampleSince(ctx context.Context, db DB, since time.Time) (Sample, error) {
-	var s Sample
 	var from *time.Time
 	if !since.IsZero() {
 		from = &since
 	}
-	err := db.QueryRow(ctx, `SELECT at, since, completed, failed, discarded, cancelled, snoozed,
-		wait_p50_ms, wait_p95_ms, run_p50_ms, run_p95_ms FROM millrace.activity($1)`, from).
-		Scan(&s.At, &s.Since, &s.Completed, &s.Failed, &s.Discarded, &s.Cancelled, &s.Snoozed, &s.WaitP50, &s.WaitP95, &s.RunP50, &s.RunP95)
-	return s, err
+	a, err := storage.ReadActivity(ctx, db, from)
+	return Sample(a), err
 }
 
 // RetriedAs is the new job's id in a result of Retry (0 if none).
@@ -463,20 +356,13 @@ func (p Process) String() string {
 // table takes SELECT on it (millrace_admin has it); without, the error
 // says so and callers show the bare id.
 func Processes(ctx context.Context, db DB, ids []int) (map[int]Process, error) {
-	rows, err := db.Query(ctx, "SELECT p.id, p.name, p.host, p.pid FROM millrace.process p WHERE p.id = ANY($1)", ids)
-	if err != nil {
-		return nil, err
-	}
-	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Process, error) {
-		var p Process
-		return p, r.Scan(&p.ID, &p.Name, &p.Host, &p.PID)
-	})
+	all, err := storage.Processes(ctx, db, ids)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[int]Process, len(all))
 	for _, p := range all {
-		out[p.ID] = p
+		out[p.ID] = Process(p)
 	}
 	return out, nil
 }
