@@ -339,7 +339,8 @@ func (c *Client) insertNow(ctx context.Context, q storage.Querier, ps []*InsertP
 	var now time.Time
 	for _, p := range ps {
 		if o := p.Opts; o.Unique != nil && o.Unique.ByPeriod > 0 && o.RunAt.IsZero() {
-			if err := q.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
+			var err error
+			if now, err = storage.Clock(ctx, q); err != nil {
 				return nil, fmt.Errorf("millrace: reading the server's clock for a unique period: %w", err)
 			}
 			break

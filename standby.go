@@ -75,8 +75,8 @@ func newStandbyError(conn *pgx.Conn, what string, err error) error {
 // recovery: a worker could neither register nor claim there.
 func (c *Client) refuseStandby(ctx context.Context) error {
 	return c.db.AcquireFunc(ctx, func(conn *pgxpool.Conn) error {
-		var recovering bool
-		if err := conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering); err != nil {
+		recovering, err := storage.InRecovery(ctx, conn)
+		if err != nil {
 			return err
 		}
 		if recovering {
@@ -106,8 +106,7 @@ func (c *Client) onStandby(ctx context.Context, q storage.Querier, err error) er
 	}
 	var standby error
 	c.db.AcquireFunc(ctx, func(conn *pgxpool.Conn) error {
-		var recovering bool
-		if conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering) == nil && recovering {
+		if recovering, qerr := storage.InRecovery(ctx, conn); qerr == nil && recovering {
 			standby = newStandbyError(conn.Conn(), poolConn, err)
 		}
 		return nil
