@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/storage"
 )
 
 // The LISTEN/NOTIFY channels.
@@ -34,10 +35,8 @@ const (
 // such as a ping that keeps it from sitting idle). It returns the error
 // that ended it.
 func Listen(ctx context.Context, conn *pgx.Conn, every time.Duration, wake func(channel, payload string, pid uint32), tick func(ctx context.Context, conn *pgx.Conn) error) error {
-	for _, ch := range []string{Channel, SchedChannel, CancelChannel} {
-		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
-			return err
-		}
+	if err := storage.Listen(ctx, conn, Channel, SchedChannel, CancelChannel); err != nil {
+		return err
 	}
 	last := time.Time{}
 	for {
@@ -161,7 +160,7 @@ func (s *Sender) send(ctx context.Context, channel, payload string) error {
 		s.conn = c.Hijack()
 		s.pid.Store(s.conn.PgConn().PID())
 	}
-	if _, err := s.conn.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload); err != nil {
+	if err := storage.Notify(ctx, s.conn, channel, payload); err != nil {
 		s.closeConn()
 		return err
 	}

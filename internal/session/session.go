@@ -29,31 +29,6 @@ func Register(ctx context.Context, s *storage.Store, name string, lease time.Dur
 	return s.Register(ctx, name, host, os.Getpid(), lease)
 }
 
-// sessionSettings is what the session connection (the one that LISTENs)
-// sets for itself, at session level, whatever the role's or database's
-// defaults:
-//
-//   - idle_session_timeout off: the connection sits idle by design (it
-//     waits for notifications). A server that closed it would not change
-//     the process's liveness (a lease, renewed through the pool), but
-//     notifications sent while it reconnects would be missed.
-//   - idle_in_transaction_session_timeout, statement_timeout and
-//     lock_timeout off, and READ COMMITTED: it runs no transaction of the
-//     protocol, only LISTEN, a ping and its label.
-//   - TCP keepalives (30 s idle, 10 s apart, 3 probes): a connection to a
-//     peer that vanished without closing it must not stay LISTENing on
-//     the server for the operating system's default two hours. Set here
-//     rather than as startup parameters, which a connection pooler refuses
-//     unless told to ignore them (the session connection must not go
-//     through a transaction pooler; Prepare checks that it does not).
-const sessionSettings = `SELECT set_config('idle_session_timeout', '0', false),
-	set_config('idle_in_transaction_session_timeout', '0', false),
-	set_config('statement_timeout', '0', false), set_config('lock_timeout', '0', false),
-	set_config('default_transaction_isolation', 'read committed', false),
-	set_config('tcp_keepalives_idle', '30', false), set_config('tcp_keepalives_interval', '10', false),
-	set_config('tcp_keepalives_count', '3', false),
-	pg_backend_pid()`
-
 // ErrThroughPooler is returned when the session connection does not reach
 // a PostgreSQL backend of its own: a connection pooler stands between
 // them. The session LISTENs, which a pooler in transaction mode would
@@ -63,17 +38,13 @@ const sessionSettings = `SELECT set_config('idle_session_timeout', '0', false),
 // go through a pooler.
 var ErrThroughPooler = errors.New("millrace: the session connection goes through a connection pooler (its backend's process id differs from the one it reported at startup); it must reach PostgreSQL directly: set Config.SessionURL")
 
-// Prepare applies sessionSettings to conn and checks that conn has a
+// Prepare applies the session connection's settings to conn, whatever
+// the role's or database's defaults (storage.SetSessionSettings: no
+// timeouts, READ COMMITTED, TCP keepalives), and checks that conn has a
 // backend of its own.
 func Prepare(ctx context.Context, conn *pgx.Conn) error {
-	var backend int32
-	var skip [8]any
-	dest := make([]any, 0, 9)
-	for i := range skip {
-		dest = append(dest, &skip[i])
-	}
-	dest = append(dest, &backend)
-	if err := conn.QueryRow(ctx, sessionSettings).Scan(dest...); err != nil {
+	backend, err := storage.SetSessionSettings(ctx, conn)
+	if err != nil {
 		return err
 	}
 	if uint32(backend) != conn.PgConn().PID() {
@@ -86,8 +57,7 @@ func Prepare(ctx context.Context, conn *pgx.Conn) error {
 // process id (its application_name: storage.SessionName), so that a leader
 // can tell a millrace process's session from another backend.
 func Label(ctx context.Context, conn *pgx.Conn, id int32) error {
-	_, err := conn.Exec(ctx, "SELECT set_config('application_name', $1, false)", storage.SessionName(id))
-	return err
+	return storage.LabelSession(ctx, conn, id)
 }
 
 // Config configures a Session.
