@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/storage"
 )
 
 // Inserted is a job a transaction inserted, its arguments still encoded.
@@ -71,42 +72,23 @@ type ExpectedJob struct {
 	MaxAttempts int    // if set
 }
 
-// insertedSQL lists the jobs the current transaction inserted, in the
-// order it inserted them: rows of the job table (due now) and of the
-// schedule (due later) carrying this transaction's id. A transaction that
-// inserted nothing has no id and sees no row.
-const insertedSQL = `
-SELECT id, queue, kind, args, priority, max_attempts, timeout_ms, created_at, NULL::timestamptz AS run_at
-FROM millrace.job WHERE txid = pg_current_xact_id_if_assigned()
-UNION ALL
-SELECT id, queue, kind, args, priority, max_attempts, timeout_ms, created_at, due_at
-FROM millrace.sched WHERE txid = pg_current_xact_id_if_assigned()
-ORDER BY id`
-
-// inserted reads the jobs the transaction tx inserted.
+// inserted reads the jobs the transaction tx inserted, in the order it
+// inserted them (storage.TxJobs).
 func inserted(ctx context.Context, tx millrace.DB) ([]Inserted, error) {
-	rows, err := tx.Query(ctx, insertedSQL)
+	rows, err := storage.TxJobs(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var out []Inserted
-	for rows.Next() {
-		var j Inserted
-		var prio int16
-		var maxAttempts, timeoutMS int32
-		var runAt *time.Time
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.EncodedArgs, &prio, &maxAttempts, &timeoutMS, &j.CreatedAt, &runAt); err != nil {
-			return nil, err
-		}
-		j.Priority, j.MaxAttempts = int(prio), int(maxAttempts)
-		j.Timeout = time.Duration(timeoutMS) * time.Millisecond
-		if runAt != nil {
-			j.Scheduled, j.RunAt = true, *runAt
+	for _, r := range rows {
+		j := Inserted{ID: r.ID, Queue: r.Queue, Kind: r.Kind, Priority: int(r.Priority), MaxAttempts: r.MaxAttempts,
+			Timeout: r.Timeout, CreatedAt: r.CreatedAt, EncodedArgs: r.Args}
+		if r.RunAt != nil {
+			j.Scheduled, j.RunAt = true, *r.RunAt
 		}
 		out = append(out, j)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // describe lists jobs for a failure message.

@@ -334,3 +334,53 @@ func SchemaVersion(ctx context.Context, q Querier) (int, error) {
 	err := q.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM millrace.migration").Scan(&v)
 	return v, err
 }
+
+// TxJob is a job the current transaction inserted, as stored: a row of
+// the job table (due now, RunAt nil) or of the schedule (due at RunAt).
+type TxJob struct {
+	ID          int64
+	Queue       string
+	Kind        string
+	Args        []byte
+	Priority    int16
+	MaxAttempts int
+	Timeout     time.Duration // the job's own timeout (0: its kind's)
+	CreatedAt   time.Time
+	RunAt       *time.Time
+}
+
+// txJobsSQL lists the jobs the current transaction inserted, in the order
+// it inserted them: rows of the job table (due now) and of the schedule
+// (due later) carrying this transaction's id. A transaction that inserted
+// nothing has no id and sees no row.
+const txJobsSQL = `
+SELECT id, queue, kind, args, priority, max_attempts, timeout_ms, created_at, NULL::timestamptz AS run_at
+FROM millrace.job WHERE txid = pg_current_xact_id_if_assigned()
+UNION ALL
+SELECT id, queue, kind, args, priority, max_attempts, timeout_ms, created_at, due_at
+FROM millrace.sched WHERE txid = pg_current_xact_id_if_assigned()
+ORDER BY id`
+
+// TxJobs reads the jobs the transaction q inserted (package millracetest's
+// assertions), reading the schema's job and schedule tables: the role
+// must be able to (the schema's owner, or millrace_admin). A transaction
+// that inserted none gives nil.
+func TxJobs(ctx context.Context, q Querier) ([]TxJob, error) {
+	rows, err := q.Query(ctx, txJobsSQL)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []TxJob
+	for rows.Next() {
+		var j TxJob
+		var maxAttempts, timeoutMS int32
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.Args, &j.Priority, &maxAttempts, &timeoutMS, &j.CreatedAt, &j.RunAt); err != nil {
+			return nil, err
+		}
+		j.MaxAttempts = int(maxAttempts)
+		j.Timeout = time.Duration(timeoutMS) * time.Millisecond
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
