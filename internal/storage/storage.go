@@ -7,6 +7,14 @@
 // server's backends (maint.go: who holds a slot, who does not read its
 // notifications) read its statistics and lock tables. See
 // docs/architecture.md for the invariants each keeps.
+//
+// It is the one door to the database for the queue's code: the inspection
+// reads that package millrace and package ops share (reads.go, one
+// implementation of each), the operator actions (admin.go), LISTEN and
+// NOTIFY (listen.go), the session connection's settings (session.go) and
+// the server's clock and recovery (server.go) are here too, and return
+// structured rows. TestStorageIsTheOneDoor, at the module's root, fails on
+// statement text anywhere else (docs/contributing.md).
 package storage
 
 import (
