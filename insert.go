@@ -274,7 +274,7 @@ func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (*I
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.insert(ctx, c.db, []*InsertParams{p}, false)
+	res, err := c.insert(ctx, nil, []*InsertParams{p})
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func (c *Client) InsertTx(ctx context.Context, tx pgx.Tx, args JobArgs, opts *In
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.insert(ctx, tx, []*InsertParams{p}, true)
+	res, err := c.insert(ctx, tx, []*InsertParams{p})
 	if err != nil {
 		return nil, err
 	}
@@ -319,12 +319,13 @@ func (c *Client) InsertManyTx(ctx context.Context, tx pgx.Tx, jobs []InsertManyP
 		}
 		ps[i] = p
 	}
-	return c.insert(ctx, tx, ps, true)
+	return c.insert(ctx, tx, ps)
 }
 
-// insert runs the insert middleware around the insert itself.
-func (c *Client) insert(ctx context.Context, q storage.Querier, ps []*InsertParams, inTx bool) ([]InsertResult, error) {
-	next := func(ctx context.Context) ([]InsertResult, error) { return c.insertNow(ctx, q, ps, inTx) }
+// insert runs the insert middleware around the insert itself: in the
+// caller's transaction tx, or in its own on the client's pool (tx nil).
+func (c *Client) insert(ctx context.Context, tx pgx.Tx, ps []*InsertParams) ([]InsertResult, error) {
+	next := func(ctx context.Context) ([]InsertResult, error) { return c.insertNow(ctx, tx, ps) }
 	for i := len(c.cfg.InsertMiddleware) - 1; i >= 0; i-- {
 		mw, inner := c.cfg.InsertMiddleware[i], next
 		next = func(ctx context.Context) ([]InsertResult, error) { return mw(ctx, ps, inner) }
@@ -332,7 +333,12 @@ func (c *Client) insert(ctx context.Context, q storage.Querier, ps []*InsertPara
 	return next(ctx)
 }
 
-func (c *Client) insertNow(ctx context.Context, q storage.Querier, ps []*InsertParams, inTx bool) ([]InsertResult, error) {
+func (c *Client) insertNow(ctx context.Context, tx pgx.Tx, ps []*InsertParams) ([]InsertResult, error) {
+	inTx := tx != nil
+	var q storage.Querier = c.db
+	if inTx {
+		q = tx
+	}
 	// A unique period is decided on the server's clock: a producer whose
 	// clock is behind or ahead must not open a period of its own. One
 	// round trip, only when a job needs it.
@@ -361,7 +367,13 @@ func (c *Client) insertNow(ctx context.Context, q storage.Querier, ps []*InsertP
 	// jobs are announced by the coalescing sender (one NOTIFY per queue
 	// per few milliseconds). Scheduled jobs need none: the leader polls
 	// the schedule.
-	ins, err := storage.Insert(ctx, q, nj, inTx)
+	var ins []storage.Inserted
+	var err error
+	if inTx {
+		ins, err = storage.InsertTx(ctx, tx, nj, true)
+	} else {
+		ins, err = storage.Insert(ctx, c.db, nj, false)
+	}
 	if err != nil {
 		return nil, c.onStandby(ctx, q, err)
 	}

@@ -291,11 +291,7 @@ func (s *Store) PeriodicLast(ctx context.Context, name string) (time.Time, error
 
 // Now is the server's clock (clock_timestamp()): the time that decides
 // state, whatever the skew of this host's clock.
-func (s *Store) Now(ctx context.Context) (time.Time, error) {
-	var t time.Time
-	err := s.Pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&t)
-	return t, err
-}
+func (s *Store) Now(ctx context.Context) (time.Time, error) { return Clock(ctx, s.Pool) }
 
 // PeriodicRun enqueues job j as slot (name, at) of a periodic job unless
 // that slot was enqueued before (by any process); it reports whether it

@@ -107,11 +107,11 @@ func TestWritePathsHoldOneSlot(t *testing.T) {
 			return err
 		}},
 		{"unique enqueue, new key", func(tx pgx.Tx) error {
-			_, err := Insert(ctx, tx, []NewJob{{Queue: "u", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1, UniqueKey: "k1"}}, false)
+			_, err := InsertTx(ctx, tx, []NewJob{{Queue: "u", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1, UniqueKey: "k1"}}, false)
 			return err
 		}},
 		{"unique enqueue, duplicate key", func(tx pgx.Tx) error {
-			r, err := Insert(ctx, tx, []NewJob{{Queue: "u", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1, UniqueKey: "old"}}, false)
+			r, err := InsertTx(ctx, tx, []NewJob{{Queue: "u", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1, UniqueKey: "old"}}, false)
 			if err == nil && !r[0].Duplicate {
 				err = fmt.Errorf("the key's job is unfinished: want a duplicate, got %+v", r[0])
 			}
@@ -172,7 +172,7 @@ func BenchmarkWritePaths(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			inTx(b, pool, func(tx pgx.Tx) error {
-				_, err := Insert(ctx, tx, []NewJob{{Queue: "u", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1, UniqueKey: fmt.Sprint("k", i)}}, false)
+				_, err := InsertTx(ctx, tx, []NewJob{{Queue: "u", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1, UniqueKey: fmt.Sprint("k", i)}}, false)
 				return err
 			})
 		}
@@ -186,7 +186,7 @@ func BenchmarkWritePaths(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			inTx(b, pool, func(tx pgx.Tx) error {
-				_, err := Insert(ctx, tx, dup, false)
+				_, err := InsertTx(ctx, tx, dup, false)
 				return err
 			})
 		}
@@ -238,7 +238,7 @@ func TestUniqueInsertAcrossReclaims(t *testing.T) {
 	s, pool := newStore(t)
 	uniq := func(q Querier, key string) Inserted {
 		t.Helper()
-		r, err := Insert(ctx, q, []NewJob{{Queue: "u", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1, UniqueKey: key}}, false)
+		r, err := insertOn(ctx, q, []NewJob{{Queue: "u", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1, UniqueKey: key}}, false)
 		if err != nil {
 			t.Fatal(err)
 		}

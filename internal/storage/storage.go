@@ -20,6 +20,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -137,14 +138,41 @@ type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// Insert inserts jobs in one statement through millrace.insert_many (inside
-// q's transaction if q is one; on a *pgxpool.Pool, in its own READ
-// COMMITTED transaction) and returns, in order, each job's id, whether it
-// was a duplicate of a unique job, and its state. notify asks Postgres for one
-// NOTIFY per queue with a job due now, sent when the transaction commits
-// (the client usually passes false outside a transaction and coalesces its
-// own notifications).
-func Insert(ctx context.Context, q Querier, jobs []NewJob, notify bool) ([]Inserted, error) {
+// Insert inserts jobs in one statement through millrace.insert_many, in
+// its own READ COMMITTED transaction on pool (unique keys need it, whatever
+// the database's default), bounded by ctx and the caller's timeouts, and
+// returns, in order, each job's id, whether it was a duplicate of a unique
+// job, and its state. notify asks Postgres for one NOTIFY per queue with a
+// job due now, sent at the commit (the client passes false here and
+// coalesces its own notifications).
+func Insert(ctx context.Context, pool *pgxpool.Pool, jobs []NewJob, notify bool) ([]Inserted, error) {
+	return insertJobs(ctx, jobs, notify, func(scan func(pgx.Rows) error, sql string, args ...any) error {
+		return PoolTx(ctx, pool, TxOpts{KeepTimeouts: true}, scan, sql, args...)
+	})
+}
+
+// InsertTx is Insert inside the caller's transaction tx: the jobs exist
+// only if tx commits, and notify's NOTIFYs are sent at that commit. The
+// transaction's isolation is the caller's: unique keys need READ
+// COMMITTED (millrace.insert_many says so otherwise).
+func InsertTx(ctx context.Context, tx pgx.Tx, jobs []NewJob, notify bool) ([]Inserted, error) {
+	return insertJobs(ctx, jobs, notify, func(scan func(pgx.Rows) error, sql string, args ...any) error {
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		err = scan(rows)
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+		return err
+	})
+}
+
+// insertJobs is Insert and InsertTx: run runs the statement, one way or
+// the other, with scan reading its rows.
+func insertJobs(ctx context.Context, jobs []NewJob, notify bool, run func(scan func(pgx.Rows) error, sql string, args ...any) error) ([]Inserted, error) {
 	n := len(jobs)
 	kinds, queues := make([]string, n), make([]string, n)
 	args := make([]string, n)
@@ -190,25 +218,7 @@ func Insert(ctx context.Context, q Querier, jobs []NewJob, notify bool) ([]Inser
 	const sql = `SELECT id, duplicate, scheduled, run_at, state FROM millrace.insert_many(p_kind => $1,
 		p_args => $2::jsonb[], p_queue => $3, p_priority => $4, p_run_at => $5, p_max_attempts => $6,
 		p_unique_key => $7, p_unique_states => $8, p_unique_until => $9, p_timeout_ms => $10, p_notify => $11)`
-	if p, ok := q.(*pgxpool.Pool); ok {
-		// Its own transaction: READ COMMITTED (unique keys need it), the
-		// caller's timeouts (its context bounds it).
-		err := PoolTx(ctx, p, TxOpts{KeepTimeouts: true}, scan, sql, kinds, args, queues, prios, runAt, maxAtt, keys, states, until, timeouts, notify)
-		if err != nil {
-			return nil, err
-		}
-		return out, nil
-	}
-	rows, err := q.Query(ctx, sql, kinds, args, queues, prios, runAt, maxAtt, keys, states, until, timeouts, notify)
-	if err != nil {
-		return nil, err
-	}
-	err = scan(rows)
-	rows.Close()
-	if err == nil {
-		err = rows.Err()
-	}
-	if err != nil {
+	if err := run(scan, sql, kinds, args, queues, prios, runAt, maxAtt, keys, states, until, timeouts, notify); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -436,19 +446,33 @@ func IsConnError(err error) bool {
 	return true
 }
 
-// Enqueue inserts one job (see Insert) and returns its id.
+// insertOn is Insert on a pool and InsertTx in a transaction; anything
+// else (a connection, whose transaction state says nothing) is refused.
+func insertOn(ctx context.Context, q Querier, jobs []NewJob, notify bool) ([]Inserted, error) {
+	switch q := q.(type) {
+	case *pgxpool.Pool:
+		return Insert(ctx, q, jobs, notify)
+	case pgx.Tx:
+		return InsertTx(ctx, q, jobs, notify)
+	}
+	return nil, fmt.Errorf("storage: insert on a *pgxpool.Pool (its own transaction) or in a pgx.Tx, not on a %T", q)
+}
+
+// Enqueue inserts one job (see Insert and InsertTx: q is a pool or a
+// transaction) and returns its id.
 func (s *Store) Enqueue(ctx context.Context, q Querier, j NewJob, notify bool) (int64, error) {
-	r, err := Insert(ctx, q, []NewJob{j}, notify)
+	r, err := insertOn(ctx, q, []NewJob{j}, notify)
 	if err != nil {
 		return 0, err
 	}
 	return r[0].ID, nil
 }
 
-// EnqueueMany inserts jobs in one statement (see Insert), with one NOTIFY
-// per queue that got a job due now, and returns their ids in order.
+// EnqueueMany inserts jobs in one statement (see Insert and InsertTx: q is
+// a pool or a transaction), with one NOTIFY per queue that got a job due
+// now, and returns their ids in order.
 func EnqueueMany(ctx context.Context, q Querier, jobs []NewJob) ([]int64, error) {
-	r, err := Insert(ctx, q, jobs, true)
+	r, err := insertOn(ctx, q, jobs, true)
 	if err != nil {
 		return nil, err
 	}

@@ -662,3 +662,25 @@ func TestClaimBytesAtMostTheCapPlusOneJob(t *testing.T) {
 		t.Fatalf("claimed %d jobs of %d", seen, len(jobs))
 	}
 }
+
+// An insert runs in its own READ COMMITTED transaction on a pool, or in
+// the caller's transaction: a connection, whose transaction state the
+// call cannot know, is refused instead of silently taking the caller's
+// transaction path (a unique key under a REPEATABLE READ default).
+func TestInsertOnAConnectionIsRefused(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	_, err = s.Enqueue(ctx, conn, NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1}, false)
+	if err == nil || !strings.Contains(err.Error(), "pgx.Tx") {
+		t.Fatalf("insert on a *pgxpool.Conn: %v; want it refused", err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM millrace.job").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d jobs after a refused insert (%v)", n, err)
+	}
+}
