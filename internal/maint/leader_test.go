@@ -73,15 +73,7 @@ func TestShortLeaderLeaseHeld(t *testing.T) {
 func TestLeaderStepsDownWhenItsTermIsOver(t *testing.T) {
 	ctx := context.Background()
 	pool := testkit.DB(t)
-	s := &storage.Store{Pool: pool}
-	owner, err := s.Register(ctx, "leader", "h", 1, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	term, err := s.Lead(ctx, owner, 0, 10*time.Second)
-	if err != nil || term == 0 {
-		t.Fatalf("no term: %d, %v", term, err)
-	}
+	s, owner, term := leaderOf(t, pool)
 	var logs lockedBuffer
 	var rounds atomicCounter
 	l := NewLeader(Config{Store: s, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Every: 20 * time.Millisecond,

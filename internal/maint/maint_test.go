@@ -17,6 +17,22 @@ import (
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
+// leaderOf registers a process on pool and makes it the leader: its store,
+// its identity and its term (10 s).
+func leaderOf(t *testing.T, pool *pgxpool.Pool) (s *storage.Store, owner int32, term int64) {
+	t.Helper()
+	ctx := context.Background()
+	s = &storage.Store{Pool: pool}
+	owner, err := s.Register(ctx, "leader", "h", 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if term, err = s.Lead(ctx, owner, 0, 10*time.Second); err != nil || term == 0 {
+		t.Fatalf("no term: %d, %v", term, err)
+	}
+	return s, owner, term
+}
+
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/millrace/millrace/internal/storage"
 	"github.com/millrace/millrace/internal/testkit"
@@ -52,15 +51,7 @@ func TestARoundRunsItsStepsInOrder(t *testing.T) {
 func TestAStepRefusedForTheTermEndsTheRound(t *testing.T) {
 	ctx := context.Background()
 	pool := testkit.DB(t)
-	s := &storage.Store{Pool: pool}
-	owner, err := s.Register(ctx, "leader", "h", 1, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	term, err := s.Lead(ctx, owner, 0, 10*time.Second)
-	if err != nil || term == 0 {
-		t.Fatalf("no term: %d, %v", term, err)
-	}
+	s, owner, term := leaderOf(t, pool)
 	per := []Periodic{{Name: "resigns", Schedule: monthly{}, RunOnStart: true, Job: func() (storage.NewJob, error) {
 		if err := s.Resign(ctx, owner, term); err != nil {
 			t.Error(err)
