@@ -25,9 +25,7 @@ var statementText = regexp.MustCompile(`(?i)^\s*(SELECT|INSERT|UPDATE|DELETE|WIT
 var outsideTheDoor = map[string]string{
 	"internal/storage":       "the door: every statement of the queue",
 	"internal/schema":        "the migrator: DDL, the migration ledger and its advisory lock",
-	"internal/pgtest":        "test harness: starts servers, creates and drops databases",
-	"internal/testkit":       "test harness: creates and drops databases, reads the server's version",
-	"internal/ops/opstest":   "test harness: seeds the operator surface's tests as SQL users would",
+	"internal/testkit":       "the test kit (and testkit/clientkit): starts servers, creates and drops databases, seeds tests as SQL users would",
 	"millracetest/pgcluster": "server harness: starts throwaway clusters and waits for their standbys",
 	"examples":               "user programs: they show the SQL API (millrace.enqueue) as a user calls it",
 	"testdata":               "fixtures, not code",
@@ -39,12 +37,12 @@ var outsideTheDoor = map[string]string{
 // internal/ (cmdline, maint, notifier, ops, pool, session, testsignal, and
 // any added later), millracetest and sqlcomment — except the directories
 // outsideTheDoor lists (internal/storage, the door; internal/schema, the
-// migrator; the test and server harnesses internal/pgtest, internal/testkit,
-// internal/ops/opstest and millracetest/pgcluster; the examples, which
-// show users the SQL API), and fails on every string literal that starts
-// with an SQL keyword in statement position (statementText): such a
-// statement belongs in a function of internal/storage that returns
-// structured rows, which its callers call.
+// migrator; the test kit internal/testkit and the server harness
+// millracetest/pgcluster; the examples, which show users the SQL API),
+// and fails on every string literal that starts with an SQL keyword in
+// statement position (statementText): such a statement belongs in a
+// function of internal/storage that returns structured rows, which its
+// callers call.
 //
 // The other modules of the workspace are out of its scope, as River keeps
 // raw SQL outside its driver to its CLI, tests and bench: cmd/millrace (the

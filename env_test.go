@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/testkit"
 )
 
@@ -516,7 +515,7 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 	owner := newDB(t)
 	direct := testkit.LoginAs(t, owner, "millrace_worker")
 	role, _ := pgx.ParseConfig(direct)
-	bouncer := pgtest.NewPgBouncer(t, direct, pgtest.PgBouncerOptions{Users: []string{role.User}})
+	bouncer := testkit.NewPgBouncer(t, direct, testkit.PgBouncerOptions{Users: []string{role.User}})
 	for _, mode := range []string{"cache_describe", "exec", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
 			pooled := withParam(bouncer.URL(direct), "default_query_exec_mode", mode)
@@ -561,7 +560,7 @@ func TestPgBouncerKilledWorker(t *testing.T) {
 	ctx := context.Background()
 	owner := newDB(t)
 	direct := owner.Config().ConnString()
-	bouncer := pgtest.NewPgBouncer(t, direct, pgtest.PgBouncerOptions{})
+	bouncer := testkit.NewPgBouncer(t, direct, testkit.PgBouncerOptions{})
 	pooled := withParam(bouncer.URL(direct), "default_query_exec_mode", "cache_describe")
 	// The leader works another queue only.
 	leader := startClient(t, poolOn(t, pooled), countingWorkers(&seen{runs: map[int]int{}}, 0), millrace.Config{SessionURL: direct,

@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // cutter is a dial wrapper that loses a reply: once armed with a statement
@@ -419,7 +419,7 @@ func TestBatchSharedAcrossProcesses(t *testing.T) {
 	var per [3]atomic.Int64
 	var total atomic.Int64
 	for p := 0; p < 3; p++ {
-		pool, err := pgxpool.New(ctx, pgtest.WithDatabase(db.Config().ConnString(), db.Config().ConnConfig.Database))
+		pool, err := pgxpool.New(ctx, testkit.WithDatabase(db.Config().ConnString(), db.Config().ConnConfig.Database))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 func rotationCount(t *testing.T, q interface {
@@ -183,7 +183,7 @@ func TestPostgresRestart(t *testing.T) {
 		t.Skip()
 	}
 	ctx := context.Background()
-	cl, err := pgtest.Start(ctx, pgtest.Options{})
+	cl, err := testkit.Start(ctx, testkit.Options{})
 	if err != nil {
 		t.Skip("needs its own cluster:", err)
 	}
@@ -213,7 +213,7 @@ func TestPostgresRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "work to start", 10*time.Second, func() bool { return s.n.Load() > 100 })
-	if err := cl.Restart(ctx, pgtest.Options{}); err != nil {
+	if err := cl.Restart(ctx, testkit.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "every job after the restart", 60*time.Second, func() bool {

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/millrace/millrace"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // TestStandbySaysPointAtThePrimary: a client and a producer pointed at a
@@ -27,7 +27,7 @@ func TestStandbySaysPointAtThePrimary(t *testing.T) {
 	}
 	ctx := context.Background()
 	start := time.Now()
-	cl, err := pgtest.Start(ctx, pgtest.Options{})
+	cl, err := testkit.Start(ctx, testkit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestStandbySaysPointAtThePrimary(t *testing.T) {
 	if err := millrace.Migrate(ctx, primary); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := cl.AddStandby(ctx, pgtest.Options{})
+	sb, err := cl.AddStandby(ctx, testkit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

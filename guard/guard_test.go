@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -141,7 +140,7 @@ func policy(t *testing.T, src string) *Policy {
 }
 
 func TestDiscoverIdleXid(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	g := New(guardPool(t, url), nil, Options{})
 	holder := connect(t, url, "idle-xid")
 	exec(t, holder, "BEGIN", "SELECT txid_current()")
@@ -173,7 +172,7 @@ func TestDiscoverIdleXid(t *testing.T) {
 }
 
 func TestDiscoverRepeatableRead(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	g := New(guardPool(t, url), nil, Options{})
 	holder := connect(t, url, "rr-report")
 	exec(t, holder, "BEGIN ISOLATION LEVEL REPEATABLE READ", "SELECT 1 /*app='reports',action='monthly%20close'*/")
@@ -214,7 +213,7 @@ func isCancel(err error) bool {
 // class has held it for horizon_window every reader but the oldest is
 // cancelled, in one poll.
 func TestStaggeredReadersHorizonWindow(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	pool := guardPool(t, url)
 	var logs bytes.Buffer
 	var logMu sync.Mutex
@@ -299,7 +298,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 func TestMaxConcurrentCancelsYoungest(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	pool := guardPool(t, url)
 	g := New(pool, policy(t, `
 classes:
@@ -357,7 +356,7 @@ func TestRetryHoldingAnEndedReportsHorizon(t *testing.T) {
 }
 
 func retryHoldingAnEndedReportsHorizon(t *testing.T, name, rule string) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	pool := guardPool(t, url)
 	g := New(pool, policy(t, `
 classes:
@@ -481,7 +480,7 @@ classes:
 // TestMixedSessions: only sessions matching a class are acted on; dry-run
 // changes nothing.
 func TestMixedSessions(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	pool := guardPool(t, url)
 	ctx := context.Background()
 	role := fmt.Sprintf("exempt_%d", os.Getpid())
@@ -629,7 +628,7 @@ func TestPreparedTransaction(t *testing.T) {
 		t.Skip("DATABASE_URL set: prepared transaction tests need a throwaway cluster of their own")
 	}
 	ctx := context.Background()
-	cl, err := pgtest.Start(ctx, pgtest.Options{})
+	cl, err := testkit.Start(ctx, testkit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -694,12 +693,12 @@ func TestStandbyAndSlot(t *testing.T) {
 		t.Skip("DATABASE_URL set: standby and slot tests need a throwaway cluster of their own")
 	}
 	ctx := context.Background()
-	cl, err := pgtest.Start(ctx, pgtest.Options{})
+	cl, err := testkit.Start(ctx, testkit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Stop()
-	sb, err := cl.AddStandby(ctx, pgtest.Options{})
+	sb, err := cl.AddStandby(ctx, testkit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -750,7 +749,7 @@ classes:
 	// An inactive physical slot holding xmin.
 	c := connect(t, cl.URL("postgres"), "")
 	exec(t, c, "SELECT pg_create_physical_replication_slot('guard_slot', true)")
-	sb2, err := cl.AddStandby(ctx, pgtest.Options{Settings: map[string]string{"primary_slot_name": "'guard_slot'"}})
+	sb2, err := cl.AddStandby(ctx, testkit.Options{Settings: map[string]string{"primary_slot_name": "'guard_slot'"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -797,7 +796,7 @@ classes:
 }
 
 func TestCheck(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	pool := guardPool(t, url)
 	testkit.RequireServerVersion(t, pool, 150000) // pg_stat_force_next_flush
 	ctx := context.Background()
@@ -846,7 +845,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestRunStopsWithContext(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	p := policy(t, "interval: 100ms\n")
 	reg := prometheus.NewRegistry()
 	g := New(guardPool(t, url), p, Options{Registerer: reg})

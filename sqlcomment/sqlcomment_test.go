@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func TestTagFormat(t *testing.T) {
 	cases := []struct {
@@ -76,7 +76,7 @@ func TestContextTags(t *testing.T) {
 // from pg_stat_activity through another connection, as the guard does.
 func TestWrapperShowsInActivity(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)

@@ -31,10 +31,11 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace"
 	"github.com/millrace/millrace/guard"
 	"github.com/millrace/millrace/internal/ops"
-	"github.com/millrace/millrace/internal/ops/opstest"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
+	"github.com/millrace/millrace/internal/testkit/clientkit"
 	"github.com/millrace/millrace/ui"
 )
 
@@ -246,14 +247,14 @@ func (b *browserTab) screenshot(t *testing.T, name string) {
 // a second; the job page shows a discarded job's attempt and its error.
 func TestBrowserPagesAndLiveCharts(t *testing.T) {
 	needChromium(t)
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	for i := 0; i < 3; i++ {
-		opstest.Enqueue(t, pool, "email.send", "email", fmt.Sprintf(`{"to":"user%d@example.com"}`, i), 0)
+		testkit.Enqueue(t, pool, "email.send", "email", fmt.Sprintf(`{"to":"user%d@example.com"}`, i), 0)
 	}
-	opstest.Enqueue(t, pool, "report.monthly", "reports", `{"month":"2026-10"}`, time.Hour)
-	opstest.Enqueue(t, pool, "image.resize", "images", `{"image":"cat.png","width":640}`, 0)
-	discarded := opstest.Discard(t, pool, "default", "resize: image cat.png: unsupported format")
-	opstest.Work(t, pool, "work", 40)
+	testkit.Enqueue(t, pool, "report.monthly", "reports", `{"month":"2026-10"}`, time.Hour)
+	testkit.Enqueue(t, pool, "image.resize", "images", `{"image":"cat.png","width":640}`, 0)
+	discarded := clientkit.Discard(t, pool, "default", "resize: image cat.png: unsupported format")
+	clientkit.Work(t, pool, "work", 40)
 	runHeld(t, pool, "video", 2, nil) // in flight until the test ends
 	policy, err := guard.ParsePolicy("examples/analytics-budget.yaml", []byte("classes:\n  - name: analytics\n    match: {application_name: \"report*\"}\n    max_transaction_age: 5m\n    action: cancel\n"))
 	if err != nil {
@@ -308,8 +309,8 @@ func TestBrowserPagesAndLiveCharts(t *testing.T) {
 // page shows it.
 func TestBrowserPauseResume(t *testing.T) {
 	needChromium(t)
-	_, pool := opstest.NewDatabase(t)
-	opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	pool := testkit.DB(t)
+	testkit.Enqueue(t, pool, "email.send", "email", `{}`, 0)
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
 	t.Cleanup(srv.Close)
 	b := newBrowser(t) // after the server: its cleanup runs first
@@ -333,9 +334,9 @@ func TestBrowserPauseResume(t *testing.T) {
 // Cancel and retry, clicked on the job's page, change the database.
 func TestBrowserCancelRetry(t *testing.T) {
 	needChromium(t)
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
-	id := opstest.Enqueue(t, pool, "email.send", "email", `{"to":"ada@example.com"}`, 0)
+	id := testkit.Enqueue(t, pool, "email.send", "email", `{"to":"ada@example.com"}`, 0)
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
 	t.Cleanup(srv.Close)
 	b := newBrowser(t) // after the server: its cleanup runs first
@@ -363,7 +364,8 @@ func TestBrowserCancelRetry(t *testing.T) {
 // within 2 s, with its pid, and goes when it ends.
 func TestBrowserHorizonShowsHeldTransaction(t *testing.T) {
 	needChromium(t)
-	u, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
+	u := pool.Config().ConnString()
 	ctx := context.Background()
 	policy, err := guard.ParsePolicy("guard.yaml", []byte("classes:\n  - name: reports\n    match: {application_name: \"report*\"}\n    max_idle_in_transaction: 1s\n    action: cancel\n"))
 	if err != nil {
@@ -376,10 +378,10 @@ func TestBrowserHorizonShowsHeldTransaction(t *testing.T) {
 	b.waitJS(t, "the empty state", `document.querySelector('#queues tbody').textContent.includes('No queue has a job yet.')`, 5*time.Second)
 	b.do(t, "horizon page", chromedp.Navigate(srv.URL+"/horizon"), chromedp.WaitVisible(chromedp.CSS(`#holders tbody tr`)))
 	// Jobs in flight: a steady flow, two long jobs running, a backlog.
-	opstest.Work(t, pool, "work", 40)
+	clientkit.Work(t, pool, "work", 40)
 	runHeld(t, pool, "video", 2, nil)
 	for i := range 30 {
-		opstest.Enqueue(t, pool, "report.monthly", "reports", fmt.Sprintf(`{"month":"2026-%02d"}`, i%12+1), time.Hour)
+		testkit.Enqueue(t, pool, "report.monthly", "reports", fmt.Sprintf(`{"month":"2026-%02d"}`, i%12+1), time.Hour)
 	}
 
 	cfg, err := pgx.ParseConfig(u)
@@ -429,7 +431,7 @@ func TestBrowserHorizonShowsHeldTransaction(t *testing.T) {
 // queues once the schema is there.
 func TestBrowserNoSchemaSaysMigrate(t *testing.T) {
 	needChromium(t)
-	pool := poolFor(t, pgtest.NewDatabase(t))
+	pool := poolFor(t, testkit.EmptyDBURL(t))
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
 	t.Cleanup(srv.Close)
 	b := newBrowser(t)       // after the server: its cleanup runs first
@@ -444,7 +446,7 @@ func TestBrowserNoSchemaSaysMigrate(t *testing.T) {
 	if got := b.eval(t, `document.querySelector('header .role').textContent`); got == "read-only role" {
 		t.Errorf("the header says %q", got)
 	}
-	if err := opstest.Prepare(context.Background(), pool); err != nil {
+	if err := millrace.Migrate(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
 	b.waitJSAcrossLoads(t, "the page shows the queues once the schema is there",
@@ -495,7 +497,7 @@ func countColor(img image.Image, c color.RGBA, dist int) int {
 // visible.
 func TestBrowserChartsGapsAndOverlaps(t *testing.T) {
 	needChromium(t)
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
 	t.Cleanup(srv.Close)
 	b := newBrowser(t) // after the server: its cleanup runs first

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/millrace/millrace/guard"
-	"github.com/millrace/millrace/internal/ops/opstest"
+	"github.com/millrace/millrace/internal/testkit"
 	"github.com/millrace/millrace/ui"
 )
 
@@ -24,7 +24,7 @@ type horizonTables struct {
 // The horizon page's dead tuples count a partitioned table as the sum of
 // its partitions: millrace.job holds the waiting jobs, not 0 live tuples.
 func TestHorizonSumsPartitions(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
 	conn, err := pool.Acquire(ctx)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/millrace/millrace/internal/ops"
-	"github.com/millrace/millrace/internal/ops/opstest"
+	"github.com/millrace/millrace/internal/testkit"
 	"github.com/millrace/millrace/ui"
 )
 
@@ -49,8 +49,8 @@ func send(t *testing.T, method, u, host string, form url.Values, hdr ...string) 
 // The dashboard answers only the names it is served as: its address,
 // localhost, and the names the operator lists.
 func TestForeignHostRefused(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
-	opstest.Enqueue(t, pool, "email", "mail", `{}`, 0)
+	pool := testkit.DB(t)
+	testkit.Enqueue(t, pool, "email", "mail", `{}`, 0)
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
 	defer srv.Close()
 	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")

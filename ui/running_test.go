@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/ops"
-	"github.com/millrace/millrace/internal/ops/opstest"
+	"github.com/millrace/millrace/internal/testkit"
 	"github.com/millrace/millrace/ui"
 )
 
@@ -93,7 +93,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // running it as host:pid; a finished attempt's run time has sub-second
 // precision and its process is host:pid too.
 func TestRunningJobShowsAttemptAndProcess(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
 	defer srv.Close()
 	release := make(chan struct{})

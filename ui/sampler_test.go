@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/millrace/millrace/internal/ops"
-	"github.com/millrace/millrace/internal/ops/opstest"
+	"github.com/millrace/millrace/internal/testkit"
+	"github.com/millrace/millrace/internal/testkit/clientkit"
 )
 
 // After time no page watched, the next sample covers the last second, not
 // the whole gap: the charts show no sample there, and break their lines.
 func TestSamplerGap(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
 	s := newSampler(pool)
 	clock := time.Now()
@@ -42,7 +43,7 @@ func TestSamplerGap(t *testing.T) {
 // The queues' live counts are read every second; history's counts
 // (completed, discarded) every ten seconds, or at once after an action.
 func TestSamplerReadsHistoryEveryTenSeconds(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
 	s := newSampler(pool)
 	clock := time.Now()
@@ -62,16 +63,16 @@ func TestSamplerReadsHistoryEveryTenSeconds(t *testing.T) {
 		t.Fatalf("no queue %s in %+v", name, qs)
 		return ops.Queue{}
 	}
-	opstest.Enqueue(t, pool, "a", "a", `{}`, 0)
-	opstest.Discard(t, pool, "b", "one")
+	testkit.Enqueue(t, pool, "a", "a", `{}`, 0)
+	clientkit.Discard(t, pool, "b", "one")
 	if q := queue("a"); q.Available != 1 {
 		t.Fatalf("queue a: %+v, want 1 available", q)
 	}
 	if q := queue("b"); q.Discarded != 1 {
 		t.Fatalf("queue b: %+v, want 1 discarded", q)
 	}
-	opstest.Enqueue(t, pool, "a", "a", `{}`, 0)
-	opstest.Discard(t, pool, "b", "two")
+	testkit.Enqueue(t, pool, "a", "a", `{}`, 0)
+	clientkit.Discard(t, pool, "b", "two")
 	if q := queue("a"); q.Available != 2 {
 		t.Errorf("a second later, queue a: %+v, want 2 available (live counts every second)", q)
 	}
@@ -82,7 +83,7 @@ func TestSamplerReadsHistoryEveryTenSeconds(t *testing.T) {
 	if q := queue("b"); q.Discarded != 2 {
 		t.Errorf("ten seconds later, queue b: %+v, want 2 discarded", q)
 	}
-	opstest.Discard(t, pool, "b", "three")
+	clientkit.Discard(t, pool, "b", "three")
 	s.invalidate()
 	if q := queue("b"); q.Discarded != 3 {
 		t.Errorf("after an action, queue b: %+v, want 3 discarded at once", q)
@@ -93,7 +94,7 @@ func TestSamplerReadsHistoryEveryTenSeconds(t *testing.T) {
 // took 200 ms, the next waits 4 s (the activity is still sampled every
 // second); an action makes it at once.
 func TestSamplerPacesTheCounts(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
 	s := newSampler(pool)
 	clock := time.Now()
@@ -113,18 +114,18 @@ func TestSamplerPacesTheCounts(t *testing.T) {
 		}
 		return 0, len(smp)
 	}
-	opstest.Enqueue(t, pool, "a", "a", `{}`, 0)
+	testkit.Enqueue(t, pool, "a", "a", `{}`, 0)
 	if n, _ := available(0); n != 1 {
 		t.Fatalf("first read: %d available, want 1", n)
 	}
-	opstest.Enqueue(t, pool, "a", "a", `{}`, 0)
+	testkit.Enqueue(t, pool, "a", "a", `{}`, 0)
 	if n, samples := available(time.Second); n != 1 || samples != 2 {
 		t.Errorf("a second after a read of 200 ms: %d available and %d samples; want the last read's 1, and a new sample", n, samples)
 	}
 	if n, _ := available(3 * time.Second); n != 2 {
 		t.Errorf("4 s after a read of 200 ms: %d available, want 2", n)
 	}
-	opstest.Enqueue(t, pool, "a", "a", `{}`, 0)
+	testkit.Enqueue(t, pool, "a", "a", `{}`, 0)
 	s.invalidate()
 	if n, _ := available(0); n != 3 {
 		t.Errorf("after an action: %d available, want 3 at once", n)

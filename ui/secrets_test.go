@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/millrace/millrace/internal/ops/opstest"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
+	"github.com/millrace/millrace/internal/testkit/clientkit"
 	"github.com/millrace/millrace/ui"
 )
 
@@ -62,7 +62,8 @@ func holdWith(t *testing.T, u, stmt string) int {
 // one of its own connection string, nor one in a session's query, a job's
 // arguments or a job's error.
 func TestNoPasswordShown(t *testing.T) {
-	u, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
+	u := pool.Config().ConnString()
 	withPassword := func(u string) string {
 		p, err := url.Parse(u)
 		if err != nil {
@@ -76,8 +77,8 @@ func TestNoPasswordShown(t *testing.T) {
 	srv := httptest.NewServer(ui.New(dash, ui.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
 	defer srv.Close()
 
-	job := opstest.Enqueue(t, pool, "sync", "mirror", `{"source":"postgres://app:s3cret-args@db.example/app","password":"s3cret-json"}`, 0)
-	discarded := opstest.Discard(t, pool, "mirror", "connect postgres://app:s3cret-err@db.example/app: connection refused")
+	job := testkit.Enqueue(t, pool, "sync", "mirror", `{"source":"postgres://app:s3cret-args@db.example/app","password":"s3cret-json"}`, 0)
+	discarded := clientkit.Discard(t, pool, "mirror", "connect postgres://app:s3cret-err@db.example/app: connection refused")
 	urlPID := holdWith(t, u, `SELECT 'postgres://app:s3cret-url@db.example/app' AS dsn, 'host=db password=s3cret-kv user=app' AS kv`)
 	sqlPID := holdWith(t, u, `CREATE ROLE rotated_app LOGIN PASSWORD 's3cret-sql'`)
 
@@ -109,8 +110,8 @@ func TestNoPasswordShown(t *testing.T) {
 	// The same dashboard on a database it cannot reach, and on one without
 	// the schema: errors, and log lines.
 	for name, target := range map[string]string{
-		"unreachable": pgtest.WithDatabase(withPassword(u), "no_such_database"),
-		"no schema":   withPassword(pgtest.NewDatabase(t)),
+		"unreachable": testkit.WithDatabase(withPassword(u), "no_such_database"),
+		"no schema":   withPassword(testkit.EmptyDBURL(t)),
 	} {
 		s := httptest.NewServer(ui.New(poolFor(t, target), ui.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
 		for _, p := range pages {

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 	"github.com/millrace/millrace/ui"
 )
 
 // On a database without the schema every page and endpoint says, in one
 // line, what to run; the header does not claim a read-only role.
 func TestNoSchemaSaysMigrate(t *testing.T) {
-	pool := poolFor(t, pgtest.NewDatabase(t))
+	pool := poolFor(t, testkit.EmptyDBURL(t))
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
 	defer srv.Close()
 	for _, p := range []string{"/", "/jobs", "/jobs?state=available", "/jobs/1", "/horizon"} {

@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/guard"
 	"github.com/millrace/millrace/internal/ops"
-	"github.com/millrace/millrace/internal/ops/opstest"
 	"github.com/millrace/millrace/internal/testkit"
 	"github.com/millrace/millrace/ui"
 )
@@ -71,9 +70,9 @@ func poolFor(t *testing.T, u string) *pgxpool.Pool {
 // endpoint answers there, links are relative, and the JSON says what the
 // queues hold.
 func TestPagesUnderPrefix(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
-	id := opstest.Enqueue(t, pool, "email", "mail", `{"to":"ada@example.com"}`, 0)
-	opstest.Enqueue(t, pool, "email", "mail", `{}`, time.Hour)
+	pool := testkit.DB(t)
+	id := testkit.Enqueue(t, pool, "email", "mail", `{"to":"ada@example.com"}`, 0)
+	testkit.Enqueue(t, pool, "email", "mail", `{}`, time.Hour)
 	mux := http.NewServeMux()
 	mux.Handle("/ops/queue/", http.StripPrefix("/ops/queue", ui.New(pool, ui.Options{})))
 	srv := httptest.NewServer(mux)
@@ -123,8 +122,8 @@ func TestPagesUnderPrefix(t *testing.T) {
 // Pause and resume through the dashboard change the database; a
 // cross-origin POST is refused.
 func TestPauseResumeAndSameOrigin(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
-	opstest.Enqueue(t, pool, "email", "mail", `{}`, 0)
+	pool := testkit.DB(t)
+	testkit.Enqueue(t, pool, "email", "mail", `{}`, 0)
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
 	defer srv.Close()
 	ctx := context.Background()
@@ -159,8 +158,8 @@ func TestPauseResumeAndSameOrigin(t *testing.T) {
 // A worker role may read but not act: no action is offered and a POST is
 // refused; the admin role is offered pause and resume.
 func TestActionsFollowTheRole(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
-	id := opstest.Enqueue(t, pool, "email", "mail", `{}`, 0)
+	pool := testkit.DB(t)
+	id := testkit.Enqueue(t, pool, "email", "mail", `{}`, 0)
 	worker := poolFor(t, testkit.LoginAs(t, pool, "millrace_worker"))
 	admin := poolFor(t, testkit.LoginAs(t, pool, "millrace_admin"))
 	ws := httptest.NewServer(ui.New(worker, ui.Options{}))
@@ -202,7 +201,7 @@ func TestActionsFollowTheRole(t *testing.T) {
 }
 
 func TestTokenAndBasicAuth(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	srv := httptest.NewServer(ui.New(pool, ui.Options{Token: "s3cret"}))
 	defer srv.Close()
 	if code, _ := get(t, srv.URL+"/"); code != 401 {
@@ -248,7 +247,8 @@ func TestTokenAndBasicAuth(t *testing.T) {
 // The horizon endpoint lists a session holding an xid, with its class
 // under a policy, and what the guard would do to it.
 func TestHorizonShowsHolder(t *testing.T) {
-	u, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
+	u := pool.Config().ConnString()
 	ctx := context.Background()
 	cfg, _ := pgx.ParseConfig(u)
 	cfg.RuntimeParams["application_name"] = "report-writer"
@@ -313,11 +313,11 @@ classes:
 
 // Cancel and retry through the dashboard (schema version 5).
 func TestCancelRetry(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
 	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
 	defer srv.Close()
-	id := opstest.Enqueue(t, pool, "email", "mail", `{}`, 0)
+	id := testkit.Enqueue(t, pool, "email", "mail", `{}`, 0)
 	resp := post(t, srv.URL+fmt.Sprintf("/jobs/%d/cancel", id), nil, "Origin", srv.URL)
 	if resp.StatusCode != 303 || !strings.Contains(resp.Header.Get("Location"), "cancelled") {
 		t.Fatalf("cancel: %d %q", resp.StatusCode, resp.Header.Get("Location"))

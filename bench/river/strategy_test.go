@@ -8,10 +8,10 @@ import (
 
 	"github.com/millrace/millrace/internal/bench"
 	"github.com/millrace/millrace/internal/bench/cli"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestDefaultWorkers: without --workers the river strategy runs River's own
 // benchmark's worker count; --workers still sets it.
@@ -33,7 +33,7 @@ func TestDefaultWorkers(t *testing.T) {
 // that River's own pickup latency arrived for every job.
 func TestWorkRecordsFetchesAndPickups(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	s := &strategy{}
 	if err := s.Setup(ctx, url); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ func TestBinaryLinksNoTestPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	deps := strings.Fields(string(out))
-	for _, bad := range []string{"testing", "github.com/millrace/millrace/internal/pgtest", "github.com/millrace/millrace/internal/testkit"} {
+	for _, bad := range []string{"testing", "github.com/millrace/millrace/internal/testkit", "github.com/millrace/millrace/internal/testkit/clientkit"} {
 		if slices.Contains(deps, bad) {
 			t.Errorf("the millrace program links %s", bad)
 		}

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/testkit"
 )
 
@@ -49,7 +48,7 @@ func TestParseArgsAnywhere(t *testing.T) {
 // migrated.
 func TestMigrateFlagsAnywhereAndConfirm(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	t.Setenv("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
 	if err := runMigrate(ctx, []string{"up", "--database-url", url}); err != nil {
 		t.Fatalf("up with the flag after the action: %v", err)

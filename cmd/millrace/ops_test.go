@@ -19,8 +19,8 @@ import (
 
 	mr "github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/ops"
-	"github.com/millrace/millrace/internal/ops/opstest"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
+	"github.com/millrace/millrace/internal/testkit/clientkit"
 )
 
 // millrace runs the real command (this test binary, started again with
@@ -53,11 +53,12 @@ func oneLineErr(t *testing.T, stderr, want string) {
 }
 
 func TestQueuesAndPauseCommands(t *testing.T) {
-	u, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
+	u := pool.Config().ConnString()
 	ctx := context.Background()
-	opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
-	opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
-	opstest.Enqueue(t, pool, "report", "reports", `{}`, time.Hour)
+	testkit.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	testkit.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	testkit.Enqueue(t, pool, "report", "reports", `{}`, time.Hour)
 
 	code, out, errs := millrace(t, "queues", "--database-url", u)
 	if code != 0 {
@@ -116,10 +117,11 @@ func TestQueuesAndPauseCommands(t *testing.T) {
 }
 
 func TestJobsCommands(t *testing.T) {
-	u, pool := opstest.NewDatabase(t)
-	a := opstest.Enqueue(t, pool, "email.send", "email", `{"to":"ada@example.com"}`, 0)
-	b := opstest.Enqueue(t, pool, "report", "reports", `{"month":"2026-10"}`, time.Hour)
-	d := opstest.Discard(t, pool, "default", "image cat.png: unsupported format")
+	pool := testkit.DB(t)
+	u := pool.Config().ConnString()
+	a := testkit.Enqueue(t, pool, "email.send", "email", `{"to":"ada@example.com"}`, 0)
+	b := testkit.Enqueue(t, pool, "report", "reports", `{"month":"2026-10"}`, time.Hour)
+	d := clientkit.Discard(t, pool, "default", "image cat.png: unsupported format")
 
 	ids := func(out string) []string {
 		var r []string
@@ -202,9 +204,10 @@ func TestJobsCommands(t *testing.T) {
 
 // Cancel and retry through the command (schema version 5).
 func TestJobsCancelRetryCommands(t *testing.T) {
-	u, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
+	u := pool.Config().ConnString()
 	ctx := context.Background()
-	a := opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	a := testkit.Enqueue(t, pool, "email.send", "email", `{}`, 0)
 	code, out, errs := millrace(t, "jobs", "cancel", fmt.Sprint(a), "--yes", "--database-url", u)
 	if code != 0 || strings.TrimSpace(out) != fmt.Sprintf("job %d: cancelled", a) {
 		t.Fatalf("cancel: exit %d %q %s", code, out, errs)
@@ -234,7 +237,7 @@ func TestJobsCancelRetryCommands(t *testing.T) {
 
 // millrace ui serves the dashboard until it is interrupted.
 func TestUICommand(t *testing.T) {
-	u, _ := opstest.NewDatabase(t)
+	u := testkit.DBURL(t)
 	a, _ := json.Marshal([]string{"ui", "--listen", "127.0.0.1:0", "--database-url", u, "--token", "t0k"})
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "MILLRACE_ARGS="+string(a), "DATABASE_URL=")
@@ -284,7 +287,7 @@ func TestUICommand(t *testing.T) {
 // On a database without the schema every operator command says, in one
 // line, what to run; not the server's SQLSTATE.
 func TestNoSchemaNamesMigrate(t *testing.T) {
-	u := pgtest.NewDatabase(t)
+	u := testkit.EmptyDBURL(t)
 	for _, args := range [][]string{{"queues"}, {"jobs", "list"}, {"jobs", "list", "--queue", "q"}, {"jobs", "show", "1"},
 		{"jobs", "cancel", "1", "--yes"}, {"jobs", "retry", "1", "--yes"}, {"queue", "pause", "q", "--yes"}, {"queue", "resume", "q"}} {
 		code, out, errs := millrace(t, append(args, "--database-url", u)...)
@@ -298,7 +301,7 @@ func TestNoSchemaNamesMigrate(t *testing.T) {
 // A wrong database name: the root cause first, once (with sslmode=prefer
 // the driver first tries TLS, which the server refuses; that is not it).
 func TestConnectRootCause(t *testing.T) {
-	base, err := pgtest.ServerURL()
+	base, err := testkit.ServerURL()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,10 +331,11 @@ func TestConnectRootCause(t *testing.T) {
 // which queues there are; a typo creates no queue. Pausing a queue ahead
 // of its first job asks for --create.
 func TestUnknownQueueAndJob(t *testing.T) {
-	u, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
+	u := pool.Config().ConnString()
 	ctx := context.Background()
-	opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
-	opstest.Enqueue(t, pool, "report", "reports", `{}`, time.Hour)
+	testkit.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	testkit.Enqueue(t, pool, "report", "reports", `{}`, time.Hour)
 	queues := func() string {
 		qs, err := ops.Queues(ctx, pool)
 		if err != nil {
@@ -378,7 +382,7 @@ func TestUnknownQueueAndJob(t *testing.T) {
 
 	// With many queues the error says how many and where to see them.
 	for i := range fewQueues {
-		opstest.Enqueue(t, pool, "x", fmt.Sprintf("q%02d", i), `{}`, 0)
+		testkit.Enqueue(t, pool, "x", fmt.Sprintf("q%02d", i), `{}`, 0)
 	}
 	_, _, errs = millrace(t, "queue", "resume", "nosuchqueue", "--database-url", u)
 	oneLineErr(t, errs, fmt.Sprintf("no queue nosuchqueue (there are %d queues: millrace queues lists them)", fewQueues+3))
@@ -388,9 +392,10 @@ func TestUnknownQueueAndJob(t *testing.T) {
 // escaped: a newline forges no row, an escape sequence (a terminal title,
 // a C1 CSI) does nothing.
 func TestControlCharsEscaped(t *testing.T) {
-	u, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
+	u := pool.Config().ConnString()
 	evil := "evil\nforged  9  0  0  0  0  0.00  -  no\x1b]0;title\x07"
-	id := opstest.Enqueue(t, pool, "kind\x1b[2J\u009b31m", evil, `{"note":"\u009b2J\u202e"}`, 0)
+	id := testkit.Enqueue(t, pool, "kind\x1b[2J\u009b31m", evil, `{"note":"\u009b2J\u202e"}`, 0)
 	raw := []string{"\x1b", "\x07", "\u009b", "\u202e", "evil\nforged"}
 	check := func(what, out string) {
 		t.Helper()
@@ -438,7 +443,8 @@ func (napArgs) Kind() string { return "nap" }
 // host:pid; a finished attempt's run time keeps its sub-second digits; the
 // confirmation of retry and cancel says what will happen.
 func TestJobsShowDetails(t *testing.T) {
-	u, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
+	u := pool.Config().ConnString()
 	ctx := context.Background()
 	started, release := make(chan int64, 1), make(chan struct{})
 	workers := mr.NewWorkers()

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/millrace/millrace/internal/ops/opstest"
-	"github.com/millrace/millrace/internal/pgtest"
+	mr "github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // The commands that write, pointed at a hot standby, say in one line that
@@ -20,7 +20,7 @@ func TestWritingCommandsOnAStandby(t *testing.T) {
 		t.Skip("DATABASE_URL set: a standby needs a throwaway cluster of the test's own")
 	}
 	ctx := context.Background()
-	cl, err := pgtest.Start(ctx, pgtest.Options{})
+	cl, err := testkit.Start(ctx, testkit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +30,11 @@ func TestWritingCommandsOnAStandby(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer primary.Close()
-	if err := opstest.Prepare(ctx, primary); err != nil {
+	if err := mr.Migrate(ctx, primary); err != nil {
 		t.Fatal(err)
 	}
-	id := opstest.Enqueue(t, primary, "email.send", "email", `{}`, 0)
-	sb, err := cl.AddStandby(ctx, pgtest.Options{})
+	id := testkit.Enqueue(t, primary, "email.send", "email", `{}`, 0)
+	sb, err := cl.AddStandby(ctx, testkit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestCopyable: main.go, copied as it is into a module of a user's own
 // (which can import no internal package of millrace), builds and runs to
@@ -56,7 +56,7 @@ func TestCopyable(t *testing.T) {
 		}
 	}
 	if os.Getenv("DATABASE_URL") != "" {
-		env = append(env, "DATABASE_URL="+pgtest.NewDatabase(t))
+		env = append(env, "DATABASE_URL="+testkit.EmptyDBURL(t))
 	}
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/millrace/millrace/internal/bench"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // TestRunChaos runs the chaos scenario compressed: three worker processes
@@ -25,7 +25,7 @@ func TestRunChaos(t *testing.T) {
 		t.Skip("DATABASE_URL is set: this test restarts a server of its own")
 	}
 	ctx := context.Background()
-	c, err := pgtest.Start(ctx, pgtest.Options{})
+	c, err := testkit.Start(ctx, testkit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestRunChaos(t *testing.T) {
 		Mix: bench.Mix{Fail: 10, Snooze: 5, Cancel: 5, Sched: 10, Unique: 5}, MixSchedMax: 2 * time.Second,
 		Clean: time.Second, Stress: 10 * time.Second, Recovery: 10 * time.Second, Out: out,
 		Chaos:   bench.ChaosOptions{Leases: bench.Leases{Process: 2 * time.Second, Leader: time.Second}, Hold: 2 * time.Second, Poison: 1},
-		Restart: func(ctx context.Context) error { return c.Restart(ctx, pgtest.Options{}) }}
+		Restart: func(ctx context.Context) error { return c.Restart(ctx, testkit.Options{}) }}
 	defer func() {
 		if t.Failed() {
 			// What the worker processes said: warnings and errors, for the

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/millrace/millrace/internal/bench"
 	"github.com/millrace/millrace/internal/ops"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // TestAcceptanceReadsNeverLie (issue 31, acceptance 2): polling
@@ -56,7 +56,7 @@ func TestAcceptanceReadsNeverLie(t *testing.T) {
 		}
 		dur = d
 	}
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	p := &readPoller{url: url, finished: map[int64]finalSeen{}}
 	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioClean,
 		Rate: 800, Work: 10 * time.Millisecond, Warmup: 5 * time.Second, Clean: dur,

@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/bench"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/storage"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // TestAcceptanceRingTurns (issue 31, acceptance 4): with each of three
@@ -72,7 +72,7 @@ func TestAcceptanceRingTurns(t *testing.T) {
 	}
 	var clean ringSamples
 	for i, r := range runs {
-		url := pgtest.NewDatabase(t)
+		url := testkit.EmptyDBURL(t)
 		s := &ringSampler{url: url, fault: r.fault}
 		cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioClean,
 			Rate: 800, Warmup: 5 * time.Second, Clean: dur, Out: t.TempDir(), Guard: s.run}

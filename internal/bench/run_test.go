@@ -17,7 +17,6 @@ import (
 	"github.com/millrace/millrace/internal/bench"
 	_ "github.com/millrace/millrace/internal/bench/classic"
 	_ "github.com/millrace/millrace/internal/bench/native"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -31,7 +30,7 @@ func TestMain(m *testing.M) {
 // checks what the run writes: the phases, the pin seen in stress and gone
 // in recovery, every job accounted for, and both output files.
 func TestRunIdleXid(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	out := t.TempDir()
 	cfg := bench.Config{URL: url, Strategies: []string{"skiplocked", "millrace"}, Scenario: bench.ScenarioIdleXid,
 		Rate: 200, Workers: 4, Work: time.Millisecond,
@@ -152,7 +151,7 @@ func TestRunIdleXid(t *testing.T) {
 
 // TestRunBurndown inserts jobs first and works them down.
 func TestRunBurndown(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	cfg := bench.Config{URL: url, Strategies: []string{"millrace", "skiplocked-batch"}, Scenario: bench.ScenarioBurndown,
 		Jobs: 3000, Workers: 8, Out: t.TempDir()}
 	res, err := bench.Run(context.Background(), cfg)
@@ -187,7 +186,7 @@ func TestRunBurndown(t *testing.T) {
 // and checks per_process_completed: one count per process, adding up to the
 // jobs, and for a classic strategy (whose workers poll) every process busy.
 func TestRunProcesses(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	out := t.TempDir()
 	cfg := bench.Config{URL: url, Strategies: []string{"millrace", "skiplocked-batch"}, Scenario: bench.ScenarioBurndown,
 		Jobs: 3000, Workers: 6, Processes: 3, Work: time.Millisecond, Out: out}
@@ -236,7 +235,7 @@ func TestRunProcesses(t *testing.T) {
 // stays open to its end (holding the horizon), the unserved queue's jobs
 // are all worked by the drain after the run, and nothing is lost.
 func TestRunStall(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	out := t.TempDir()
 	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioStall,
 		Rate: 100, Workers: 4, Work: time.Millisecond,
@@ -333,7 +332,7 @@ func init() {
 // strategy reports reaches the summary, and is left out for a strategy
 // that reports none.
 func TestRunStrategyDefaults(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	cfg := bench.Config{URL: url, Strategies: []string{"test-own-defaults", "skiplocked"}, Scenario: bench.ScenarioClean,
 		Rate: 100, Work: time.Millisecond, Clean: 2 * time.Second, Out: t.TempDir()}
 	res, err := bench.Run(context.Background(), cfg)
@@ -421,7 +420,7 @@ func acceptance(t *testing.T) {
 // process completes between 15% and 35% of the jobs.
 func TestAcceptanceProcesses(t *testing.T) {
 	acceptance(t)
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioBurndown,
 		Jobs: 200000, Workers: 32, Processes: 4, Work: time.Millisecond, Out: t.TempDir()}
 	res, err := bench.Run(context.Background(), cfg)
@@ -445,7 +444,7 @@ func TestAcceptanceProcesses(t *testing.T) {
 // phase's and rotations keep their clean cadence (at least half of it).
 func TestAcceptanceStall(t *testing.T) {
 	acceptance(t)
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioStall,
 		Rate: 800, Workers: 32, Work: 10 * time.Millisecond,
 		Warmup: 5 * time.Second, Clean: 30 * time.Second, Stress: 5 * time.Minute, Recovery: 30 * time.Second, Out: t.TempDir()}
@@ -490,7 +489,7 @@ func TestAcceptanceStall(t *testing.T) {
 // processes and checks that summary.json's metric totals equal the
 // bench's own counts.
 func TestRunMetrics(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	out := t.TempDir()
 	reg := prometheus.NewRegistry()
 	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioClean,
@@ -557,7 +556,7 @@ func TestRunMetrics(t *testing.T) {
 // cancelled and de-duplicated shares are out of what should run, and no
 // defect, lost job or duplicate.
 func TestRunMix(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	out := t.TempDir()
 	mix, err := bench.ParseMix("fail=20,snooze=5,cancel=5,sched=20,unique=10")
 	if err != nil {
@@ -642,7 +641,7 @@ func TestRunMix(t *testing.T) {
 // longer than one report; read-only readers (--reader-readonly) hold none
 // and never hold it longer than one report.
 func TestRunAnalyticsReaders(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	base := bench.Config{URL: url, Strategies: []string{"skiplocked"}, Scenario: bench.ScenarioAnalytics,
 		Rate: 100, Workers: 2, Work: time.Millisecond,
 		Clean: 2 * time.Second, Stress: 9 * time.Second, Recovery: 2 * time.Second,
@@ -828,7 +827,7 @@ classes:
 // jobs that wait for their time out, and every expected job completes
 // once, none lost.
 func TestRunMixAtMaxRate(t *testing.T) {
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	mix, err := bench.ParseMix("fail=20,snooze=5,cancel=5,sched=20,unique=10")
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/testkit"
 )
 
@@ -20,7 +19,7 @@ import (
 // counted and the local server's CPU read.
 func TestProbe(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	db, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +35,7 @@ func TestProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.close()
-	if c, _ := pgtest.Shared(); c != nil && p.postmaster != c.PID() {
+	if c, _ := testkit.Shared(); c != nil && p.postmaster != c.PID() {
 		t.Errorf("postmaster = %d, want %d", p.postmaster, c.PID())
 	}
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/schema"
 	"github.com/millrace/millrace/internal/storage"
 	"github.com/millrace/millrace/internal/testkit"
@@ -29,7 +28,7 @@ import (
 // slot; given pg_read_all_stats, with its transaction's real age.
 func TestHoldersNamedWithRoleAndAge(t *testing.T) {
 	ctx := context.Background()
-	base := pgtest.NewDatabase(t)
+	base := testkit.EmptyDBURL(t)
 	owner, err := pgxpool.New(ctx, base) // a superuser
 	if err != nil {
 		t.Fatal(err)

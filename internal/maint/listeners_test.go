@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/schema"
 	"github.com/millrace/millrace/internal/storage"
 	"github.com/millrace/millrace/internal/testkit"
@@ -25,7 +24,7 @@ import (
 // ListenerStuckAfter; the queue empties.
 func TestStoppedListenerIsEnded(t *testing.T) {
 	ctx := context.Background()
-	base := pgtest.NewDatabase(t)
+	base := testkit.EmptyDBURL(t)
 	owner, err := pgxpool.New(ctx, base)
 	if err != nil {
 		t.Fatal(err)

@@ -8,19 +8,19 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/ops"
-	"github.com/millrace/millrace/internal/ops/opstest"
 	"github.com/millrace/millrace/internal/storage"
 	"github.com/millrace/millrace/internal/testkit"
+	"github.com/millrace/millrace/internal/testkit/clientkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
 
 func TestListJobsFilters(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
 	var ids []int64
 	for i := 0; i < 5; i++ {
-		ids = append(ids, opstest.Enqueue(t, pool, "k", "q", `{}`, 0))
+		ids = append(ids, testkit.Enqueue(t, pool, "k", "q", `{}`, 0))
 	}
 	jobs, err := ops.ListJobs(ctx, pool, ops.Filter{Limit: 2})
 	if err != nil || len(jobs) != 2 || jobs[0].ID != ids[4] || jobs[1].ID != ids[3] {
@@ -45,10 +45,10 @@ func TestListJobsFilters(t *testing.T) {
 // Completed attempts reach history: the sample counts them, with their
 // latencies, and the queue's rate is not zero (schema version 5).
 func TestSampleCountsCompleted(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
 	start := time.Now().Add(-time.Second)
-	opstest.Work(t, pool, "work", 50)
+	clientkit.Work(t, pool, "work", 50)
 	var s ops.Sample
 	testkit.WaitFor(t, "20 completed attempts in history", 20*time.Second, func() bool {
 		var err error
@@ -71,9 +71,9 @@ func TestSampleCountsCompleted(t *testing.T) {
 // retry it as a new job, idempotently; nothing to retry of a live job;
 // an unknown job; pause and resume a queue.
 func TestActions(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
-	id := opstest.Enqueue(t, pool, "k", "q", `{}`, 0)
+	id := testkit.Enqueue(t, pool, "k", "q", `{}`, 0)
 	if out, err := ops.Cancel(ctx, pool, id); err != nil || out != "cancelled" {
 		t.Fatalf("cancel a waiting job = %q, %v", out, err)
 	}
@@ -125,7 +125,7 @@ func TestActions(t *testing.T) {
 // was read whole at each call: 385 ms of server CPU a read after a minute
 // at full speed, and growing with history.
 func TestSampleReadsItsWindow(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
 	testkit.RequireServerVersion(t, pool, 150000) // pg_stat_force_next_flush
 	// 50,000 attempts finished five minutes ago, in the bucket of now, then
@@ -181,11 +181,11 @@ func TestSampleReadsItsWindow(t *testing.T) {
 // with a job waiting says more than zero and no more than since before
 // it was inserted; a queue whose only job is scheduled says zero.
 func TestQueuesSayTheOldestWaitingJob(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
 	before := time.Now()
-	opstest.Enqueue(t, pool, "k", "waits", `{}`, 0)
-	opstest.Enqueue(t, pool, "k", "later", `{}`, time.Hour)
+	testkit.Enqueue(t, pool, "k", "waits", `{}`, 0)
+	testkit.Enqueue(t, pool, "k", "later", `{}`, time.Hour)
 	for name, read := range map[string]func(context.Context, ops.DB) ([]ops.Queue, error){
 		"Queues": ops.Queues, "QueueCounts": ops.QueueCounts, "LiveCounts": ops.LiveCounts,
 	} {
@@ -211,7 +211,7 @@ func TestQueuesSayTheOldestWaitingJob(t *testing.T) {
 // window (its counts are of every one): 1,000 attempts that ran 1 ms, after
 // 500 that ran 100 ms earlier in the window, give a run p95 of 1 ms.
 func TestSamplePercentilesOfTheNewest(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
 	for _, q := range []string{
 		// 500 attempts of 100 ms, finished 20 s ago.
@@ -260,9 +260,9 @@ func (h *hookDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 // between GetJob's read of its live row and its read of history was shown
 // running, with a completed attempt; its final attempt ends it.
 func TestGetJobNeverShowsAFinishedJobLive(t *testing.T) {
-	_, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
 	ctx := context.Background()
-	id := opstest.Enqueue(t, pool, "k", "q", `{}`, 0)
+	id := testkit.Enqueue(t, pool, "k", "q", `{}`, 0)
 	s := &storage.Store{Pool: pool}
 	bs, err := s.Claim(ctx, "q", 1, 1, false, storage.Limits{MaxJobs: 10, MaxBytes: 1 << 20})
 	if err != nil || len(bs) != 1 || len(bs[0].Jobs) != 1 || bs[0].Jobs[0].ID != id {

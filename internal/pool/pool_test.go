@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/schema"
 	"github.com/millrace/millrace/internal/storage"
 	"github.com/millrace/millrace/internal/testkit"
@@ -196,7 +195,7 @@ func (tr *tracer) emptyClaims() int {
 // runs.
 func TestNoJobStartsWhileTheLeaseIsInDoubt(t *testing.T) {
 	ctx := context.Background()
-	db, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
+	db, err := pgxpool.New(ctx, testkit.EmptyDBURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

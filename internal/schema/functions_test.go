@@ -1,4 +1,4 @@
-package schema
+package schema_test
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/millrace/millrace/internal/schema"
 )
 
 var createFunction = regexp.MustCompile(`(?i)CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+millrace\.(\w+)\s*\(`)
 
 // TestFunctionsHaveOneHome: every function of a migrated schema is defined
 // exactly once under functions/ (with as many definitions of a name as it
-// has overloads), no versioned migration from functionsSince on defines
+// has overloads), no versioned migration from FunctionsSince on defines
 // one, and every function has a comment.
 func TestFunctionsHaveOneHome(t *testing.T) {
 	ctx := context.Background()
@@ -33,8 +34,8 @@ func TestFunctionsHaveOneHome(t *testing.T) {
 		t.Fatal(err)
 	}
 	defined := map[string]int{}
-	for _, name := range functionFiles {
-		body, err := files.ReadFile("functions/" + name + ".sql")
+	for _, name := range schema.FunctionFiles {
+		body, err := schema.Files.ReadFile("functions/" + name + ".sql")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,11 +58,11 @@ func TestFunctionsHaveOneHome(t *testing.T) {
 			t.Errorf("functions/ defines millrace.%s, which the schema does not have", name)
 		}
 	}
-	all, err := All()
+	all, err := schema.All()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range all[functionsSince-1:] {
+	for _, m := range all[schema.FunctionsSince-1:] {
 		if loc := createFunction.FindStringIndex(m.Up); loc != nil {
 			t.Errorf("migration %d defines a function (%q): functions live in functions/", m.Version, m.Up[loc[0]:loc[1]])
 		}
@@ -74,11 +75,11 @@ func TestFunctionsHaveOneHome(t *testing.T) {
 // knows only the old bodies must refuse the schema, not write them back);
 // then run with -update.
 func TestFunctionsChangeWithAVersion(t *testing.T) {
-	_, hash, err := Functions()
+	_, hash, err := schema.Functions()
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := fmt.Sprintf("%d %s\n", Latest(), hash)
+	line := fmt.Sprintf("%d %s\n", schema.Latest(), hash)
 	const file = "testdata/functions.sum"
 	if *update {
 		if err := os.WriteFile(file, []byte(line), 0o644); err != nil {
@@ -92,7 +93,7 @@ func TestFunctionsChangeWithAVersion(t *testing.T) {
 	}
 	if string(got) != line {
 		t.Fatalf("functions/ changed: %s holds %q, now %q. If version %d is released, add a migration first; then run with -update",
-			file, strings.TrimSpace(string(got)), strings.TrimSpace(line), Latest())
+			file, strings.TrimSpace(string(got)), strings.TrimSpace(line), schema.Latest())
 	}
 }
 
@@ -109,23 +110,23 @@ func TestMigrateAppliesChangedFunctions(t *testing.T) {
 	if n := count(); n != 1 {
 		t.Fatalf("%d function sets after one migration, want 1", n)
 	}
-	if _, err := Up(ctx, pool, 0); err != nil {
+	if _, err := schema.Up(ctx, pool, 0); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(); n != 1 {
 		t.Fatalf("%d function sets after a second Up with the same functions, want 1", n)
 	}
-	if err := Check(ctx, pool); err != nil {
+	if err := schema.Check(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `CREATE OR REPLACE FUNCTION millrace.history_slack() RETURNS interval LANGUAGE sql IMMUTABLE AS $$ SELECT interval '0' $$;
 		INSERT INTO millrace.function_set (version, hash) VALUES (7, 'edited')`); err != nil {
 		t.Fatal(err)
 	}
-	if err := Check(ctx, pool); err == nil {
+	if err := schema.Check(ctx, pool); err == nil {
 		t.Fatal("Check accepts a schema whose functions are not this binary's")
 	}
-	if _, err := Up(ctx, pool, 0); err != nil {
+	if _, err := schema.Up(ctx, pool, 0); err != nil {
 		t.Fatal(err)
 	}
 	var slack string
@@ -133,7 +134,7 @@ func TestMigrateAppliesChangedFunctions(t *testing.T) {
 	if slack == "00:00:00" {
 		t.Fatal("Up did not apply the functions again over an edited body")
 	}
-	if err := Check(ctx, pool); err != nil {
+	if err := schema.Check(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package schema
+package schema_test
 
 import (
 	"strings"
@@ -9,19 +9,20 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/schema"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func TestUpDownStatusConcurrent(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
+	pool, err := pgxpool.New(ctx, testkit.EmptyDBURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if err := Check(ctx, pool); err == nil {
+	if err := schema.Check(ctx, pool); err == nil {
 		t.Fatal("Check passed on an empty database")
 	}
 	// Several migrators at once: exactly one applies each version.
@@ -32,7 +33,7 @@ func TestUpDownStatusConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			applied[i], errs[i] = Up(ctx, pool, 0)
+			applied[i], errs[i] = schema.Up(ctx, pool, 0)
 		}(i)
 	}
 	wg.Wait()
@@ -43,21 +44,21 @@ func TestUpDownStatusConcurrent(t *testing.T) {
 		}
 		total += len(applied[i])
 	}
-	if total != Latest() {
-		t.Fatalf("versions applied across concurrent migrators = %d, want %d", total, Latest())
+	if total != schema.Latest() {
+		t.Fatalf("versions applied across concurrent migrators = %d, want %d", total, schema.Latest())
 	}
-	if err := Check(ctx, pool); err != nil {
+	if err := schema.Check(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	var id int64
 	if err := pool.QueryRow(ctx, "SELECT millrace.enqueue('k', '{}')").Scan(&id); err != nil {
 		t.Fatalf("enqueue after migrate: %v", err)
 	}
-	st, err := List(ctx, pool)
-	if err != nil || len(st) != Latest() || !st[0].Applied {
+	st, err := schema.List(ctx, pool)
+	if err != nil || len(st) != schema.Latest() || !st[0].Applied {
 		t.Fatalf("status = %+v, %v", st, err)
 	}
-	if _, err := Down(ctx, pool, 0); err != nil {
+	if _, err := schema.Down(ctx, pool, 0); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -65,10 +66,10 @@ func TestUpDownStatusConcurrent(t *testing.T) {
 	if n != 0 {
 		t.Fatal("schema still present after down to 0")
 	}
-	if _, err := Up(ctx, pool, 0); err != nil {
+	if _, err := schema.Up(ctx, pool, 0); err != nil {
 		t.Fatalf("up again after down: %v", err)
 	}
-	if _, err := Up(ctx, pool, 99); err == nil {
+	if _, err := schema.Up(ctx, pool, 99); err == nil {
 		t.Fatal("Up to a version this binary lacks succeeded")
 	}
 }
@@ -78,12 +79,12 @@ func TestUpDownStatusConcurrent(t *testing.T) {
 // is not.
 func TestUpgradeFromV2CarriesJobs(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
+	pool, err := pgxpool.New(ctx, testkit.EmptyDBURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := Up(ctx, pool, 2); err != nil {
+	if _, err := schema.Up(ctx, pool, 2); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
@@ -99,7 +100,7 @@ func TestUpgradeFromV2CarriesJobs(t *testing.T) {
 	if _, err := pool.Exec(ctx, `INSERT INTO millrace.ack_0 (job_id, tick_id, token, state, attempt) VALUES (3, 1, 1, 1, 1)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Up(ctx, pool, 0); err != nil {
+	if _, err := schema.Up(ctx, pool, 0); err != nil {
 		t.Fatal(err)
 	}
 	rows, _ := pool.Query(ctx, `SELECT kind || ':' || state FROM millrace.jobs ORDER BY id`)
@@ -110,7 +111,7 @@ func TestUpgradeFromV2CarriesJobs(t *testing.T) {
 	if strings.Join(got, " ") != "ready:available later:scheduled" {
 		t.Fatalf("jobs after the upgrade: %v; want the ready one available and the scheduled one scheduled", got)
 	}
-	if _, err := Down(ctx, pool, 2); err == nil {
+	if _, err := schema.Down(ctx, pool, 2); err == nil {
 		t.Fatal("down from 3 to 2 succeeded; it must refuse")
 	}
 }

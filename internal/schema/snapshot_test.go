@@ -1,4 +1,4 @@
-package schema
+package schema_test
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/schema"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/schema.txt from a freshly migrated database")
@@ -65,12 +66,12 @@ var snapshotQueries = []string{
 func migrated(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
+	pool, err := pgxpool.New(ctx, testkit.EmptyDBURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if _, err := Up(ctx, pool, 0); err != nil {
+	if _, err := schema.Up(ctx, pool, 0); err != nil {
 		t.Fatal(err)
 	}
 	return pool

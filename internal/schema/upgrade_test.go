@@ -1,4 +1,4 @@
-package schema
+package schema_test
 
 import (
 	"bufio"
@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/schema"
 	"github.com/millrace/millrace/internal/storage"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 var updateDumps = flag.Bool("update-dumps", false, "rewrite testdata/upgrade/vN.sql: a database at each released version, populated, dumped with pg_dump")
@@ -57,7 +58,7 @@ func TestUpgradeFromEachVersion(t *testing.T) {
 			if err := pool.QueryRow(ctx, "SELECT last_value FROM millrace.job_id_seq").Scan(&maxID); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := Up(ctx, pool, 0); err != nil {
+			if _, err := schema.Up(ctx, pool, 0); err != nil {
 				t.Fatalf("upgrade from version %d: %v", v, err)
 			}
 			if got := snapshot(ctx, t, pool); got != want {
@@ -159,7 +160,7 @@ func withRoles(ctx context.Context, t *testing.T, pool *pgxpool.Pool) {
 func restored(t *testing.T, dump string) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
+	pool, err := pgxpool.New(ctx, testkit.EmptyDBURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,14 +181,14 @@ func restored(t *testing.T, dump string) *pgxpool.Pool {
 func writeDump(t *testing.T, v int) {
 	t.Helper()
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
 	withRoles(ctx, t, pool)
-	if _, err := Up(ctx, pool, v); err != nil {
+	if _, err := schema.Up(ctx, pool, v); err != nil {
 		t.Fatal(err)
 	}
 	var exp []expectation
@@ -255,7 +256,7 @@ func writeDump(t *testing.T, v int) {
 		// The claiming process is gone after the dump: its batch stays
 		// running until a rescue, which the test does not run.
 	}
-	bin, err := pgtest.BinDir()
+	bin, err := testkit.BinDir()
 	if err != nil {
 		t.Fatal(err)
 	}

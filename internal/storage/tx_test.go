@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // TestRunTxOverridesDefaults: a database whose defaults are REPEATABLE
@@ -19,7 +19,7 @@ import (
 // and nothing it sets outlives it.
 func TestRunTxOverridesDefaults(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)

@@ -1,18 +1,29 @@
-// Package testkit is the support every test of the workspace shares, in
-// every module (the root, guard, ui, millraceprom, cmd/millrace, the
-// bench):
+// Package testkit is the one kit for the tree's own tests, in every module
+// of the workspace (the root, guard, ui, millraceprom, cmd/millrace, the
+// bench); applications' tests have package millracetest:
 //
-//   - DB and DBURL: a fresh database at the current schema for one test,
-//     copied (CREATE DATABASE ... TEMPLATE) from a template migrated once
-//     per test process; ExampleDB is the same for runnable examples;
+//   - Main, for TestMain: the package's shared server stopped, and the
+//     databases made without a test dropped, when its tests end;
+//   - the server: a throwaway cluster per test binary, shared (Shared,
+//     ServerURL), or the one DATABASE_URL names; Start for a cluster of a
+//     test's own, NewPgBouncer for a pooler in front of one. Its clusters
+//     run with fsync off and keep their files in RAM when the machine has
+//     it (Start), and Main points the test binary's temp dir there too;
+//   - databases, one per test: DB and DBURL at the current schema, copied
+//     (CREATE DATABASE ... TEMPLATE) from a template migrated once per
+//     test process; ExampleDB the same for runnable examples; EmptyDBURL
+//     without the schema;
+//   - Enqueue: a job added through the SQL API;
 //   - WaitFor and Until: wait for a condition, polled with a deadline (the
 //     poll interval is the only sleep a test needs to wait);
 //   - LoginAs: a login role, member of one of the schema's roles;
 //   - RequireServerVersion: skip a test the server is too old for.
 //
-// A test package that uses it calls Main from its TestMain. Databases
-// without a schema come from pgtest.NewDatabase; the cluster itself from
-// package pgtest.
+// Jobs worked by a real client (a discarded job, a steady load) come from
+// package clientkit, apart because it imports package millrace, whose own
+// packages' tests use this one. Package testsignal is no part of the kit:
+// it is the point production code fires for a test to wait on, and ships
+// in binaries.
 package testkit
 
 import (
@@ -27,7 +38,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/schema"
 )
 
@@ -56,11 +66,11 @@ var (
 // a test and stops the shared cluster. Call it from TestMain:
 // func TestMain(m *testing.M) { testkit.Main(m) }.
 func Main(m *testing.M) {
-	pgtest.QuickRaceExit()
-	pgtest.TempInRAM()
+	quickRaceExit()
+	tempInRAM()
 	code := m.Run()
 	dropMade()
-	pgtest.StopShared()
+	stopShared()
 	os.Exit(code)
 }
 
@@ -72,7 +82,7 @@ func dropMade() {
 	if len(names) == 0 || os.Getenv("DATABASE_URL") == "" {
 		return // a throwaway cluster goes with all its databases
 	}
-	base, err := pgtest.ServerURL()
+	base, err := ServerURL()
 	if err != nil {
 		return
 	}
@@ -92,7 +102,7 @@ func dropMade() {
 func template() (string, error) {
 	tplOnce.Do(func() {
 		ctx := context.Background()
-		base, err := pgtest.ServerURL()
+		base, err := ServerURL()
 		if err != nil {
 			tplErr = err
 			return
@@ -102,7 +112,7 @@ func template() (string, error) {
 			return
 		}
 		remember(name)
-		pool, err := pgxpool.New(ctx, pgtest.WithDatabase(base, name))
+		pool, err := pgxpool.New(ctx, WithDatabase(base, name))
 		if err != nil {
 			tplErr = err
 			return
@@ -145,7 +155,7 @@ func clone(prefix string) (name, u string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	base, err := pgtest.ServerURL()
+	base, err := ServerURL()
 	if err != nil {
 		return "", "", err
 	}
@@ -153,7 +163,7 @@ func clone(prefix string) (name, u string, err error) {
 	if err := exec(context.Background(), base, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+tpl); err != nil {
 		return "", "", err
 	}
-	return name, pgtest.WithDatabase(base, name), nil
+	return name, WithDatabase(base, name), nil
 }
 
 // DBURL creates a database at the current schema for one test, copied
@@ -166,7 +176,7 @@ func DBURL(t testing.TB) string {
 		t.Fatalf("testkit: %v", err)
 	}
 	t.Cleanup(func() {
-		base, err := pgtest.ServerURL()
+		base, err := ServerURL()
 		if err == nil {
 			exec(context.Background(), base, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 		}
@@ -204,6 +214,20 @@ func ExampleDB() *pgxpool.Pool {
 		panic(err)
 	}
 	return pool
+}
+
+// Enqueue adds a job through the SQL API and returns its id. A non-zero
+// delay schedules it for later.
+func Enqueue(t testing.TB, db *pgxpool.Pool, kind, queue string, args string, delay time.Duration) int64 {
+	t.Helper()
+	var id int64
+	err := db.QueryRow(context.Background(),
+		"SELECT millrace.enqueue(p_kind => $1, p_args => $2::jsonb, p_queue => $3, p_run_at => now() + $4::interval)",
+		kind, args, queue, fmt.Sprintf("%d microseconds", delay.Microseconds())).Scan(&id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // Until polls cond every Poll until it holds, and reports whether it did

@@ -4,7 +4,9 @@
 // fires it; a test arms it before the component starts and waits on it.
 // An unarmed Signal costs its Fire a nil check: production never arms one.
 //
-// It does not import package testing: it ships in binaries.
+// It does not import package testing: it ships in binaries, which is why
+// it is a package of its own and not part of the test kit (package
+// testkit), which production code must not link.
 package testsignal
 
 import (

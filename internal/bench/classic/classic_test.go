@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/bench"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/testkit"
 )
 
@@ -88,7 +87,7 @@ func setup(t *testing.T, name string) (bench.Strategy, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	s := f()
 	if err := s.Setup(context.Background(), url); err != nil {
 		t.Fatal(err)

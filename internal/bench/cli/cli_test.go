@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/bench"
-	"github.com/millrace/millrace/internal/ops/opstest"
-	"github.com/millrace/millrace/internal/pgtest"
+	"github.com/millrace/millrace/internal/testkit"
+	"github.com/millrace/millrace/internal/testkit/clientkit"
 )
 
 // The test binary doubles as the millrace binary for TestInterrupt.
@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	pgtest.Main(m)
+	testkit.Main(m)
 }
 
 // TestFlagErrors checks that bad input is refused with exit status 2 and a
@@ -203,15 +203,16 @@ func benchDatabases(t *testing.T, pool *pgxpool.Pool) []string {
 // id sequences stay exactly as they were, and the bench leaves no database
 // of its own behind.
 func TestBenchLeavesUserDataAlone(t *testing.T) {
-	u, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
+	u := pool.Config().ConnString()
 	ctx := context.Background()
-	opstest.Enqueue(t, pool, "email.send", "default", `{"to":"ada@example.com"}`, 0)
-	opstest.Enqueue(t, pool, "report", "reports", `{}`, time.Hour)
-	c := opstest.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	testkit.Enqueue(t, pool, "email.send", "default", `{"to":"ada@example.com"}`, 0)
+	testkit.Enqueue(t, pool, "report", "reports", `{}`, time.Hour)
+	c := testkit.Enqueue(t, pool, "email.send", "email", `{}`, 0)
 	if _, err := pool.Exec(ctx, "SELECT millrace.cancel($1)", c); err != nil {
 		t.Fatal(err)
 	}
-	opstest.Discard(t, pool, "default", "image cat.png: unsupported format")
+	clientkit.Discard(t, pool, "default", "image cat.png: unsupported format")
 	before := userData(t, pool)
 	policy, err := filepath.Abs("../../../examples/analytics-budget.yaml")
 	if err != nil {
@@ -274,7 +275,8 @@ func TestBenchLeavesUserDataAlone(t *testing.T) {
 // TestBenchNeedsCreateDB: a role that may not create databases is refused
 // in one line naming the privilege, before anything is touched.
 func TestBenchNeedsCreateDB(t *testing.T) {
-	u, pool := opstest.NewDatabase(t)
+	pool := testkit.DB(t)
+	u := pool.Config().ConnString()
 	ctx := context.Background()
 	role := fmt.Sprintf("bench_nocreatedb_%d", os.Getpid())
 	if _, err := pool.Exec(ctx, "CREATE ROLE "+role+" LOGIN NOCREATEDB"); err != nil {
@@ -305,10 +307,10 @@ func TestBenchNeedsCreateDB(t *testing.T) {
 // (--pooler): every job completes once, and the summary names the
 // environment. A setting the server does not know is refused in one line.
 func TestBenchEnvironment(t *testing.T) {
-	if _, err := pgtest.PgBouncerBin(); err != nil && os.Getenv("CI") == "" {
+	if _, err := testkit.PgBouncerBin(); err != nil && os.Getenv("CI") == "" {
 		t.Skip(err)
 	}
-	u, _ := opstest.NewDatabase(t)
+	u := testkit.DBURL(t)
 	ctx := context.Background()
 	common := []string{"--database-url", u, "--strategies", "millrace", "--scenario", "clean", "--rate", "100", "--workers", "4",
 		"--warmup", "0s", "--clean", "3s", "--stress", "0s", "--recovery", "0s"}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/bench"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/testkit"
 )
 
@@ -32,7 +31,7 @@ func TestDefaultWorkers(t *testing.T) {
 // and checks every job is worked exactly once and nothing remains.
 func TestEachJobOnce(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	s := &Strategy{}
 	if err := s.Setup(ctx, url); err != nil {
 		t.Fatal(err)
@@ -97,7 +96,7 @@ func TestEachJobOnce(t *testing.T) {
 // setup makes a strategy on a fresh database.
 func setup(t *testing.T) (*Strategy, string) {
 	t.Helper()
-	url := pgtest.NewDatabase(t)
+	url := testkit.EmptyDBURL(t)
 	s := &Strategy{}
 	if err := s.Setup(context.Background(), url); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package pgtest
+package testkit
 
 import (
 	"context"
@@ -17,12 +17,6 @@ type PgBouncerOptions = pgcluster.PgBouncerOptions
 // PgBouncerBin finds the pgbouncer binary (pgcluster.PgBouncerBin).
 func PgBouncerBin() (string, error) { return pgcluster.PgBouncerBin() }
 
-// StartPgBouncer starts PgBouncer in front of the server of target
-// (pgcluster.StartPgBouncer).
-func StartPgBouncer(ctx context.Context, target string, opts PgBouncerOptions) (*PgBouncer, error) {
-	return pgcluster.StartPgBouncer(ctx, target, opts)
-}
-
 // NewPgBouncer starts PgBouncer in front of the server of target for one
 // test and stops it when the test ends. Without a pgbouncer binary the
 // test is skipped, unless CI is set (then it fails: .ci/run installs it).
@@ -34,7 +28,7 @@ func NewPgBouncer(t testing.TB, target string, opts PgBouncerOptions) *PgBouncer
 		}
 		t.Fatal(err)
 	}
-	b, err := StartPgBouncer(context.Background(), target, opts)
+	b, err := pgcluster.StartPgBouncer(context.Background(), target, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
-// Package opstest prepares databases for the tests of the operator
-// surface (package ops, the dashboard, the operator commands).
-package opstest
+// Package clientkit is the part of the test kit (package testkit) that
+// runs a real millrace client: a job worked until it is discarded, a
+// steady load for the dashboard's charts. It is apart from testkit because
+// it imports package millrace, whose own packages' tests use testkit.
+package clientkit
 
 import (
 	"context"
@@ -15,39 +17,6 @@ import (
 	"github.com/millrace/millrace"
 	"github.com/millrace/millrace/internal/testkit"
 )
-
-// NewDatabase creates a database at the current schema for one test
-// (testkit.DBURL) and returns its URL and a pool (closed at the end of the
-// test).
-func NewDatabase(t testing.TB) (string, *pgxpool.Pool) {
-	t.Helper()
-	u := testkit.DBURL(t)
-	pool, err := pgxpool.New(context.Background(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return u, pool
-}
-
-// Prepare migrates a database.
-func Prepare(ctx context.Context, pool *pgxpool.Pool) error {
-	return millrace.Migrate(ctx, pool)
-}
-
-// Enqueue adds a job through the SQL API and returns its id. A non-zero
-// delay schedules it for later.
-func Enqueue(t testing.TB, db *pgxpool.Pool, kind, queue string, args string, delay time.Duration) int64 {
-	t.Helper()
-	var id int64
-	err := db.QueryRow(context.Background(),
-		"SELECT millrace.enqueue(p_kind => $1, p_args => $2::jsonb, p_queue => $3, p_run_at => now() + $4::interval)",
-		kind, args, queue, fmt.Sprintf("%d microseconds", delay.Microseconds())).Scan(&id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
 
 // FailArgs are the arguments of a job whose worker always fails.
 type FailArgs struct {

@@ -1,8 +1,4 @@
-// Package pgtest gives tests and the bench a PostgreSQL server: a
-// throwaway cluster shared by a test binary (package pgcluster, which
-// starts it), or the server DATABASE_URL names, and a fresh database per
-// test.
-package pgtest
+package testkit
 
 import (
 	"context"
@@ -14,15 +10,8 @@ import (
 // Cluster is a running throwaway PostgreSQL server (pgcluster.Cluster).
 type Cluster = pgcluster.Cluster
 
-// Standby is a streaming hot standby of a Cluster (pgcluster.Standby).
-type Standby = pgcluster.Standby
-
 // Options configure a cluster (pgcluster.Options).
 type Options = pgcluster.Options
-
-// DefaultSettings are the server settings every cluster starts with unless
-// overridden (pgcluster.DefaultSettings).
-var DefaultSettings = pgcluster.DefaultSettings
 
 // Start creates and starts a new cluster; the caller must Stop it. A test
 // cluster runs with fsync off unless opts say otherwise: no test is about

@@ -1,4 +1,4 @@
-package pgtest
+package testkit
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -17,37 +16,26 @@ var (
 	sharedOnce    sync.Once
 	sharedCluster *Cluster
 	sharedErr     error
-	dbCounter     atomic.Int64
 )
 
-// Main runs a test package's tests and stops the shared cluster afterwards.
-// Call it from TestMain: func TestMain(m *testing.M) { pgtest.Main(m) }.
-func Main(m *testing.M) {
-	QuickRaceExit()
-	TempInRAM()
-	code := m.Run()
-	StopShared()
-	os.Exit(code)
-}
-
-// QuickRaceExit makes the processes a test starts (the test binary run
+// quickRaceExit makes the processes a test starts (the test binary run
 // again as a worker, a CLI, a crashing child) exit at once under the race
 // detector: by default a race-enabled binary sleeps a second before it
 // exits (GORACE atexit_sleep_ms=1000), and the suite starts several
 // hundred of them. Races are still reported as they happen. A GORACE the
 // caller set is kept.
-func QuickRaceExit() {
+func quickRaceExit() {
 	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
 		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
 	}
 }
 
-// TempInRAM points TMPDIR at a RAM-backed directory (pgcluster.RAMDir)
+// tempInRAM points TMPDIR at a RAM-backed directory (pgcluster.RAMDir)
 // for the test binary and the processes it starts, unless TMPDIR or
 // MILLRACE_TEST_PGDIR is set: the clusters that code under test starts for
 // itself in the temp dir (the bench's CLI, the dashboard's command) get
-// what pgtest.Start's clusters get.
-func TempInRAM() {
+// what Start's clusters get.
+func tempInRAM() {
 	if os.Getenv("TMPDIR") != "" || os.Getenv("MILLRACE_TEST_PGDIR") != "" {
 		return
 	}
@@ -56,8 +44,8 @@ func TempInRAM() {
 	}
 }
 
-// StopShared stops the package-wide cluster if one was started.
-func StopShared() {
+// stopShared stops the package-wide cluster if one was started.
+func stopShared() {
 	if sharedCluster != nil {
 		sharedCluster.Stop()
 	}
@@ -88,23 +76,24 @@ func ServerURL() (string, error) {
 	return c.URL("postgres"), nil
 }
 
-// NewDatabase creates a fresh, uniquely named database for one test and
-// drops it when the test ends. It returns the database's URL.
-func NewDatabase(t testing.TB) string {
+// EmptyDBURL creates a fresh database without the schema (the test
+// migrates it, or needs none) for one test and drops it when the test
+// ends. It returns the database's URL.
+func EmptyDBURL(t testing.TB) string {
 	t.Helper()
 	base, err := ServerURL()
 	if err != nil {
-		t.Fatalf("pgtest: %v", err)
+		t.Fatalf("testkit: %v", err)
 	}
-	name := fmt.Sprintf("t_%s_%d_%d", sanitize(t.Name()), os.Getpid(), dbCounter.Add(1))
+	name := fmt.Sprintf("t_%s_%d_%d", sanitize(t.Name()), os.Getpid(), dbN.Add(1))
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
-		t.Fatalf("pgtest: connect: %v", err)
+		t.Fatalf("testkit: connect: %v", err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("pgtest: create database: %v", err)
+		t.Fatalf("testkit: create database: %v", err)
 	}
 	t.Cleanup(func() {
 		conn, err := pgx.Connect(ctx, base)
@@ -120,19 +109,3 @@ func NewDatabase(t testing.TB) string {
 // WithDatabase returns u with its database name replaced by db
 // (pgcluster.WithDatabase).
 func WithDatabase(u, db string) string { return pgcluster.WithDatabase(u, db) }
-
-func sanitize(s string) string {
-	s = strings.ToLower(s)
-	var b strings.Builder
-	for _, r := range s {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-		if b.Len() >= 30 {
-			break
-		}
-	}
-	return b.String()
-}

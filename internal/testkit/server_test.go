@@ -1,4 +1,4 @@
-package pgtest_test
+package testkit_test
 
 import (
 	"context"
@@ -7,20 +7,17 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/millrace/millrace/internal/pgtest"
 	"github.com/millrace/millrace/internal/testkit"
 	"github.com/millrace/millrace/millracetest/pgcluster"
 )
-
-func TestMain(m *testing.M) { testkit.Main(m) }
 
 // tmpdirSet is whether TMPDIR was set before TestMain ran (package
 // variables are initialized first).
 var _, tmpdirSet = os.LookupEnv("TMPDIR")
 
-func TestNewDatabaseIsolated(t *testing.T) {
+func TestEmptyDBURLIsolated(t *testing.T) {
 	ctx := context.Background()
-	a, b := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
+	a, b := testkit.EmptyDBURL(t), testkit.EmptyDBURL(t)
 	if a == b {
 		t.Fatal("two databases share a URL")
 	}
@@ -60,10 +57,10 @@ func TestClustersRunWithoutFsync(t *testing.T) {
 		}
 		return v
 	}
-	if v := show(pgtest.NewDatabase(t)); v != "off" && os.Getenv("DATABASE_URL") == "" {
+	if v := show(testkit.EmptyDBURL(t)); v != "off" && os.Getenv("DATABASE_URL") == "" {
 		t.Errorf("the shared test cluster: fsync %s, want off", v)
 	}
-	cl, err := pgtest.Start(ctx, pgtest.Options{Settings: map[string]string{"fsync": "on"}})
+	cl, err := testkit.Start(ctx, testkit.Options{Settings: map[string]string{"fsync": "on"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,12 +81,12 @@ func TestClustersRunInRAM(t *testing.T) {
 		want = ram
 	}
 	if !tmpdirSet && os.Getenv("MILLRACE_TEST_PGDIR") == "" && ram != "" && os.TempDir() != ram {
-		t.Errorf("the test binary's temp dir is %s, want %s (TempInRAM)", os.TempDir(), ram)
+		t.Errorf("the test binary's temp dir is %s, want %s (Main: tempInRAM)", os.TempDir(), ram)
 	}
 	if want == "" {
 		t.Skip("no RAM-backed directory with 4 GB free (/dev/shm) and no MILLRACE_TEST_PGDIR")
 	}
-	cl, err := pgtest.Start(ctx, pgtest.Options{})
+	cl, err := testkit.Start(ctx, testkit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +107,7 @@ func TestClustersRunInRAM(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("MILLRACE_TEST_PGDIR", dir)
-	cl, err = pgtest.Start(ctx, pgtest.Options{})
+	cl, err = testkit.Start(ctx, testkit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
