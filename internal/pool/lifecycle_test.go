@@ -7,7 +7,36 @@ import (
 	"time"
 
 	"github.com/millrace/millrace/internal/storage"
+	"go.uber.org/goleak"
 )
+
+// TestStopGivesUpOutcomesItCannotWrite: when the outcome of a finished job
+// cannot be written (here the database pool is closed under the acker,
+// which retries what looks like a lost connection), Stop returns by its
+// deadline with an error and leaves no goroutine behind: the acker gives
+// up (the job runs again elsewhere, as after a crash) instead of retrying
+// after Stop returned.
+func TestStopGivesUpOutcomesItCannotWrite(t *testing.T) {
+	e := newEnv(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	e.enqueue()
+	started := make(chan int64, 1)
+	release := make(chan struct{})
+	p := e.pool(Config{Poll: time.Hour, Handle: func(ctx context.Context, run *Run) error {
+		started <- run.Job.ID
+		<-release
+		return nil
+	}})
+	p.Start(context.Background())
+	next(t, started, "the job to start")
+	e.db.Close()
+	close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := p.Stop(ctx); err == nil {
+		t.Fatal("Stop returned nil with the job's outcome unwritten")
+	}
+}
 
 // TestStopInTime: Stop, called while a job runs and another waits in the
 // process for the busy worker, returns nil once the running job returns
