@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -48,14 +47,7 @@ import (
 //	MILLRACE_BENCH_ACCEPTANCE=1 MILLRACE_ACCEPT_FOR=60s go test -count=1 -timeout 30m -run TestAcceptanceReadsNeverLie -v ./internal/bench/
 func TestAcceptanceReadsNeverLie(t *testing.T) {
 	acceptance(t)
-	dur := 10 * time.Minute
-	if v := os.Getenv("MILLRACE_ACCEPT_FOR"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.Fatalf("MILLRACE_ACCEPT_FOR=%q: want a positive Go duration", v)
-		}
-		dur = d
-	}
+	dur := acceptFor(t, 10*time.Minute)
 	url := testkit.EmptyDBURL(t)
 	p := &readPoller{url: url, finished: map[int64]finalSeen{}}
 	cfg := bench.Config{URL: url, Strategies: []string{"millrace"}, Scenario: bench.ScenarioClean,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,14 +52,7 @@ import (
 //	MILLRACE_BENCH_ACCEPTANCE=1 MILLRACE_ACCEPT_FOR=60s go test -count=1 -timeout 60m -run TestAcceptanceRingTurns -v ./internal/bench/
 func TestAcceptanceRingTurns(t *testing.T) {
 	acceptance(t)
-	dur := 5 * time.Minute
-	if v := os.Getenv("MILLRACE_ACCEPT_FOR"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.Fatalf("MILLRACE_ACCEPT_FOR=%q: want a positive Go duration", v)
-		}
-		dur = d
-	}
+	dur := acceptFor(t, 5*time.Minute)
 	runs := []struct {
 		name  string
 		fault func(ctx context.Context, pool *pgxpool.Pool, note func(string)) error

@@ -415,6 +415,21 @@ func acceptance(t *testing.T) {
 	}
 }
 
+// acceptFor is how long an acceptance run lasts: def, or
+// MILLRACE_ACCEPT_FOR (a Go duration) for a shorter try.
+func acceptFor(t *testing.T, def time.Duration) time.Duration {
+	t.Helper()
+	v := os.Getenv("MILLRACE_ACCEPT_FOR")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("MILLRACE_ACCEPT_FOR=%q: want a positive Go duration", v)
+	}
+	return d
+}
+
 // TestAcceptanceProcesses is `millrace bench --strategies millrace
 // --scenario burndown --jobs 200000 --work 1ms --processes 4`: every
 // process completes between 15% and 35% of the jobs.
