@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/cmdline"
+	"github.com/millrace/millrace/internal/storage"
 )
 
 // command is one subcommand of the binary.
@@ -129,8 +130,8 @@ func exitCode(err error) int {
 // server is named by host and port, never with the connection string.
 func needPrimary(ctx context.Context, pool *pgxpool.Pool) error {
 	return pool.AcquireFunc(ctx, func(conn *pgxpool.Conn) error {
-		var recovering bool
-		if err := conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering); err != nil {
+		recovering, err := storage.InRecovery(ctx, conn)
+		if err != nil {
 			return err
 		}
 		if !recovering {
