@@ -34,8 +34,13 @@ type Stats struct {
 }
 
 // ReadStats reads the state of the storage ring.
+//
+// The reads of this file, on a pool, are sent again (at most twice) when
+// the server ends them for a reason of its own, such as the cancel the
+// leader sends a reader that keeps a slot of the ring from being
+// reclaimed (docs/deploy.md); inside a transaction they fail at once.
 func ReadStats(ctx context.Context, db DB) (Stats, error) {
-	st, err := storage.Ring(ctx, db)
+	st, err := storage.Reread(ctx, db, func() (storage.RingStats, error) { return storage.Ring(ctx, db) })
 	if err != nil {
 		return Stats{}, err
 	}
@@ -94,7 +99,7 @@ var ErrJobNotFound = errors.New("millrace: job not found")
 // lost.
 func JobByID(ctx context.Context, db DB, id int64) (JobInfo, error) {
 	j := JobInfo{ID: id}
-	d, err := storage.GetJob(ctx, db, id, storage.LiveByID)
+	d, err := storage.Reread(ctx, db, func() (storage.JobDetail, error) { return storage.GetJob(ctx, db, id, storage.LiveByID) })
 	if errors.Is(err, storage.ErrJobNotFound) {
 		return j, ErrJobNotFound
 	}
@@ -164,7 +169,7 @@ type QueueCount struct {
 // summed from the leader's tally of history (every 10 s) and the history
 // written since. For people and dashboards, not for a worker's loop.
 func QueueCounts(ctx context.Context, db DB) ([]QueueCount, error) {
-	rows, err := storage.Queues(ctx, db, false)
+	rows, err := storage.Reread(ctx, db, func() ([]storage.QueueRow, error) { return storage.Queues(ctx, db, false) })
 	if err != nil {
 		return nil, err
 	}

@@ -85,38 +85,36 @@ func (m *Maintainer) endReaders(ctx context.Context, holders []holder) {
 }
 
 // cancelReaders cancels the statements of those readers (see rotate) that
-// block backend waiter now (pg_blocking_pids: a backend named at the last
-// round that has moved on to something else is left alone), and says so
-// once per LogEvery. It runs while the round's rotation waits for the
-// locks.
+// block backend waiter now (pg_blocking_pids, read in the statement that
+// cancels: a backend named at the last round that has moved on to
+// something else is left alone), and says so once per LogEvery. It runs
+// while the round's rotation waits for the locks.
 func (m *Maintainer) cancelReaders(ctx context.Context, waiter uint32, readers []holder) {
-	blocking, err := m.cfg.Store.BlockingPIDs(ctx, int32(waiter))
+	pids := make([]int32, 0, len(readers))
+	for _, h := range readers {
+		if !slices.Contains(pids, h.key.pid) {
+			pids = append(pids, h.key.pid)
+		}
+	}
+	cancelled, err := m.cfg.Store.CancelBlocking(ctx, int32(waiter), pids)
 	if err != nil {
 		if ctx.Err() == nil && m.logEvery("blocking") {
-			m.cfg.Logger.Warn("millrace: reading which readers of the queue's tables block the reclaim failed; none is cancelled", "err", err)
+			m.cfg.Logger.Error("millrace: cancelling the readers of the queue's tables that block the reclaim failed (the leader's role needs the same role or pg_signal_backend)", "err", err)
 		}
 		return
 	}
 	done := map[int32]bool{}
 	for _, h := range readers {
-		if done[h.key.pid] || !slices.Contains(blocking, h.key.pid) {
+		if done[h.key.pid] || !slices.Contains(cancelled, h.key.pid) {
 			continue
 		}
 		done[h.key.pid] = true
-		ended, err := m.cfg.Store.CancelBackend(ctx, h.key.pid)
-		if err == nil && ended && m.cfg.OnEndReader != nil {
+		if m.cfg.OnEndReader != nil {
 			m.cfg.OnEndReader(h.key.pid, Cancelled)
 		}
-		if !m.logEvery("overdue" + strconv.Itoa(int(h.key.pid))) {
-			continue
+		if m.logEvery("overdue" + strconv.Itoa(int(h.key.pid))) {
+			m.cfg.Logger.Warn("millrace: cancelled the statement of a reader of the queue's tables that kept a slot from being reclaimed a rotation period past its time",
+				"pid", h.key.pid, "role", h.role, "application", h.app, "slot", h.key.slot, "rotate_after", m.cfg.RotateAfter)
 		}
-		attrs := []any{"pid", h.key.pid, "role", h.role, "application", h.app, "slot", h.key.slot, "rotate_after", m.cfg.RotateAfter}
-		if err != nil || !ended {
-			m.cfg.Logger.Error("millrace: a reader of the queue's tables keeps a slot from being reclaimed and its statement could not be cancelled (the leader's role needs the same role or pg_signal_backend)",
-				append(attrs, "err", err)...)
-			continue
-		}
-		m.cfg.Logger.Warn("millrace: cancelled the statement of a reader of the queue's tables that kept a slot from being reclaimed a rotation period past its time",
-			attrs...)
 	}
 }

@@ -415,12 +415,21 @@ func (s *Store) NotificationQueueUsage(ctx context.Context) (float64, error) {
 	return usage, err
 }
 
-// BlockingPIDs are the process ids of the backends that block backend pid
-// from a lock it waits for (pg_blocking_pids).
-func (s *Store) BlockingPIDs(ctx context.Context, pid int32) ([]int32, error) {
-	var pids []int32
-	err := s.Pool.QueryRow(ctx, "SELECT pg_blocking_pids($1)", pid).Scan(&pids)
-	return pids, err
+// CancelBlocking cancels the statements (pg_cancel_backend) of those
+// backends among pids that block backend waiter from a lock it waits for
+// (pg_blocking_pids), and returns the ones it signalled. One statement
+// reads who blocks and signals them, so a backend that has let go of the
+// lock since is left alone: a signal sent from a second round trip could
+// land on that session's next statement (an enqueue, say) instead of the
+// read that held the lock. A cancel that reaches a backend between
+// statements is ignored by the server.
+func (s *Store) CancelBlocking(ctx context.Context, waiter int32, pids []int32) ([]int32, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT p FROM unnest(pg_blocking_pids($1)) p
+		WHERE p = ANY ($2::int[]) AND pg_cancel_backend(p)`, waiter, pids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int32])
 }
 
 // CancelBackend cancels the statement backend pid runs

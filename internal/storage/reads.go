@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The inspection reads: what package millrace's JobByID and QueueCounts,
@@ -15,6 +16,26 @@ import (
 // has one implementation here, which every caller shares. They read the
 // schema's read surface (millrace.jobs, millrace.history, queue_counts,
 // live_counts, activity) and, for Processes, the table millrace.process.
+
+// Reread runs read, a read of q, and when q is a pool runs it again, at
+// most twice more, when it failed for a reason of the server's own
+// (Retryable) while ctx is alive: above all the cancel the leader sends a
+// reader that keeps a slot of the ring from being reclaimed (SQLSTATE
+// 57014, docs/deploy.md), which a poll of the read API would otherwise
+// see as an error once per reclaim. In a transaction (any other Querier)
+// the first failure is returned: it aborted the caller's transaction.
+func Reread[T any](ctx context.Context, q Querier, read func() (T, error)) (T, error) {
+	var v T
+	if _, ok := q.(*pgxpool.Pool); !ok {
+		return read()
+	}
+	err := retry(ctx, 3, func() error {
+		var err error
+		v, err = read()
+		return err
+	})
+	return v, err
+}
 
 // QueueRow is one queue at a glance: its jobs by state, whether it is
 // paused, the age of its oldest available job and, when asked, its rate.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/testkit"
 )
 
@@ -110,5 +111,47 @@ func TestRunTxOverridesDefaults(t *testing.T) {
 				t.Fatalf("after a failure: %d, %v", one, err)
 			}
 		})
+	}
+}
+
+// TestRereadSendsAgainAReadTheServerCancelled: a read whose statement the
+// server cancels (pg_cancel_backend, as the leader cancels a reader that
+// keeps a slot of the ring) is sent again on a pool and answers; in a
+// transaction it fails at once with 57014.
+func TestRereadSendsAgainAReadTheServerCancelled(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, testkit.EmptyDBURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var calls int
+	read := func(q Querier) func() (int, error) {
+		return func() (int, error) {
+			calls++
+			var n int
+			if calls == 1 {
+				var sent bool
+				err := q.QueryRow(ctx, "SELECT pg_cancel_backend(pg_backend_pid()), pg_sleep(5)").Scan(&sent, nil)
+				return 0, err
+			}
+			err := q.QueryRow(ctx, "SELECT 42").Scan(&n)
+			return n, err
+		}
+	}
+	n, err := Reread(ctx, pool, read(pool))
+	if err != nil || n != 42 || calls != 2 {
+		t.Fatalf("on a pool: %d, %v after %d calls; want 42 after 2", n, err, calls)
+	}
+	calls = 0
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	_, err = Reread(ctx, tx, read(tx))
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57014" || calls != 1 {
+		t.Fatalf("in a transaction: %v after %d calls; want 57014 after 1", err, calls)
 	}
 }
