@@ -63,9 +63,12 @@ const (
 
 // JobInfo is a job and its history.
 type JobInfo struct {
-	ID          int64
-	Queue       string
-	Kind        string
+	ID    int64
+	Queue string
+	Kind  string
+	// Args are the job's arguments. History keeps a completed job
+	// without them: Args of a completed job are nil, unless an earlier
+	// attempt of it failed or snoozed (those keep theirs).
 	Args        []byte
 	Priority    int
 	Attempt     int // attempts made so far
@@ -145,9 +148,14 @@ func JobByID(ctx context.Context, db DB, id int64) (JobInfo, error) {
 	return j, nil
 }
 
-// setRow takes the job's fields from one of its rows.
+// setRow takes the job's fields from one of its rows; a completed
+// attempt's row has no args (history keeps none), and leaves those an
+// earlier attempt's row gave.
 func (j *JobInfo) setRow(r storage.JobRow) {
-	j.Queue, j.Kind, j.Args, j.Priority = r.Queue, r.Kind, r.Args, r.Priority
+	j.Queue, j.Kind, j.Priority = r.Queue, r.Kind, r.Priority
+	if r.Args != nil {
+		j.Args = r.Args
+	}
 	j.MaxAttempts, j.CreatedAt = r.MaxAttempts, r.CreatedAt
 }
 

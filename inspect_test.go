@@ -72,7 +72,8 @@ func TestJobByIDNeverShowsAFinishedJobLive(t *testing.T) {
 	if j.State != millrace.JobCompleted || len(j.Attempts) != 1 || j.Attempts[0].State != "completed" || j.Attempt != 1 {
 		t.Errorf("job %d completed between the reads; JobByID says %s, attempt %d, attempts %+v", res.ID, j.State, j.Attempt, j.Attempts)
 	}
-	if j.Queue != "q" || j.Kind != "count" || string(j.Args) != `{"n": 1}` {
-		t.Errorf("job's row: queue %q kind %q args %s", j.Queue, j.Kind, j.Args)
+	// History keeps a completed job without its args.
+	if j.Queue != "q" || j.Kind != "count" || j.Args != nil {
+		t.Errorf("job's row: queue %q kind %q args %s; want q, count, no args", j.Queue, j.Kind, j.Args)
 	}
 }

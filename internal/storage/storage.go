@@ -345,7 +345,8 @@ func (s *Store) Flush(ctx context.Context, owner int32, seq int64, replay bool, 
 		errs                  = make([]*string, n)
 		retryAt, createdAt    = make([]*time.Time, n), make([]time.Time, n)
 		started, finished     = make([]*time.Time, n), make([]*time.Time, n)
-		queues, kinds, args   = make([]string, n), make([]string, n), make([]string, n)
+		queues, kinds         = make([]string, n), make([]string, n)
+		args                  = make([]*string, n) // nil for a completed job: history keeps no args of one
 		prios                 = make([]int16, n)
 	)
 	for i, a := range acks {
@@ -371,7 +372,11 @@ func (s *Store) Flush(ctx context.Context, owner int32, seq int64, replay bool, 
 			t := a.Finished
 			finished[i] = &t
 		}
-		queues[i], kinds[i], args[i], prios[i], maxAtt[i], createdAt[i] = j.Queue, j.Kind, string(j.Args), j.Priority, int32(j.MaxAttempts), j.CreatedAt
+		queues[i], kinds[i], prios[i], maxAtt[i], createdAt[i] = j.Queue, j.Kind, j.Priority, int32(j.MaxAttempts), j.CreatedAt
+		if a.State != AckCompleted {
+			a := string(j.Args)
+			args[i] = &a
+		}
 		timeouts[i] = int32(j.Timeout.Milliseconds())
 	}
 	doneTicks, doneTokens, doneQueues := make([]int64, len(done)), make([]int64, len(done)), make([]string, len(done))
@@ -398,9 +403,9 @@ func (s *Store) Flush(ctx context.Context, owner int32, seq int64, replay bool, 
 // has an outcome.
 func Complete(ctx context.Context, tx Querier, owner int32, b *Batch, j *Job, started time.Time) error {
 	rows, err := tx.Query(ctx, `SELECT millrace.complete(p_job => $1, p_tick => $2, p_token => $3,
-		p_attempt => $4, p_queue => $5, p_kind => $6, p_args => $7::jsonb, p_priority => $8,
-		p_max_attempts => $9, p_created_at => $10, p_started => $11, p_owner => $12)`,
-		j.ID, b.TickID, b.Token, j.Attempt+1, j.Queue, j.Kind, string(j.Args), j.Priority, j.MaxAttempts, j.CreatedAt, started, owner)
+		p_attempt => $4, p_queue => $5, p_kind => $6, p_args => NULL, p_priority => $7,
+		p_max_attempts => $8, p_created_at => $9, p_started => $10, p_owner => $11)`,
+		j.ID, b.TickID, b.Token, j.Attempt+1, j.Queue, j.Kind, j.Priority, j.MaxAttempts, j.CreatedAt, started, owner)
 	if err != nil {
 		return err
 	}

@@ -101,7 +101,8 @@ BEGIN
     v_b_other := millrace.history_bucket(3::smallint, clock_timestamp());
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, error, owner)
-    SELECT CASE WHEN u.s = 1 THEN v_b_done ELSE v_b_other END, u.j, u.a, u.s, u.q, u.kd, u.ar, u.p, u.m, u.c,
+    -- A completed attempt is kept without its args (the client sends none).
+    SELECT CASE WHEN u.s = 1 THEN v_b_done ELSE v_b_other END, u.j, u.a, u.s, u.q, u.kd, CASE WHEN u.s <> 1 THEN u.ar END, u.p, u.m, u.c,
            least(u.st + v_off, clock_timestamp()), coalesce(least(u.f + v_off, clock_timestamp()), clock_timestamp()), u.e, p_owner
     FROM unnest(p_job, p_state, p_attempt, p_error, p_queue, p_kind, p_args, p_priority,
                 p_max_attempts, p_created_at, p_started, p_finished) WITH ORDINALITY AS u(j, s, a, e, q, kd, ar, p, m, c, st, f, i)
@@ -116,7 +117,7 @@ BEGIN
     RETURN QUERY SELECT unnest(v_fenced);
 END $function$;
 COMMENT ON FUNCTION millrace.flush(p_owner integer, p_seq bigint, p_job bigint[], p_tick bigint[], p_token bigint[], p_state smallint[], p_attempt integer[], p_error text[], p_retry_at timestamp with time zone[], p_queue text[], p_kind text[], p_args jsonb[], p_priority smallint[], p_max_attempts integer[], p_created_at timestamp with time zone[], p_timeout_ms integer[], p_started timestamp with time zone[], p_finished timestamp with time zone[], p_done_tick bigint[], p_done_token bigint[], p_done_queue text[], p_replay boolean) IS
-    'flush writes the outcomes of finished attempts and the batches they complete, in one transaction, once per (owner, seq): a replay of a flush whose reply was lost changes nothing. Acks of a batch whose newest lease token is not the one given are dropped (fencing) and their ticks returned. Every written ack becomes a row of history; failed (2) and snoozed (5) jobs go to the schedule (a snooze does not count an attempt). Arrays are parallel. p_replay says the caller may have sent this flush before: acks already written are then skipped one by one. Times come from the worker''s clock and are read on the server''s: shifted by the server''s time less the newest of p_finished, so a worker''s skew changes no due time and no history time.';
+    'flush writes the outcomes of finished attempts and the batches they complete, in one transaction, once per (owner, seq): a replay of a flush whose reply was lost changes nothing. Acks of a batch whose newest lease token is not the one given are dropped (fencing) and their ticks returned. Every written ack becomes a row of history (a completed one without its args: p_args may be NULL there); failed (2) and snoozed (5) jobs go to the schedule (a snooze does not count an attempt). Arrays are parallel. p_replay says the caller may have sent this flush before: acks already written are then skipped one by one. Times come from the worker''s clock and are read on the server''s: shifted by the server''s time less the newest of p_finished, so a worker''s skew changes no due time and no history time.';
 
 CREATE OR REPLACE FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer)
  RETURNS void
@@ -175,11 +176,11 @@ BEGIN
     VALUES (millrace.txn_slot(), p_job, p_tick, p_token, 1, p_attempt);
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, owner)
-    VALUES (millrace.history_bucket(1::smallint, clock_timestamp()), p_job, p_attempt, 1, p_queue, p_kind, p_args, p_priority,
+    VALUES (millrace.history_bucket(1::smallint, clock_timestamp()), p_job, p_attempt, 1, p_queue, p_kind, NULL, p_priority,
             p_max_attempts, p_created_at, least(p_started, clock_timestamp()), clock_timestamp(), p_owner);
 END $function$;
 COMMENT ON FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer) IS
-    'complete finalizes an attempt inside the caller''s transaction (exactly-once for the handler''s database effects): the ack, the batch''s done row when it is the last, and the history row, bucketed by the time it is called, not by its transaction''s start, which may be older than the job. The caller''s transaction must be READ COMMITTED. It reads the batch''s state in a subtransaction rolled back at once, so that the caller''s transaction holds only the slot its ack goes to.';
+    'complete finalizes an attempt inside the caller''s transaction (exactly-once for the handler''s database effects): the ack, the batch''s done row when it is the last, and the history row (without args: history keeps none for a completed attempt, and p_args is not read; it stays in the signature of version 8), bucketed by the time it is called, not by its transaction''s start, which may be older than the job. The caller''s transaction must be READ COMMITTED. It reads the batch''s state in a subtransaction rolled back at once, so that the caller''s transaction holds only the slot its ack goes to.';
 
 CREATE OR REPLACE FUNCTION millrace.mark_started(p_owner integer, p_tick bigint[], p_token bigint[], p_job bigint[])
  RETURNS SETOF bigint
