@@ -19,9 +19,16 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 )
 
 func init() { bench.Register("river", func() bench.Strategy { return &strategy{} }) }
+
+// The optional capabilities the bench looks for.
+var (
+	_ bench.Mixer           = (*strategy)(nil)
+	_ bench.WorkerDefaulter = (*strategy)(nil)
+)
 
 // schema keeps River's tables apart from every other strategy's.
 const schema = "bench_river"
@@ -48,20 +55,61 @@ const (
 	poolConns = 8
 )
 
+// jobArgs is the bench job as River stores it.
 type jobArgs struct {
 	ID      int64           `json:"id"`
 	Payload json.RawMessage `json:"p"`
+	// U is the unique key of a --mix job inserted as unique (the bench id
+	// of the original): with UniqueOpts.ByArgs the job is unique by it
+	// alone (River's unique tag), so that a duplicate carries its own
+	// bench id and a duplicate that runs is seen as itself.
+	U int64 `json:"u,omitempty" river:"unique"`
 }
 
+// Kind is River's kind of every bench job.
 func (jobArgs) Kind() string { return "bench" }
 
+// uniqueOpts makes a --mix job unique by its u argument while a job with
+// that key is unfinished (available, scheduled, running or waiting for a
+// retry), as the bench's unique jobs are: River's default states would
+// also count a completed job until River's cleaner deletes it.
+var uniqueOpts = river.UniqueOpts{
+	ByArgs: true,
+	ByState: []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+		rivertype.JobStateRetryable, rivertype.JobStateScheduled},
+}
+
+// worker hands each River job to the bench's handler and gives River the
+// handler's word with River's own API: a *bench.SnoozeError snoozes the job
+// (river.JobSnooze), any other error fails the attempt, which River retries
+// at NextRetry.
 type worker struct {
 	river.WorkerDefaults[jobArgs]
 	handle bench.Handler
+	// backoff, when not 0, is the delay before a failed attempt runs
+	// again (bench.Env.RetryBackoff); 0 leaves it to River's retry policy.
+	backoff time.Duration
 }
 
+// Work runs the bench's handler for j. ReadyAt is the job's scheduled_at:
+// River sets it to when a job inserted, scheduled, retried or snoozed is
+// due, and fetches no job before it.
 func (w *worker) Work(ctx context.Context, j *river.Job[jobArgs]) error {
-	return w.handle(ctx, bench.Job{ID: j.Args.ID, Payload: j.Args.Payload})
+	err := w.handle(ctx, bench.Job{ID: j.Args.ID, Payload: j.Args.Payload, ReadyAt: j.ScheduledAt})
+	if sn := (*bench.SnoozeError)(nil); errors.As(err, &sn) {
+		return river.JobSnooze(sn.Delay)
+	}
+	return err
+}
+
+// NextRetry is when a failed attempt of j runs again: after the bench's
+// backoff, or, without one, when River's client retry policy says (the
+// zero time).
+func (w *worker) NextRetry(*river.Job[jobArgs]) time.Time {
+	if w.backoff <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(w.backoff)
 }
 
 // strategy is River through its published Go module, configured as its own
@@ -71,17 +119,27 @@ func (w *worker) Work(ctx context.Context, j *river.Job[jobArgs]) error {
 // fetch batch), a 2 ms fetch cooldown, a 20 ms poll, and inserts in
 // batches (InsertManyFast). River's completer batches completions by
 // itself and has no public settings.
+//
+// It runs --mix with River's own API for each kind: a failing attempt
+// returns its error and River retries it at the worker's NextRetry
+// (Env.RetryBackoff), a snoozing run returns river.JobSnooze, scheduled
+// jobs are inserted with InsertOpts.ScheduledAt and unique ones with
+// InsertOpts.UniqueOpts, in batches (InsertMany, whose results say which
+// were UniqueSkippedAsDuplicate), and cancels go through JobCancel.
 type strategy struct {
 	pool   *pgxpool.Pool
 	insert *river.Client[pgx.Tx] // insert-only client
 	fetch  fetchTracer
 }
 
+// Name is "river".
 func (s *strategy) Name() string { return "river" }
 
 // DefaultWorkers is River's own benchmark's worker count.
 func (s *strategy) DefaultWorkers() int { return cli.RiverWorkers }
 
+// Setup migrates River's tables into a fresh schema and makes the
+// insert-only client the producer uses.
 func (s *strategy) Setup(ctx context.Context, url string) error {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -109,12 +167,15 @@ func (s *strategy) Setup(ctx context.Context, url string) error {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// Tables lists River's tables in the strategy's schema.
 func (s *strategy) Tables() []string {
 	return []string{schema + ".river_job", schema + ".river_leader", schema + ".river_queue", schema + ".river_client", schema + ".river_client_queue"}
 }
 
+// MaxBatch is the largest batch the producer inserts at once.
 func (s *strategy) MaxBatch() int { return 1000 }
 
+// Enqueue inserts one job with Insert, or several with InsertManyFast.
 func (s *strategy) Enqueue(ctx context.Context, jobs []bench.Job) error {
 	if len(jobs) == 1 {
 		_, err := s.insert.Insert(ctx, jobArgs{ID: jobs[0].ID, Payload: jobs[0].Payload}, nil)
@@ -128,9 +189,11 @@ func (s *strategy) Enqueue(ctx context.Context, jobs []bench.Job) error {
 	return err
 }
 
+// Work runs one River client of env.Workers workers on the default queue
+// until ctx ends, then stops it gracefully.
 func (s *strategy) Work(ctx context.Context, env bench.Env) error {
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &worker{handle: env.Handle}); err != nil {
+	if err := river.AddWorkerSafely(workers, &worker{handle: env.Handle, backoff: env.RetryBackoff}); err != nil {
 		return err
 	}
 	c, err := river.NewClient(riverpgxv5.New(s.pool), &river.Config{
@@ -149,10 +212,11 @@ func (s *strategy) Work(ctx context.Context, env bench.Env) error {
 	defer s.fetch.observe.Store(nil)
 	// River's pickup latency, as River measures it: from the job's
 	// scheduled_at to its executor starting (JobStatistics.QueueWaitDuration),
-	// delivered with each finished job's event.
+	// delivered with the event of each run's end (completed, failed or
+	// snoozed).
 	events, unsubscribe := c.SubscribeConfig(&river.SubscribeConfig{
 		ChanSize: subscribeChanSize,
-		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed},
+		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobSnoozed},
 	})
 	var subWG sync.WaitGroup
 	subWG.Add(1)
@@ -175,6 +239,63 @@ func (s *strategy) Work(ctx context.Context, env bench.Env) error {
 	return c.Stop(sctx)
 }
 
+// EnqueueMix inserts jobs with River's Insert, or several with one
+// InsertMany, each scheduled at its RunAt (InsertOpts.ScheduledAt) and
+// unique by its UniqueKey when they are set (uniqueOpts). A duplicate's
+// reference is the id of the River job that blocked it, which River
+// returns with UniqueSkippedAsDuplicate.
+func (s *strategy) EnqueueMix(ctx context.Context, jobs []bench.Job) ([]bench.MixResult, error) {
+	params := make([]river.InsertManyParams, len(jobs))
+	for i, j := range jobs {
+		opts := &river.InsertOpts{ScheduledAt: j.RunAt}
+		if j.UniqueKey != 0 {
+			opts.UniqueOpts = uniqueOpts
+		}
+		params[i] = river.InsertManyParams{Args: jobArgs{ID: j.ID, Payload: j.Payload, U: j.UniqueKey}, InsertOpts: opts}
+	}
+	var res []*rivertype.JobInsertResult
+	if len(params) == 1 {
+		r, err := s.insert.Insert(ctx, params[0].Args, params[0].InsertOpts)
+		if err != nil {
+			return nil, err
+		}
+		res = []*rivertype.JobInsertResult{r}
+	} else {
+		var err error
+		if res, err = s.insert.InsertMany(ctx, params); err != nil {
+			return nil, err
+		}
+	}
+	if len(res) != len(jobs) {
+		return nil, fmt.Errorf("river: InsertMany returned %d results for %d jobs", len(res), len(jobs))
+	}
+	out := make([]bench.MixResult, len(res))
+	for i, r := range res {
+		out[i] = bench.MixResult{Ref: r.Job.ID, Duplicate: r.UniqueSkippedAsDuplicate}
+		if !r.UniqueSkippedAsDuplicate {
+			// A result out of order would mix up refs and verdicts.
+			var a jobArgs
+			if err := json.Unmarshal(r.Job.EncodedArgs, &a); err != nil || a.ID != jobs[i].ID {
+				return nil, fmt.Errorf("river: InsertMany's result %d is job %d (%v), not bench job %d", i, a.ID, err, jobs[i].ID)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Cancel cancels River job ref with JobCancel: true when the job it
+// returns is cancelled and never ran (it was waiting: scheduled,
+// available or retryable, and then at its first attempt); the result is
+// River's state for the job.
+func (s *strategy) Cancel(ctx context.Context, ref int64) (bool, string, error) {
+	j, err := s.insert.JobCancel(ctx, ref)
+	if err != nil {
+		return false, "", err
+	}
+	return j.State == rivertype.JobStateCancelled && j.Attempt == 0, string(j.State), nil
+}
+
+// Remaining lists the bench ids of the jobs River has not finished.
 func (s *strategy) Remaining(ctx context.Context) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(`SELECT (args->>'id')::bigint FROM %s.river_job
 		WHERE state NOT IN ('completed', 'discarded', 'cancelled')`, schema))
@@ -184,6 +305,7 @@ func (s *strategy) Remaining(ctx context.Context) ([]int64, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
+// Close releases the pool.
 func (s *strategy) Close() error {
 	if s.pool != nil {
 		s.pool.Close()
@@ -206,6 +328,7 @@ type fetchTracer struct {
 
 type fetchStart struct{}
 
+// TraceQueryStart notes when a fetch statement starts.
 func (t *fetchTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	if t.observe.Load() == nil || !strings.HasPrefix(data.SQL, fetchMarker) {
 		return ctx
@@ -213,6 +336,7 @@ func (t *fetchTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx
 	return context.WithValue(ctx, fetchStart{}, time.Now())
 }
 
+// TraceQueryEnd reports a fetch that locked jobs, with its duration.
 func (t *fetchTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
 	start, ok := ctx.Value(fetchStart{}).(time.Time)
 	if !ok || data.Err != nil {
