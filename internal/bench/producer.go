@@ -242,6 +242,8 @@ func (p *producer) insertDups(ctx context.Context, us []unit, origs []Job, res [
 // producer falls behind) together, in one batch through the Mixer. The
 // schedule does not slow down when Postgres does: jobs that fall due while
 // every goroutine is busy wait in a queue and count as offered when due.
+// When ctx ends it offers no more, and every job it offered is inserted
+// before it returns (its goroutines' inserts complete regardless of ctx).
 func (p *producer) paced(ctx context.Context, start time.Time, rate float64, conc int) {
 	due := make(chan []unit, 1<<20)
 	var wg sync.WaitGroup
@@ -261,14 +263,10 @@ func (p *producer) paced(ctx context.Context, start time.Time, rate float64, con
 		wg.Wait()
 	}()
 	var sent int64
-	var orig int64      // a unique duplicate's original, held until the duplicate falls due
-	var specials []unit // the tick's special jobs, sent together at its end
+	var orig int64 // a unique duplicate's original, held until the duplicate falls due
 	defer func() {
 		if orig != 0 { // the run ended between the two: the original goes alone
-			specials = append(specials, unit{id: orig})
-		}
-		if len(specials) > 0 {
-			due <- specials
+			due <- []unit{{id: orig}}
 		}
 	}()
 	for {
@@ -277,7 +275,12 @@ func (p *producer) paced(ctx context.Context, start time.Time, rate float64, con
 			return
 		case now := <-tick.C:
 			target := int64(now.Sub(start).Seconds() * rate)
-			for ; sent < target; sent++ {
+			var specials []unit // the tick's special jobs, sent together at its end
+			// Nothing is offered once the run has ended, and every job
+			// offered is sent, the run ended or not: the goroutines take
+			// from due until it is closed, so a send waits only while due
+			// is full, as the inserts the run's end waits for anyway.
+			for ; sent < target && ctx.Err() == nil; sent++ {
 				k := kindPlain
 				if p.mix != nil {
 					k = p.mix.kind()
@@ -295,19 +298,10 @@ func (p *producer) paced(ctx context.Context, start time.Time, rate float64, con
 					specials = append(specials, u)
 					continue
 				}
-				select {
-				case due <- []unit{u}:
-				case <-ctx.Done():
-					return
-				}
+				due <- []unit{u}
 			}
 			if len(specials) > 0 {
-				select {
-				case due <- specials:
-					specials = nil
-				case <-ctx.Done():
-					return
-				}
+				due <- specials
 			}
 		}
 	}
