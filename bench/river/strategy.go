@@ -27,6 +27,7 @@ func init() { bench.Register("river", func() bench.Strategy { return &strategy{}
 // The optional capabilities the bench looks for.
 var (
 	_ bench.Mixer           = (*strategy)(nil)
+	_ bench.Multiprocess    = (*strategy)(nil)
 	_ bench.WorkerDefaulter = (*strategy)(nil)
 )
 
@@ -53,6 +54,15 @@ const (
 	// four more serve the bench producer's four inserting goroutines so
 	// that they never queue River's fetches and completions.
 	poolConns = 8
+	// processConns is the pool of each client of a multi-process run:
+	// pgxpool's default, max(4, CPUs), as River's CLI opens it, for the
+	// client's fetches, completions and listener; the producer's inserts
+	// go through the strategy's own pool.
+	processConns = 0
+	// applicationName marks the strategy's connections in
+	// pg_stat_activity; a client of a multi-process run adds its index
+	// (river-bench-p2).
+	applicationName = "river-bench"
 )
 
 // jobArgs is the bench job as River stores it.
@@ -86,6 +96,9 @@ var uniqueOpts = river.UniqueOpts{
 type worker struct {
 	river.WorkerDefaults[jobArgs]
 	handle bench.Handler
+	// proc is the index of the client (Env.Processes) the worker is
+	// registered with: Job.Process.
+	proc int
 	// backoff, when not 0, is the delay before a failed attempt runs
 	// again (bench.Env.RetryBackoff); 0 leaves it to River's retry policy.
 	backoff time.Duration
@@ -95,7 +108,7 @@ type worker struct {
 // River sets it to when a job inserted, scheduled, retried or snoozed is
 // due, and fetches no job before it.
 func (w *worker) Work(ctx context.Context, j *river.Job[jobArgs]) error {
-	err := w.handle(ctx, bench.Job{ID: j.Args.ID, Payload: j.Args.Payload, ReadyAt: j.ScheduledAt})
+	err := w.handle(ctx, bench.Job{ID: j.Args.ID, Payload: j.Args.Payload, Process: w.proc, ReadyAt: j.ScheduledAt})
 	if sn := (*bench.SnoozeError)(nil); errors.As(err, &sn) {
 		return river.JobSnooze(sn.Delay)
 	}
@@ -126,7 +139,11 @@ func (w *worker) NextRetry(*river.Job[jobArgs]) time.Time {
 // jobs are inserted with InsertOpts.ScheduledAt and unique ones with
 // InsertOpts.UniqueOpts, in batches (InsertMany, whose results say which
 // were UniqueSkippedAsDuplicate), and cancels go through JobCancel.
+//
+// With --processes N it runs N River clients, each with a pool and a
+// listener of its own (Work).
 type strategy struct {
+	url    string
 	pool   *pgxpool.Pool
 	insert *river.Client[pgx.Tx] // insert-only client
 	fetch  fetchTracer
@@ -138,17 +155,31 @@ func (s *strategy) Name() string { return "river" }
 // DefaultWorkers is River's own benchmark's worker count.
 func (s *strategy) DefaultWorkers() int { return cli.RiverWorkers }
 
+// Multiprocess reports that Work runs Env.Processes River clients.
+func (s *strategy) Multiprocess() bool { return true }
+
+// newPool opens a pool of conns connections (0: pgxpool's default) named
+// app in pg_stat_activity, whose fetch statements the strategy's tracer
+// times.
+func (s *strategy) newPool(ctx context.Context, app string, conns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(s.url)
+	if err != nil {
+		return nil, err
+	}
+	if conns > 0 {
+		cfg.MaxConns = conns
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	cfg.ConnConfig.Tracer = &s.fetch
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
 // Setup migrates River's tables into a fresh schema and makes the
 // insert-only client the producer uses.
 func (s *strategy) Setup(ctx context.Context, url string) error {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return err
-	}
-	cfg.MaxConns = poolConns
-	cfg.ConnConfig.RuntimeParams["application_name"] = "river-bench"
-	cfg.ConnConfig.Tracer = &s.fetch
-	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+	s.url = url
+	var err error
+	if s.pool, err = s.newPool(ctx, applicationName, poolConns); err != nil {
 		return err
 	}
 	if _, err := s.pool.Exec(ctx, fmt.Sprintf("DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", schema, schema)); err != nil {
@@ -189,27 +220,95 @@ func (s *strategy) Enqueue(ctx context.Context, jobs []bench.Job) error {
 	return err
 }
 
-// Work runs one River client of env.Workers workers on the default queue
-// until ctx ends, then stops it gracefully.
+// Work runs env.Processes River clients on the default queue until ctx
+// ends, then stops them gracefully. The env.Workers workers are split
+// between the clients (the first ones take one more when they do not
+// divide evenly), so the total concurrency does not depend on
+// --processes. With one process the client uses the strategy's pool, which
+// the producer's insert-only client shares. With several, each client has
+// a pool of its own (processConns) and so its own listener, and its own
+// ID, as separate processes would: they elect one leader, whose scheduler
+// and other maintenance serve all, and the producer's inserts (through the
+// insert-only client) reach them by River's insert notification and their
+// fetch polls. Every client registers the same worker, which hands the
+// bench the index of its client as Job.Process.
 func (s *strategy) Work(ctx context.Context, env bench.Env) error {
-	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &worker{handle: env.Handle, backoff: env.RetryBackoff}); err != nil {
+	n := max(env.Processes, 1)
+	if env.Workers < n {
+		return fmt.Errorf("river: %d workers cannot make %d processes", env.Workers, n)
+	}
+	// River's fetch statement is its claim: the tracer times it, on every
+	// client's pool.
+	s.fetch.observe.Store(&env.ObserveClaim)
+	defer s.fetch.observe.Store(nil)
+
+	procs := make([]*process, 0, n)
+	stopAll := func() error {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		errs := make([]error, len(procs))
+		var wg sync.WaitGroup
+		for i, p := range procs {
+			wg.Go(func() { errs[i] = p.stop(sctx) })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	stamp := strings.Replace(time.Now().UTC().Format("20060102T150405.000000"), ".", "_", 1)
+	for i := range n {
+		workers := env.Workers / n
+		if i < env.Workers%n {
+			workers++
+		}
+		p := &process{pool: s.pool}
+		id := "" // River's default: host and time
+		if n > 1 {
+			var err error
+			if p.pool, err = s.newPool(ctx, fmt.Sprintf("%s-p%d", applicationName, i), processConns); err != nil {
+				return errors.Join(err, stopAll())
+			}
+			p.own = true
+			id = fmt.Sprintf("river_bench_%s_p%d", stamp, i)
+		}
+		procs = append(procs, p)
+		if err := p.start(ctx, env, i, workers, id); err != nil {
+			return errors.Join(err, stopAll())
+		}
+	}
+	<-ctx.Done()
+	return stopAll()
+}
+
+// process is one River client of Work, with its pool (its own when own)
+// and its event subscription.
+type process struct {
+	pool   *pgxpool.Pool
+	own    bool
+	client *river.Client[pgx.Tx]
+	// unsubscribe ends the subscription and waits for its reader.
+	unsubscribe func()
+}
+
+// start makes and starts the client of process proc: workers workers on
+// the default queue, each job handed to env.Handle as run by proc; id is
+// the client's ID ("": River's default).
+func (p *process) start(ctx context.Context, env bench.Env, proc, workers int, id string) error {
+	ws := river.NewWorkers()
+	if err := river.AddWorkerSafely(ws, &worker{handle: env.Handle, proc: proc, backoff: env.RetryBackoff}); err != nil {
 		return err
 	}
-	c, err := river.NewClient(riverpgxv5.New(s.pool), &river.Config{
+	c, err := river.NewClient(riverpgxv5.New(p.pool), &river.Config{
+		ID:                id,
 		Schema:            schema,
 		Logger:            quiet(),
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: env.Workers}},
-		Workers:           workers,
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+		Workers:           ws,
 		FetchCooldown:     fetchCooldown,
 		FetchPollInterval: fetchPollInterval,
 	})
 	if err != nil {
 		return err
 	}
-	// River's fetch statement is its claim: the tracer times it.
-	s.fetch.observe.Store(&env.ObserveClaim)
-	defer s.fetch.observe.Store(nil)
 	// River's pickup latency, as River measures it: from the job's
 	// scheduled_at to its executor starting (JobStatistics.QueueWaitDuration),
 	// delivered with the event of each run's end (completed, failed or
@@ -219,24 +318,36 @@ func (s *strategy) Work(ctx context.Context, env bench.Env) error {
 		Kinds:    []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobSnoozed},
 	})
 	var subWG sync.WaitGroup
-	subWG.Add(1)
-	go func() {
-		defer subWG.Done()
+	subWG.Go(func() {
 		for ev := range events { // closed by unsubscribe
 			if ev.JobStats != nil && env.ObservePickup != nil {
 				env.ObservePickup(ev.JobStats.QueueWaitDuration)
 			}
 		}
-	}()
-	defer func() { unsubscribe(); subWG.Wait() }()
-
+	})
+	p.unsubscribe = func() { unsubscribe(); subWG.Wait() }
 	if err := c.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return c.Stop(sctx)
+	p.client = c
+	return nil
+}
+
+// stop stops the client gracefully (its completer flushes and its events
+// are delivered before the subscription ends), then closes the pool when
+// it is the process's own.
+func (p *process) stop(ctx context.Context) error {
+	var err error
+	if p.client != nil {
+		err = p.client.Stop(ctx)
+	}
+	if p.unsubscribe != nil {
+		p.unsubscribe()
+	}
+	if p.own {
+		p.pool.Close()
+	}
+	return err
 }
 
 // EnqueueMix inserts jobs with River's Insert, or several with one
