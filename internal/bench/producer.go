@@ -52,8 +52,8 @@ func (p *producer) fail(err error) {
 	p.lastErr.Store(&msg)
 }
 
-// unit is what one producer goroutine inserts in turn: a job, or a
-// scheduled job and then the unique duplicate that follows it (dup != 0).
+// unit is a job the producer inserts, or a scheduled job and then the
+// unique duplicate that follows it once it is stored (dup != 0).
 type unit struct{ id, dup int64 }
 
 // schedDelay draws a scheduled job's delay, uniformly in [MixSchedMin,
@@ -62,48 +62,104 @@ func (p *producer) schedDelay() time.Duration {
 	return MixSchedMin + rand.N(max(p.schedMax-MixSchedMin, 0)+1)
 }
 
-// enqueueUnit inserts one unit: plain jobs as without a mix, the others
-// through the Mixer.
-func (p *producer) enqueueUnit(ctx context.Context, u unit) {
-	kind := kindOf(p.t.metaOf(u.id))
-	if p.mixer == nil || kind == kindPlain || kind == kindFail || kind == kindSnooze {
-		p.enqueue(ctx, []int64{u.id})
-		return
+// special reports whether a job of kind k goes through the Mixer: without
+// a mix every job is plain, and failing and snoozing jobs are stored as
+// plain ones (their handler makes them special).
+func (p *producer) special(k mixKind) bool {
+	return p.mixer != nil && k != kindPlain && k != kindFail && k != kindSnooze
+}
+
+// enqueueUnits inserts units: plain jobs (and failing and snoozing ones)
+// in one Enqueue call as without a mix, the others in batches through the
+// Mixer (enqueueMix).
+func (p *producer) enqueueUnits(ctx context.Context, us []unit) {
+	var ids []int64
+	var specials []unit
+	for _, u := range us {
+		if p.special(kindOf(p.t.metaOf(u.id))) {
+			specials = append(specials, u)
+		} else {
+			ids = append(ids, u.id)
+		}
 	}
+	if len(ids) > 0 {
+		p.enqueue(ctx, ids)
+	}
+	if len(specials) > 0 {
+		p.enqueueMix(ctx, specials)
+	}
+}
+
+// enqueueMix inserts special units (scheduled jobs, unique originals,
+// jobs to cancel) through the Mixer, in batches of at most MaxBatch: each
+// batch's jobs in one EnqueueMix call, then the unique duplicates of its
+// originals in a second one (once the originals are stored), then its
+// cancels.
+func (p *producer) enqueueMix(ctx context.Context, us []unit) {
+	n := max(p.s.MaxBatch(), 1)
+	for len(us) > 0 {
+		k := min(len(us), n)
+		p.enqueueMixBatch(ctx, us[:k])
+		us = us[k:]
+	}
+}
+
+// enqueueMixBatch inserts one batch of special units (enqueueMix) and
+// records what became of each job.
+func (p *producer) enqueueMixBatch(ctx context.Context, us []unit) {
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	job := Job{ID: u.id, Payload: payload}
-	switch kind {
-	case kindCancel:
-		job.RunAt = time.Now().Add(MixCancelLead)
-	default:
-		job.RunAt = time.Now().Add(p.schedDelay())
-	}
-	if kind == kindUniqueOrig {
-		job.UniqueKey = u.id
-	}
-	p.t.setRunAt(u.id, job.RunAt)
-	ref, dup, err := p.mixer.EnqueueMix(ectx, job)
-	inserted := time.Now()
-	switch {
-	case err != nil:
-		p.t.markFailed([]int64{u.id})
-		p.fail(err)
-		if u.dup != 0 {
-			p.t.markFailed([]int64{u.dup}) // never inserted
+	jobs := make([]Job, len(us))
+	kinds := make([]mixKind, len(us))
+	for i, u := range us {
+		kinds[i] = kindOf(p.t.metaOf(u.id))
+		job := Job{ID: u.id, Payload: payload}
+		switch kinds[i] {
+		case kindCancel:
+			job.RunAt = time.Now().Add(MixCancelLead)
+		default:
+			job.RunAt = time.Now().Add(p.schedDelay())
 		}
-		return
-	case dup:
-		// The original's key is its own id: nothing can block it.
-		p.t.uniqueNotDeduped.Add(1)
-		p.t.markDeduped(u.id)
-	default:
-		p.t.delayed.Add(1)
-		p.t.markEnqueued([]int64{u.id})
+		if kinds[i] == kindUniqueOrig {
+			job.UniqueKey = u.id
+		}
+		p.t.setRunAt(u.id, job.RunAt)
+		jobs[i] = job
 	}
-	switch {
-	case kind == kindCancel:
-		ok, res, err := p.mixer.Cancel(ectx, ref)
+	res, err := p.mixer.EnqueueMix(ectx, jobs)
+	inserted := time.Now()
+	if err == nil && len(res) != len(jobs) {
+		err = fmt.Errorf("EnqueueMix returned %d results for %d jobs", len(res), len(jobs))
+	}
+	if err != nil {
+		for _, u := range us {
+			p.t.markFailed([]int64{u.id})
+			if u.dup != 0 {
+				p.t.markFailed([]int64{u.dup}) // never inserted
+			}
+		}
+		p.fail(err)
+		return
+	}
+	stored := make([]int64, 0, len(us))
+	for i, r := range res {
+		if r.Duplicate {
+			// The original's key is its own id: nothing can block it.
+			p.t.uniqueNotDeduped.Add(1)
+			p.t.markDeduped(us[i].id)
+			continue
+		}
+		stored = append(stored, us[i].id)
+	}
+	p.t.delayed.Add(int64(len(stored)))
+	p.t.markEnqueued(stored)
+	p.insertDups(ectx, us, jobs, res)
+	for i, u := range us {
+		if kinds[i] != kindCancel {
+			continue
+		}
+		ref := res[i].Ref
+		ok, what, err := p.mixer.Cancel(ectx, ref)
 		switch {
 		case err != nil:
 			// Whether it was cancelled is unknown: neither lost nor
@@ -116,61 +172,87 @@ func (p *producer) enqueueUnit(ctx context.Context, u unit) {
 		default:
 			p.t.cancelMissed.Add(1)
 			p.t.note(fmt.Sprintf("cancel missed (not a defect: the job is then expected to run): bench id %d, id %d: cancel returned %q %.1f ms after the insert returned, %.0f ms before its run_at",
-				u.id, ref, res, time.Since(inserted).Seconds()*1000, time.Until(job.RunAt).Seconds()*1000))
+				u.id, ref, what, time.Since(inserted).Seconds()*1000, time.Until(jobs[i].RunAt).Seconds()*1000))
 		}
-	case u.dup != 0:
-		p.insertDup(ectx, u.dup, job, ref, dup)
 	}
 }
 
-// insertDup inserts job id with the unique key of orig, a scheduled job
-// just inserted (as ref; origDup: itself reported a duplicate): the insert
-// must come back as a duplicate of ref.
-func (p *producer) insertDup(ctx context.Context, id int64, orig Job, ref int64, origDup bool) {
-	if origDup || time.Until(orig.RunAt) < 200*time.Millisecond {
-		// No unfinished original to duplicate: not a test of anything.
-		p.t.markInconclusive(id)
+// insertDups inserts, in one EnqueueMix call, the unique duplicates of the
+// units of a batch just inserted (origs[i] as res[i]) that have one: each
+// with the unique key of its original, which must come back as a
+// duplicate of the original's reference.
+func (p *producer) insertDups(ctx context.Context, us []unit, origs []Job, res []MixResult) {
+	var dups []Job
+	var of []int // of[k] is the index in us of dups[k]'s original
+	for i, u := range us {
+		if u.dup == 0 {
+			continue
+		}
+		if res[i].Duplicate || time.Until(origs[i].RunAt) < 200*time.Millisecond {
+			// No unfinished original to duplicate: not a test of anything.
+			p.t.markInconclusive(u.dup)
+			continue
+		}
+		job := Job{ID: u.dup, Payload: payload, RunAt: origs[i].RunAt, UniqueKey: origs[i].UniqueKey}
+		p.t.setRunAt(u.dup, job.RunAt)
+		dups = append(dups, job)
+		of = append(of, i)
+	}
+	if len(dups) == 0 {
 		return
 	}
-	job := Job{ID: id, Payload: payload, RunAt: orig.RunAt, UniqueKey: orig.UniqueKey}
-	p.t.setRunAt(id, job.RunAt)
 	began := time.Now()
-	got, dup, err := p.mixer.EnqueueMix(ctx, job)
+	got, err := p.mixer.EnqueueMix(ctx, dups)
 	took := time.Since(began)
-	switch {
-	case err != nil:
-		p.t.markFailed([]int64{id})
+	if err == nil && len(got) != len(dups) {
+		err = fmt.Errorf("EnqueueMix returned %d results for %d jobs", len(got), len(dups))
+	}
+	if err != nil {
+		for _, d := range dups {
+			p.t.markFailed([]int64{d.ID})
+		}
 		p.fail(err)
-	case dup && got == ref:
-		p.t.markDeduped(id)
-	case !dup && p.t.metaOf(orig.ID)&flagDone != 0:
-		// The original's work had finished when the insert returned: it
-		// may have been finished when the insert looked, and then the
-		// insert was right. Proves nothing.
-		p.t.markInconclusive(id)
-	default:
-		// Stored although its original was unfinished (or reported as
-		// the duplicate of another job): a defect; if it runs,
-		// unique_dupes_run says so too.
-		p.t.uniqueNotDeduped.Add(1)
-		p.t.note(fmt.Sprintf("unique duplicate bench id %d (key %d): insert returned id %d duplicate=%v, original's id %d; the insert began %.0f ms before the original's run_at and took %.1f ms; the original had started %d times and not finished when it returned",
-			id, orig.UniqueKey, got, dup, ref, orig.RunAt.Sub(began).Seconds()*1000, took.Seconds()*1000, p.t.runsOf(orig.ID)))
+		return
+	}
+	for k, d := range dups {
+		orig, ref, g := origs[of[k]], res[of[k]].Ref, got[k]
+		switch {
+		case g.Duplicate && g.Ref == ref:
+			p.t.markDeduped(d.ID)
+		case !g.Duplicate && p.t.metaOf(orig.ID)&flagDone != 0:
+			// The original's work had finished when the insert returned: it
+			// may have been finished when the insert looked, and then the
+			// insert was right. Proves nothing.
+			p.t.markInconclusive(d.ID)
+		default:
+			// Stored although its original was unfinished (or reported as
+			// the duplicate of another job): a defect; if it runs,
+			// unique_dupes_run says so too.
+			p.t.uniqueNotDeduped.Add(1)
+			p.t.note(fmt.Sprintf("unique duplicate bench id %d (key %d): insert returned id %d duplicate=%v, original's id %d; the insert (of %d duplicates) began %.0f ms before the original's run_at and took %.1f ms; the original had started %d times and not finished when it returned",
+				d.ID, orig.UniqueKey, g.Ref, g.Duplicate, ref, len(dups), orig.RunAt.Sub(began).Seconds()*1000, took.Seconds()*1000, p.t.runsOf(orig.ID)))
+		}
 	}
 }
 
 // paced enqueues rate jobs per second on a fixed schedule counted from
-// start, one job per autocommit statement, from conc goroutines. The
+// start, from conc goroutines: plain jobs (and failing and snoozing ones)
+// one per autocommit statement, and with a mix the special jobs that fall
+// due in one tick of the schedule (a millisecond, or more when the
+// producer falls behind) together, in one batch through the Mixer. The
 // schedule does not slow down when Postgres does: jobs that fall due while
 // every goroutine is busy wait in a queue and count as offered when due.
+// When ctx ends it offers no more, and every job it offered is inserted
+// before it returns (its goroutines' inserts complete regardless of ctx).
 func (p *producer) paced(ctx context.Context, start time.Time, rate float64, conc int) {
-	due := make(chan unit, 1<<20)
+	due := make(chan []unit, 1<<20)
 	var wg sync.WaitGroup
 	for range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for u := range due {
-				p.enqueueUnit(ctx, u)
+			for us := range due {
+				p.enqueueUnits(ctx, us)
 			}
 		}()
 	}
@@ -184,7 +266,7 @@ func (p *producer) paced(ctx context.Context, start time.Time, rate float64, con
 	var orig int64 // a unique duplicate's original, held until the duplicate falls due
 	defer func() {
 		if orig != 0 { // the run ended between the two: the original goes alone
-			due <- unit{id: orig}
+			due <- []unit{{id: orig}}
 		}
 	}()
 	for {
@@ -193,7 +275,12 @@ func (p *producer) paced(ctx context.Context, start time.Time, rate float64, con
 			return
 		case now := <-tick.C:
 			target := int64(now.Sub(start).Seconds() * rate)
-			for ; sent < target; sent++ {
+			var specials []unit // the tick's special jobs, sent together at its end
+			// Nothing is offered once the run has ended, and every job
+			// offered is sent, the run ended or not: the goroutines take
+			// from due until it is closed, so a send waits only while due
+			// is full, as the inserts the run's end waits for anyway.
+			for ; sent < target && ctx.Err() == nil; sent++ {
 				k := kindPlain
 				if p.mix != nil {
 					k = p.mix.kind()
@@ -207,11 +294,14 @@ func (p *producer) paced(ctx context.Context, start time.Time, rate float64, con
 				case k == kindUniqueDup:
 					u, orig = unit{id: orig, dup: id}, 0
 				}
-				select {
-				case due <- u:
-				case <-ctx.Done():
-					return
+				if p.special(kindOf(p.t.metaOf(u.id))) {
+					specials = append(specials, u)
+					continue
 				}
+				due <- []unit{u}
+			}
+			if len(specials) > 0 {
+				due <- specials
 			}
 		}
 	}
@@ -221,9 +311,11 @@ func (p *producer) paced(ctx context.Context, start time.Time, rate float64, con
 // MaxBatch jobs from conc goroutines, pausing while the backlog exceeds
 // limit so that the run measures throughput, not an ever-growing table.
 // With a mix, each goroutine draws its jobs' kinds from a mixer of its own:
-// plain, failing and snoozing jobs go in its batches, the others (a
-// scheduled job, one to cancel, a unique job and its duplicate) one by one
-// as the paced producer sends them.
+// plain, failing and snoozing jobs go in its batches through Enqueue, the
+// others (scheduled jobs, jobs to cancel, unique jobs and their
+// duplicates) drawn for the same batch in a batch of their own through
+// the Mixer (enqueueMix), a unique job drawn last held for the next batch,
+// where its duplicate is drawn.
 //
 // The bound holds with every goroutine sending: each reserves the jobs it
 // is about to offer before it draws them, and waits while the backlog and
@@ -246,7 +338,7 @@ func (p *producer) flat(ctx context.Context, conc int, limit int64) {
 			var orig int64 // a unique job, held until its duplicate is drawn
 			defer func() {
 				if orig != 0 { // the run ended between the two: the original goes alone
-					p.enqueueUnit(ctx, unit{id: orig})
+					p.enqueueMix(ctx, []unit{{id: orig}})
 				}
 			}()
 			for ctx.Err() == nil {
@@ -257,6 +349,7 @@ func (p *producer) flat(ctx context.Context, conc int, limit int64) {
 					continue
 				}
 				ids := make([]int64, 0, batch)
+				var specials []unit
 				for range batch {
 					k := kindPlain
 					if mix != nil {
@@ -269,14 +362,17 @@ func (p *producer) flat(ctx context.Context, conc int, limit int64) {
 					case kindUniqueOrig:
 						orig = id
 					case kindUniqueDup:
-						p.enqueueUnit(ctx, unit{id: orig, dup: id})
+						specials = append(specials, unit{id: orig, dup: id})
 						orig = 0
 					default:
-						p.enqueueUnit(ctx, unit{id: id})
+						specials = append(specials, unit{id: id})
 					}
 				}
 				if len(ids) > 0 {
 					p.enqueue(ctx, ids)
+				}
+				if len(specials) > 0 {
+					p.enqueueMix(ctx, specials)
 				}
 				reserved.Add(-int64(batch))
 			}

@@ -517,8 +517,10 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	default:
 		limit := int64(max(4*min(s.MaxBatch(), 500), 20*workers))
 		prodWG.Add(1)
-		// A mix sends its scheduled, cancelled and unique jobs one by one
-		// (and waits for each cancel): more goroutines keep up with that.
+		// A batch of a mix takes more round trips, each waited for: its
+		// plain jobs' insert, its special jobs' (scheduled, to cancel,
+		// unique), their unique duplicates', and one cancel per job to
+		// cancel. More goroutines keep up with that.
 		conc := 4
 		if mix {
 			conc = 32

@@ -226,15 +226,26 @@ type Instrumented interface {
 // retried after Env.RetryBackoff) or snooze (*SnoozeError: run again after
 // its delay, the attempt not counted).
 type Mixer interface {
-	// EnqueueMix stores one job as Enqueue does, honouring its RunAt and
-	// UniqueKey. It returns the strategy's reference to the job (for
-	// Cancel) and whether the insert was a duplicate of a unique job (then
-	// ref is the blocking job's).
-	EnqueueMix(ctx context.Context, job Job) (ref int64, duplicate bool, err error)
+	// EnqueueMix stores jobs as Enqueue does (one call, committed when it
+	// returns, at most MaxBatch jobs), honouring each job's RunAt and
+	// UniqueKey; no two jobs of one call share a UniqueKey. It returns one
+	// MixResult per job, in the order of jobs. On an error none is known
+	// to be stored or not.
+	EnqueueMix(ctx context.Context, jobs []Job) ([]MixResult, error)
 	// Cancel cancels the job EnqueueMix returned ref for, and reports
 	// whether it was cancelled while it waited (it must then never run)
 	// and the strategy's word for what it did.
 	Cancel(ctx context.Context, ref int64) (cancelled bool, result string, err error)
+}
+
+// MixResult is what EnqueueMix did with one job.
+type MixResult struct {
+	// Ref is the strategy's reference to the job (for Cancel); for a
+	// duplicate, the reference of the job that blocked it.
+	Ref int64
+	// Duplicate says the job was the duplicate of an unfinished unique
+	// job with its UniqueKey: nothing was stored.
+	Duplicate bool
 }
 
 // Historian is implemented by strategies that keep finished jobs for a

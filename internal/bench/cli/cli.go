@@ -104,7 +104,7 @@ func Bench(ctx context.Context, args []string) (err error) {
 	policy := fs.String("guard", "", "run millrace guard with this policy file during the run")
 	metricsListen := fs.String("metrics-listen", "", "serve the Prometheus metrics of the millrace strategy's clients (package millraceprom) on ADDR/metrics during the run, e.g. 127.0.0.1:9464; summary.json then records their totals next to the bench's counts")
 	metricsLinger := fs.Duration("metrics-linger", 0, "with --metrics-listen, keep serving /metrics this long after the run, for a last scrape of the final counts")
-	mixFlag := fs.String("mix", "", "percentages of offered jobs that fail once, snooze once, are cancelled while queued, are scheduled 1-30s ahead,\nor duplicate an earlier unique job, e.g. fail=20,snooze=5,cancel=5,sched=20,unique=10 (millrace only; with --rate N or max, not burndown)")
+	mixFlag := fs.String("mix", "", "percentages of offered jobs that fail once, snooze once, are cancelled while queued, are scheduled 1-30s ahead,\nor duplicate an earlier unique job, e.g. fail=20,snooze=5,cancel=5,sched=20,unique=10 (millrace and river; with --rate N or max, not burndown)")
 	var pgSettings []string
 	fs.Func("pg-setting", "NAME=VALUE: a server setting the bench's database runs with (ALTER DATABASE ... SET, for every session in it but\nthe bench's sampler), e.g. default_transaction_isolation='repeatable read' or idle_session_timeout=5s; repeatable", func(v string) error {
 		name, value, ok := strings.Cut(v, "=")

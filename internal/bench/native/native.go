@@ -592,18 +592,39 @@ FROM b`, ids)
 	return out, rows.Err()
 }
 
-// EnqueueMix inserts one job with Insert, scheduled at job.RunAt and
-// unique by job.UniqueKey when they are set.
-func (s *Strategy) EnqueueMix(ctx context.Context, job bench.Job) (int64, bool, error) {
-	opts := &millrace.InsertOpts{RunAt: job.RunAt}
-	if job.UniqueKey != 0 {
-		opts.Unique = uniqueByU
+// EnqueueMix inserts jobs with one Insert, or several with one
+// InsertMany, each scheduled at its RunAt and unique by its UniqueKey when
+// they are set; a duplicate's reference is the millrace id of the job that
+// blocked it.
+func (s *Strategy) EnqueueMix(ctx context.Context, jobs []bench.Job) ([]bench.MixResult, error) {
+	opts := func(j bench.Job) *millrace.InsertOpts {
+		o := &millrace.InsertOpts{RunAt: j.RunAt}
+		if j.UniqueKey != 0 {
+			o.Unique = uniqueByU
+		}
+		return o
 	}
-	res, err := s.client.Load().Insert(ctx, args{ID: job.ID, Payload: job.Payload, U: job.UniqueKey}, opts)
+	mixArgs := func(j bench.Job) args { return args{ID: j.ID, Payload: j.Payload, U: j.UniqueKey} }
+	if len(jobs) == 1 {
+		res, err := s.client.Load().Insert(ctx, mixArgs(jobs[0]), opts(jobs[0]))
+		if err != nil {
+			return nil, err
+		}
+		return []bench.MixResult{{Ref: res.ID, Duplicate: res.Duplicate}}, nil
+	}
+	params := make([]millrace.InsertManyParams, len(jobs))
+	for i, j := range jobs {
+		params[i] = millrace.InsertManyParams{Args: mixArgs(j), Opts: opts(j)}
+	}
+	res, err := s.client.Load().InsertMany(ctx, params)
 	if err != nil {
-		return 0, false, err
+		return nil, err
 	}
-	return res.ID, res.Duplicate, nil
+	out := make([]bench.MixResult, len(res))
+	for i, r := range res {
+		out[i] = bench.MixResult{Ref: r.ID, Duplicate: r.Duplicate}
+	}
+	return out, nil
 }
 
 // Cancel cancels job ref with millrace.Cancel: true when it was waiting

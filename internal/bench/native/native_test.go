@@ -296,7 +296,7 @@ func TestRetrying(t *testing.T) {
 	s, _ := setup(t)
 	enqueue := func(id int64, runAt time.Time) {
 		t.Helper()
-		if _, _, err := s.EnqueueMix(ctx, bench.Job{ID: id, RunAt: runAt}); err != nil {
+		if _, err := s.EnqueueMix(ctx, []bench.Job{{ID: id, RunAt: runAt}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -329,10 +329,7 @@ func TestRetrying(t *testing.T) {
 func TestExplain(t *testing.T) {
 	ctx := context.Background()
 	s, _ := setup(t)
-	if _, _, err := s.EnqueueMix(ctx, bench.Job{ID: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.EnqueueMix(ctx, bench.Job{ID: 2, RunAt: time.Now().Add(time.Minute)}); err != nil {
+	if _, err := s.EnqueueMix(ctx, []bench.Job{{ID: 1}, {ID: 2, RunAt: time.Now().Add(time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Explain(ctx, []int64{1, 2})
@@ -344,5 +341,43 @@ func TestExplain(t *testing.T) {
 	}
 	if !strings.Contains(got[2], "scheduled attempt 0") || strings.Contains(got[2], "job row") {
 		t.Errorf("job 2: %q, want its schedule row only", got[2])
+	}
+}
+
+// TestEnqueueMixBatch: one EnqueueMix call stores scheduled, unique and
+// plain jobs together and returns their ids in order; a second call with
+// the unique keys of stored jobs returns each as a duplicate of its own
+// original, and a job to cancel is cancelled while it waits.
+func TestEnqueueMixBatch(t *testing.T) {
+	ctx := context.Background()
+	s, _ := setup(t)
+	at := time.Now().Add(time.Minute)
+	orig, err := s.EnqueueMix(ctx, []bench.Job{{ID: 1, RunAt: at, UniqueKey: 1}, {ID: 2, RunAt: at}, {ID: 3, RunAt: at, UniqueKey: 3}, {ID: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(orig) != 4 {
+		t.Fatalf("%d results for 4 jobs", len(orig))
+	}
+	for i, r := range orig {
+		if r.Duplicate || r.Ref == 0 {
+			t.Errorf("job %d: %+v, want stored", i+1, r)
+		}
+	}
+	dups, err := s.EnqueueMix(ctx, []bench.Job{{ID: 5, RunAt: at, UniqueKey: 3}, {ID: 6, RunAt: at, UniqueKey: 1}, {ID: 7, RunAt: at, UniqueKey: 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bench.MixResult{{Ref: orig[2].Ref, Duplicate: true}, {Ref: orig[0].Ref, Duplicate: true}}
+	if len(dups) != 3 || dups[0] != want[0] || dups[1] != want[1] || dups[2].Duplicate {
+		t.Errorf("duplicates: %+v, want %+v and a stored job", dups, want)
+	}
+	if ok, what, err := s.Cancel(ctx, orig[1].Ref); err != nil || !ok {
+		t.Errorf("Cancel of the waiting job 2: %v, %q, %v", ok, what, err)
+	}
+	rem, err := s.Remaining(ctx)
+	slices.Sort(rem)
+	if err != nil || !slices.Equal(rem, []int64{1, 3, 4, 7}) {
+		t.Errorf("Remaining = %v, %v; want 1, 3, 4, 7", rem, err)
 	}
 }
