@@ -115,6 +115,8 @@ type StrategySummary struct {
 	// EnqueueErrors counts enqueue calls that failed (their jobs are
 	// neither counted as enqueued nor as lost).
 	EnqueueErrors int64 `json:"enqueue_errors,omitempty"`
+	// EnqueueLastError is what the last of them returned.
+	EnqueueLastError string `json:"enqueue_last_error,omitempty"`
 	// Readers counts the analytics scenario's reports over the whole run
 	// (they run in the stress phase only, whose summary has the same).
 	Readers *ReaderStats `json:"analytics_readers,omitempty"`

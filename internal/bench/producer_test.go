@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -92,5 +93,24 @@ func TestProducerPacedEnd(t *testing.T) {
 				t.Errorf("offered %d, enqueued %d", tr.offered.Load(), tr.enqueued.Load())
 			}
 		})
+	}
+}
+
+// TestWriteTableEnqueueErrors: a strategy whose producer had enqueue
+// calls fail says so under the table, with the last error: their jobs
+// are offered, and expected, and never inserted.
+func TestWriteTableEnqueueErrors(t *testing.T) {
+	sum := &Summary{Strategies: map[string]*StrategySummary{
+		"river": {Phases: map[string]*PhaseSummary{}, EnqueueErrors: 2, EnqueueLastError: "ERROR: deadlock detected (SQLSTATE 40P01)"},
+		"que":   {Phases: map[string]*PhaseSummary{}},
+	}}
+	var b strings.Builder
+	WriteTable(&b, sum, false)
+	want := "river: 2 enqueue calls failed (their jobs offered, never enqueued); the last: ERROR: deadlock detected (SQLSTATE 40P01)\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("table:\n%s\nwant the line %q", b.String(), want)
+	}
+	if strings.Contains(b.String(), "que: ") {
+		t.Errorf("table:\n%s\nsays something of que, which had no error", b.String())
 	}
 }

@@ -159,6 +159,9 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 		if ss.DuplicateJobs > 0 {
 			fmt.Fprintf(w, "%s: %d jobs worked more than once\n", n, ss.DuplicateJobs)
 		}
+		if ss.EnqueueErrors > 0 {
+			fmt.Fprintf(w, "%s: %d enqueue calls failed (their jobs offered, never enqueued); the last: %s\n", n, ss.EnqueueErrors, ss.EnqueueLastError)
+		}
 		if ss.Mix != nil {
 			writeMix(w, n, ss, color)
 		}

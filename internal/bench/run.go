@@ -650,6 +650,9 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	}
 	if prod.errors.Load() > 0 {
 		ss.EnqueueErrors = prod.errors.Load()
+		if e := prod.lastErr.Load(); e != nil {
+			ss.EnqueueLastError = *e
+		}
 	}
 	ss.Watch = watched
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
