@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"github.com/millrace/millrace/internal/testkit"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -346,5 +347,66 @@ func TestRescueNeverWaitsOnAnOpenCompleteTx(t *testing.T) {
 	got := claimAll(t, s, "q", 7, noLimit)
 	if len(got) != 1 || got[b.Jobs[1].ID] != 1 {
 		t.Fatalf("after the release: %v; want only job %d, not the completed %d", got, b.Jobs[1].ID, b.Jobs[0].ID)
+	}
+}
+
+// TestAClaimThatStartsEveryJobMarksItsTick (issue 33): a claim whose
+// every job goes to an idle worker (Start at least MaxJobs) marks its new
+// batch started as a whole on the tick and writes no start row. A rescue
+// of the batch charges an attempt to each of its jobs but the one
+// cancelled before the claim (handed over cancelled, never run). A claim
+// with fewer idle workers than jobs writes start rows for those it starts,
+// and a rescue charges only them.
+func TestAClaimThatStartsEveryJobMarksItsTick(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	for _, c := range []struct {
+		name             string
+		start            int
+		rows, charged    int
+		tickStarted      bool
+		cancelBeforeTake bool
+	}{
+		{name: "every job to an idle worker", start: 10, rows: 0, charged: 2, tickStarted: true, cancelBeforeTake: true},
+		{name: "one idle worker", start: 1, rows: 1, charged: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			queue := "q" + strconv.Itoa(c.start)
+			var ids []int64
+			for i := 0; i < 3; i++ {
+				ids = append(ids, enqueue(t, s, pool, queue))
+			}
+			if c.cancelBeforeTake {
+				var res string
+				if err := pool.QueryRow(ctx, "SELECT millrace.cancel($1)", ids[2]).Scan(&res); err != nil || res != "cancelled" {
+					t.Fatalf("cancel: %q %v", res, err)
+				}
+			}
+			p, err := s.Register(ctx, "claims", "h", c.start, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs, err := s.Claim(ctx, queue, p, 1, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Starve: time.Hour, Start: c.start})
+			if err != nil || len(bs) != 1 || len(bs[0].Jobs) != 3 {
+				t.Fatalf("claim: %+v %v", bs, err)
+			}
+			tick := bs[0].TickID
+			var rows int
+			var started bool
+			if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM millrace.start WHERE tick_id = $1),
+				(SELECT t.started FROM millrace.tick t WHERE t.tick_id = $1)`, tick).Scan(&rows, &started); err != nil {
+				t.Fatal(err)
+			}
+			if rows != c.rows || started != c.tickStarted {
+				t.Fatalf("start rows %d, tick started %v; want %d, %v", rows, started, c.rows, c.tickStarted)
+			}
+			rel, err := s.Rescue(ctx, 0, time.Nanosecond)
+			if err != nil || len(rel) != 1 || rel[0].TickID != tick {
+				t.Fatalf("rescue: %+v %v", rel, err)
+			}
+			if rel[0].Charged != c.charged {
+				t.Fatalf("the rescue charged %d job(s) an attempt; want %d", rel[0].Charged, c.charged)
+			}
+		})
 	}
 }

@@ -220,7 +220,7 @@ END $function$;
 COMMENT ON FUNCTION millrace.range_jobs(p_queue text, p_priority smallint, p_prev pg_snapshot, p_snap pg_snapshot, p_after_txid xid8, p_after_id bigint, p_upto_txid xid8, p_upto_id bigint, p_max_jobs integer, p_max_bytes bigint) IS
     'range_jobs returns the jobs of lane (p_queue, p_priority) visible in p_snap and not in p_prev with key (txid, id) above p_after and at most p_upto (NULL: unbounded), in key order, stopping after p_max_jobs jobs or once p_max_bytes of args are reached (at least one job). Args are counted as the worker receives them, their text (octet_length(args::text)), not as stored: a compressed value of 10 KB can be 1 MB in the worker.';
 
-CREATE OR REPLACE FUNCTION millrace.lane_take(p_queue text, p_priority smallint, p_snap pg_snapshot, p_tick bigint, p_owner integer, p_req bigint, p_max_jobs integer, p_max_bytes bigint, p_peek boolean)
+CREATE OR REPLACE FUNCTION millrace.lane_take(p_queue text, p_priority smallint, p_snap pg_snapshot, p_tick bigint, p_owner integer, p_req bigint, p_max_jobs integer, p_max_bytes bigint, p_peek boolean, p_started boolean)
  RETURNS SETOF millrace.job
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -265,16 +265,16 @@ BEGIN
         IF v_n > 0 THEN
             IF NOT p_peek THEN
                 INSERT INTO millrace.tick (slot, queue, priority, tick_id, prev_snap, snap, after_txid, after_id, upto_txid, upto_id,
-                                           more, owner, req, njobs)
+                                           more, owner, req, njobs, started)
                 VALUES (millrace.current_segment(), p_queue, p_priority, p_tick, v_prev, v_snap, v_after_txid, v_after_id,
-                        v_upto_txid, v_upto_id, v_n >= p_max_jobs OR v_bytes >= p_max_bytes, p_owner, p_req, v_n);
+                        v_upto_txid, v_upto_id, v_n >= p_max_jobs OR v_bytes >= p_max_bytes, p_owner, p_req, v_n, p_started);
             END IF;
             RETURN;
         END IF;
     END LOOP;
 END $function$;
-COMMENT ON FUNCTION millrace.lane_take(p_queue text, p_priority smallint, p_snap pg_snapshot, p_tick bigint, p_owner integer, p_req bigint, p_max_jobs integer, p_max_bytes bigint, p_peek boolean) IS
-    'lane_take returns the next jobs of lane (p_queue, p_priority): the rest of the range its newest tick stopped in at its cap, or else those committed since that tick and visible in p_snap; at most p_max_jobs jobs and p_max_bytes bytes. Unless p_peek, it records them as batch p_tick of process p_owner (claim request p_req).';
+COMMENT ON FUNCTION millrace.lane_take(p_queue text, p_priority smallint, p_snap pg_snapshot, p_tick bigint, p_owner integer, p_req bigint, p_max_jobs integer, p_max_bytes bigint, p_peek boolean, p_started boolean) IS
+    'lane_take returns the next jobs of lane (p_queue, p_priority): the rest of the range its newest tick stopped in at its cap, or else those committed since that tick and visible in p_snap; at most p_max_jobs jobs and p_max_bytes bytes. Unless p_peek, it records them as batch p_tick of process p_owner (claim request p_req), marked started as a whole when p_started.';
 
 CREATE OR REPLACE FUNCTION millrace.lanes_waiting(p_queue text, p_snap pg_snapshot, p_from smallint, p_examine integer, p_want integer)
  RETURNS TABLE(priority smallint, ready_at timestamp with time zone, served_at timestamp with time zone)
@@ -303,7 +303,7 @@ BEGIN
                         (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
                            AND pg_visible_in_snapshot(j.txid, p_snap) ORDER BY j.txid, j.id LIMIT 1)
                     WHEN t.more THEN  -- the rest of a capped range first (rare): as lane_take finds it
-                        (SELECT k.ready_at FROM millrace.lane_take(p_queue, x.priority, p_snap, 0, 0, 0, 1, 9223372036854775807, true) k
+                        (SELECT k.ready_at FROM millrace.lane_take(p_queue, x.priority, p_snap, 0, 0, 0, 1, 9223372036854775807, true, false) k
                          LIMIT 1)
                     ELSE coalesce(  -- in progress at the newest tick, then newer; visible in p_snap
                         (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
@@ -327,7 +327,7 @@ BEGIN
                         (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
                            AND pg_visible_in_snapshot(j.txid, p_snap) ORDER BY j.txid, j.id LIMIT 1)
                     WHEN t.more THEN  -- the rest of a capped range first (rare): as lane_take finds it
-                        (SELECT k.ready_at FROM millrace.lane_take(p_queue, x.priority, p_snap, 0, 0, 0, 1, 9223372036854775807, true) k
+                        (SELECT k.ready_at FROM millrace.lane_take(p_queue, x.priority, p_snap, 0, 0, 0, 1, 9223372036854775807, true, false) k
                          LIMIT 1)
                     ELSE coalesce(  -- in progress at the newest tick, then newer; visible in p_snap
                         (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
@@ -347,7 +347,7 @@ END $function$;
 COMMENT ON FUNCTION millrace.lanes_waiting(p_queue text, p_snap pg_snapshot, p_from smallint, p_examine integer, p_want integer) IS
     'lanes_waiting looks at the lanes of p_queue from priority p_from on, in order (a skip scan of job_lane), at most p_examine of them, and stops once p_want have a job waiting in snapshot p_snap. It returns every lane it looked at with the ready time of the first job lane_take would take from it (NULL: none; found by a few index probes) and when it was last served (its newest tick''s time).';
 
-CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval)
+CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -517,7 +517,7 @@ BEGIN
             -- found.
             RETURN QUERY
             WITH r AS MATERIALIZED (
-                SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false)
+                SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, p_start_all)
                               WITH ORDINALITY AS r),
             x AS MATERIALIZED (
                 SELECT c.job_id FROM millrace.cancel c WHERE c.job_id = ANY (ARRAY(SELECT r.id FROM r)))
@@ -527,7 +527,7 @@ BEGIN
             RETURN;
         END IF;
         v_n := 0;
-        FOR v_r IN SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false) LOOP
+        FOR v_r IN SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, p_start_all) LOOP
             v_n := v_n + 1;
             v_bytes := v_bytes - octet_length(v_r.args::text);
             tick_id := v_tick; token := v_tick; id := v_r.id; kind := v_r.kind; args := v_r.args;
@@ -539,8 +539,8 @@ BEGIN
         v_left := v_left - v_n;
     END LOOP;
 END $function$;
-COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval) IS
-    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing.';
+COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean) IS
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks), for a caller that starts every job it takes at once (claim_start).';
 
 CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
@@ -554,12 +554,15 @@ BEGIN
     -- One statement: the claim's rows, numbered in the order it returns
     -- them, go out as they are, and the first p_start that are not
     -- cancelled get their start marks (one row per batch), rather than a
-    -- loop that copies every job a column at a time.
+    -- loop that copies every job a column at a time. When every job the
+    -- claim may take goes to an idle worker (p_start >= p_max_jobs), its
+    -- new batches are marked started on their ticks, and only adopted
+    -- batches get start rows.
     RETURN QUERY
     WITH c AS MATERIALIZED (
         SELECT x.tick_id, x.token, x.id, x.kind, x.args, x.priority, x.attempt, x.max_attempts, x.created_at,
                x.ready_at, x.timeout_ms, x.cancelled, x.n
-        FROM millrace.claim(p_queue, p_owner, p_req, p_retry, p_max_jobs, p_max_bytes, p_starve)
+        FROM millrace.claim(p_queue, p_owner, p_req, p_retry, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start >= p_max_jobs, false))
              WITH ORDINALITY AS x(tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at,
                                   ready_at, timeout_ms, cancelled, n)),
     marked AS (
@@ -567,10 +570,17 @@ BEGIN
         SELECT millrace.current_segment(), f.tick_id, f.token, array_agg(f.id ORDER BY f.id)
         FROM (SELECT c.tick_id, c.token, c.id FROM c WHERE NOT c.cancelled
               ORDER BY c.n LIMIT coalesce(greatest(p_start, 0), 0)) f
+        -- A new batch the claim marked started as a whole needs no row. Its
+        -- tick, written by the claim inside this statement, is not visible
+        -- to this statement's snapshot (the probe finds none: it was made
+        -- with the flag); the replay of a lost reply returns the first
+        -- call's batches, committed and visible, whose flag decides.
+        WHERE NOT (coalesce(p_start >= p_max_jobs, false) AND f.token = f.tick_id
+                   AND coalesce((SELECT t.started FROM millrace.tick t WHERE t.tick_id = f.tick_id AND NOT t.carried LIMIT 1), true))
         GROUP BY f.tick_id, f.token)
     SELECT c.tick_id, c.token, c.id, c.kind, c.args, c.priority, c.attempt, c.max_attempts, c.created_at,
            c.ready_at, c.timeout_ms, c.cancelled
     FROM c ORDER BY c.n;
 END $function$;
 COMMENT ON FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer) IS
-    'claim_start is claim, and the start marks (mark_started) of the first p_start jobs it returns that are not cancelled: the claimer passes the number of its idle workers, which start those jobs at once, so that they need no mark of their own. The jobs it hands to busy workers wait in the process and are marked when they start.';
+    'claim_start is claim, and the start marks (mark_started) of the first p_start jobs it returns that are not cancelled: the claimer passes the number of its idle workers, which start those jobs at once, so that they need no mark of their own. With p_start at least p_max_jobs every job goes to an idle worker, and a new batch is marked started as a whole on its tick, with no start row. The jobs it hands to busy workers wait in the process and are marked when they start.';

@@ -218,8 +218,18 @@ BEGIN
                     THEN format('millrace: the job ran longer than StuckAfter without an outcome, and its batch was released (attempt %s of %s)', b.attempt + 1, b.max_attempts)
                     ELSE format('millrace: the process died while running the job (attempt %s of %s)', b.attempt + 1, b.max_attempts) END AS err
         FROM millrace.batch_jobs(p_tick) b
-        CROSS JOIN LATERAL (SELECT min(s.at) AS at FROM millrace.start s
-                            WHERE s.tick_id = p_tick AND s.token = p_token AND b.id = ANY (s.jobs)) s
+        -- Started: by a start row under this lease, or as a whole by the
+        -- claim that made the batch (its tick), less the jobs with a
+        -- cancellation request: that claim handed those over cancelled,
+        -- never to run (one cancelled while it ran finishes as cancelled
+        -- at its next claim, uncharged).
+        CROSS JOIN LATERAL (SELECT coalesce(
+                (SELECT min(s.at) FROM millrace.start s
+                 WHERE s.tick_id = p_tick AND s.token = p_token AND b.id = ANY (s.jobs)),
+                (SELECT t.at FROM millrace.tick t
+                 WHERE t.tick_id = p_tick AND t.started AND NOT t.carried AND p_token = p_tick
+                   AND (SELECT true FROM millrace.cancel c WHERE c.job_id = b.id LIMIT 1) IS NULL
+                 LIMIT 1)) AS at) s
         WHERE s.at IS NOT NULL),
     a AS (
         INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt, error)
@@ -244,7 +254,7 @@ BEGIN
     RETURN v_n;
 END $function$;
 COMMENT ON FUNCTION millrace.charge_started(p_tick bigint, p_token bigint, p_owner integer) IS
-    'charge_started counts an attempt for every job of batch p_tick that its holder p_owner, dead or stuck, had started under lease p_token (a start mark) and not finished (no ack): the job failed with "the process died while running the job (attempt n of m)" (or, when the holder is still alive, "the job ran longer than StuckAfter"), and runs again after the default backoff, or is discarded after its last attempt. Jobs of the batch that had not started are not charged. The caller holds the batch''s fence lock.';
+    'charge_started counts an attempt for every job of batch p_tick that its holder p_owner, dead or stuck, had started under lease p_token (a start mark, or its tick marked started as a whole, less jobs with a cancellation request) and not finished (no ack): the job failed with "the process died while running the job (attempt n of m)" (or, when the holder is still alive, "the job ran longer than StuckAfter"), and runs again after the default backoff, or is discarded after its last attempt. Jobs of the batch that had not started are not charged. The caller holds the batch''s fence lock.';
 
 CREATE OR REPLACE FUNCTION millrace.rescue(p_stuck interval, p_term bigint DEFAULT NULL::bigint)
  RETURNS TABLE(queue text, tick_id bigint, owner integer, reason text, charged integer)

@@ -348,9 +348,9 @@ BEGIN
     -- covered had its row in this slot, now truncated. A job row another
     -- transaction is inserting now is not seen here, and is new.
     INSERT INTO millrace.tick (slot, queue, priority, tick_id, prev_snap, snap, after_txid, after_id, upto_txid, upto_id,
-                               more, owner, req, njobs, carried, at)
+                               more, owner, req, njobs, carried, at, started)
     SELECT p_into, t.queue, t.priority, t.tick_id, t.prev_snap, t.snap, t.after_txid, t.after_id, t.upto_txid, t.upto_id,
-           t.more, t.owner, t.req, t.njobs, t.tick_id <> ALL (v_open), t.at
+           t.more, t.owner, t.req, t.njobs, t.tick_id <> ALL (v_open), t.at, t.started
     FROM millrace.tick t
     WHERE t.slot = p_slot
       AND ((NOT t.carried AND t.tick_id = ANY (v_open))
