@@ -387,7 +387,9 @@ BEGIN
 
     IF p_retry THEN
         -- The batches an earlier call with this request id took: new ticks,
-        -- or an adopted one (a lease with this owner and request id).
+        -- or an adopted one (a lease with this owner and request id). The
+        -- ticks are found among the queue's (no index on owner and request:
+        -- an entry per claim for a rare path).
         FOR v_tick, v_token IN
             SELECT t.tick_id, t.tick_id FROM millrace.tick t
             WHERE t.owner = p_owner AND t.req = p_req AND t.queue = p_queue AND NOT t.carried

@@ -12,6 +12,7 @@ CROSS JOIN LATERAL (SELECT array_agg(b.id ORDER BY b.id) AS ids FROM millrace.ba
 WHERE t.started AND NOT t.carried AND j.ids IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = t.tick_id);
 ALTER TABLE millrace.tick DROP COLUMN started;
+CREATE INDEX tick_owner_req ON millrace.tick (owner, req);
 -- Back to version 8, whose history has args on every row: a completed
 -- attempt written without them gets JSON null (what was sent is not
 -- known any more; version 8 reads it as args of null).

@@ -17,3 +17,8 @@ ALTER TABLE millrace.finished ALTER COLUMN args DROP NOT NULL;
 ALTER TABLE millrace.tick ADD COLUMN started boolean NOT NULL DEFAULT false;
 DROP FUNCTION IF EXISTS millrace.claim(text, integer, bigint, boolean, integer, bigint, interval);
 DROP FUNCTION IF EXISTS millrace.lane_take(text, smallint, pg_snapshot, bigint, integer, bigint, integer, bigint, boolean);
+-- The tick's (owner, req) index served only the replay of a claim whose
+-- reply was lost (claim's p_retry: rare, after a dropped connection) and
+-- cost an index entry per claim; the replay now reads the queue's ticks
+-- by the (queue, priority, tick_id) index.
+DROP INDEX millrace.tick_owner_req;
