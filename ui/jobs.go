@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -34,6 +35,20 @@ func (d *jobDetailView) Latest() *jobView {
 	}
 	if len(d.Attempts) > 0 {
 		return &d.Attempts[len(d.Attempts)-1]
+	}
+	return nil
+}
+
+// Args are the job's arguments, as ops.JobDetail.Args picks them (nil:
+// none kept).
+func (d *jobDetailView) Args() json.RawMessage {
+	if d.Live != nil && len(d.Live.Args) > 0 {
+		return d.Live.Args
+	}
+	for i := len(d.Attempts) - 1; i >= 0; i-- {
+		if len(d.Attempts[i].Args) > 0 {
+			return d.Attempts[i].Args
+		}
 	}
 	return nil
 }

@@ -37,6 +37,9 @@ func redact(s string) string {
 // redactJSON is redact for a JSON document: it stays valid JSON (a
 // replacement inside a string is plain text; a replaced value is a string).
 func redactJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return b // none kept (a completed attempt's): nothing to mask
+	}
 	out := json.RawMessage(redact(string(b)))
 	if !json.Valid(out) {
 		return json.RawMessage(`"` + mask + `"`) // never the original, never broken JSON

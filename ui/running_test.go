@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -136,5 +137,10 @@ func TestRunningJobShowsAttemptAndProcess(t *testing.T) {
 	row := regexp.MustCompile(`(?s)<tr data-state="completed">.*?</tr>`).FindString(body)
 	if !regexp.MustCompile(`<td>\d+(\.\d+)? (ms|µs)</td>|<td>\d+\.\d{3} s</td>`).MatchString(row) || !strings.Contains(row, proc) {
 		t.Errorf("the finished attempt's run time or process:\n%s", row)
+	}
+	// History keeps a completed job without its args: the page says so,
+	// never a mask nor an empty block.
+	if !strings.Contains(body, `<p id="args" class="muted">`+html.EscapeString(ops.ArgsNotKept)+`</p>`) {
+		t.Errorf("the completed job's args are not said to be not kept:\n%s", body)
 	}
 }

@@ -552,6 +552,10 @@ func jobID(r *http.Request) (int64, error) {
 type jobData struct {
 	Job    jobDetailView
 	Latest *jobView
+	// Args are the job's arguments (jobDetailView.Args); ArgsNotKept says
+	// why there are none.
+	Args        json.RawMessage
+	ArgsNotKept string
 }
 
 func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
@@ -570,7 +574,7 @@ func (h *handler) jobPage(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.render(w, r, "job", http.StatusOK, page{Title: "Job " + strconv.FormatInt(id, 10), Data: jobData{Job: d, Latest: d.Latest()}})
+	h.render(w, r, "job", http.StatusOK, page{Title: "Job " + strconv.FormatInt(id, 10), Data: jobData{Job: d, Latest: d.Latest(), Args: d.Args(), ArgsNotKept: ops.ArgsNotKept}})
 }
 
 func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {

@@ -414,7 +414,11 @@ func printJob(w io.Writer, d ops.JobDetail, procs map[int]ops.Process) {
 			fmt.Fprintf(tw, "worked by\tprocess %d\n", *d.Live.Owner)
 		}
 	}
-	fmt.Fprintf(tw, "args\t%s\n", cmdline.Escape(string(j.Args)))
+	if args := d.Args(); len(args) > 0 {
+		fmt.Fprintf(tw, "args\t%s\n", cmdline.Escape(string(args)))
+	} else {
+		fmt.Fprintf(tw, "args\t(%s)\n", ops.ArgsNotKept)
+	}
 	tw.Flush()
 	if len(d.Attempts) == 0 {
 		fmt.Fprintln(w, "\nno attempt has finished yet")

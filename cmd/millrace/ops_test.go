@@ -175,6 +175,12 @@ func TestJobsCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "discarded") || !strings.Contains(out, "unsupported format") {
 		t.Errorf("jobs show (discarded): %d\n%s", code, out)
 	}
+	// History keeps a completed job without its args, and says so.
+	c := clientkit.Complete(t, pool, "done", "ok")
+	code, out, _ = millrace(t, "jobs", "show", fmt.Sprint(c), "--database-url", u)
+	if code != 0 || !strings.Contains(out, "completed") || !strings.Contains(out, ops.ArgsNotKept) {
+		t.Errorf("jobs show (completed): %d\n%s", code, out)
+	}
 	code, out, _ = millrace(t, "jobs", "show", "--json", fmt.Sprint(d), "--database-url", u)
 	var det ops.JobDetail
 	if code != 0 || json.Unmarshal([]byte(out), &det) != nil || det.Live != nil || len(det.Attempts) != 1 || det.Attempts[0].StartedAt == nil {

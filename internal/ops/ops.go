@@ -206,6 +206,25 @@ func (d *JobDetail) Latest() *Job {
 	return nil
 }
 
+// ArgsNotKept is what a reader shows for a job whose args history did not
+// keep: a completed attempt is kept without them (schema 9).
+const ArgsNotKept = "not kept: history keeps a completed job without its args"
+
+// Args are the job's arguments: its live row's, else the newest attempt's
+// that kept them (nil: none did, a job that completed at its first
+// attempt).
+func (d *JobDetail) Args() json.RawMessage {
+	if d.Live != nil && len(d.Live.Args) > 0 {
+		return d.Live.Args
+	}
+	for i := len(d.Attempts) - 1; i >= 0; i-- {
+		if len(d.Attempts[i].Args) > 0 {
+			return d.Attempts[i].Args
+		}
+	}
+	return nil
+}
+
 // GetJob returns a job's live row (if any) and its history
 // (storage.GetJob, the one read of a job, which package millrace's JobByID
 // shares). The live row is read first and history in a later statement: a

@@ -30,10 +30,30 @@ func (FailArgs) Kind() string { return "always_fails" }
 // waits until it is discarded; it returns the job's id.
 func Discard(t testing.TB, db *pgxpool.Pool, queue, why string) int64 {
 	t.Helper()
+	return runOne(t, db, queue, why, "discarded")
+}
+
+// Complete runs one job of kind always_fails whose worker, here, succeeds
+// (its Why is the args kept while it waits), on queue, and waits until it
+// is completed; it returns the job's id.
+func Complete(t testing.TB, db *pgxpool.Pool, queue, why string) int64 {
+	t.Helper()
+	return runOne(t, db, queue, why, "completed")
+}
+
+// runOne runs one FailArgs job on queue with one attempt, whose worker
+// fails with why unless state is "completed", and waits until history
+// has it in state.
+func runOne(t testing.TB, db *pgxpool.Pool, queue, why, state string) int64 {
+	t.Helper()
 	ctx := context.Background()
 	done := make(chan struct{}, 1)
 	workers := millrace.NewWorkers()
 	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[FailArgs]) error {
+		if state == "completed" {
+			done <- struct{}{}
+			return nil
+		}
 		return errors.New(j.Args.Why)
 	}))
 	client, err := millrace.NewClient(db, millrace.Config{
@@ -60,15 +80,15 @@ func Discard(t testing.TB, db *pgxpool.Pool, queue, why string) int64 {
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		t.Fatal("the failing job was not discarded within 30 s")
+		t.Fatalf("the job was not %s within 30 s", state)
 	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	client.Stop(sctx)
-	// The discard is recorded by the acker's flush: wait until history has it.
-	testkit.WaitFor(t, fmt.Sprintf("job %d in history as discarded", id), 10*time.Second, func() bool {
+	// The outcome is recorded by the acker's flush: wait until history has it.
+	testkit.WaitFor(t, fmt.Sprintf("job %d in history as %s", id, state), 10*time.Second, func() bool {
 		var n int
-		if err := db.QueryRow(ctx, "SELECT count(*) FROM millrace.history WHERE id = $1 AND state = 'discarded'", id).Scan(&n); err != nil {
+		if err := db.QueryRow(ctx, "SELECT count(*) FROM millrace.history WHERE id = $1 AND state = $2", id, state).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n > 0
