@@ -235,3 +235,55 @@ func TestScheduleLookupsByIDUseTheIDIndex(t *testing.T) {
 		t.Fatalf("a duplicate insert, live_job and cancel of one scheduled job read %d entries of the schedule's due_at index; want a few (a lookup by id)", d)
 	}
 }
+
+// TestClaimOfManyLanesReadsNoBacklog (issue 33): a claim of a queue with
+// several lanes looks at each lane's first waiting job (lanes_waiting). It
+// found the jobs of the xids in flight at the lane's newest tick with
+// txid = ANY (...) and ORDER BY txid, id, which the generic plan ran as a
+// read of the whole lane with the xids as a filter: every claim read the
+// lane's backlog (81 ms for 260,000 jobs). A claim of one job now reads a
+// few index entries whatever the backlog.
+func TestClaimOfManyLanesReadsNoBacklog(t *testing.T) {
+	ctx := context.Background()
+	pool := oneSession(t, map[string]string{"plan_cache_mode": "force_generic_plan"})
+	s := &Store{Pool: pool}
+	job := func(priority int16) NewJob {
+		return NewJob{Queue: "lanes", Kind: "k", Args: []byte(`{}`), Priority: priority, MaxAttempts: 1}
+	}
+	// Lane 0 gets a tick below its cap, then a backlog after it; lane 1
+	// makes the queue one of several lanes.
+	if _, err := s.Enqueue(ctx, pool, job(0), false); err != nil {
+		t.Fatal(err)
+	}
+	if bs, err := s.Claim(ctx, "lanes", 1, 1, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Starve: time.Hour}); err != nil || len(bs) != 1 {
+		t.Fatalf("first claim: %v %v", bs, err)
+	}
+	const backlog = 3000
+	jobs := make([]NewJob, backlog)
+	for i := range jobs {
+		jobs[i] = job(0)
+	}
+	if _, err := EnqueueMany(ctx, pool, append(jobs, job(1))); err != nil {
+		t.Fatal(err)
+	}
+	read := func() int64 {
+		t.Helper()
+		flushStats(t, pool)
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes
+			WHERE schemaname = 'millrace' AND relname ~ '^job_[0-9]+$'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i := 0; i < 3; i++ { // the generic plan from the first call, and again
+		before := read()
+		bs, err := s.Claim(ctx, "lanes", 1, int64(i+2), false, Limits{MaxJobs: 1, MaxBytes: 1 << 20, Starve: time.Hour})
+		if err != nil || len(bs) != 1 || len(bs[0].Jobs) != 1 {
+			t.Fatalf("claim %d: %v %v", i, bs, err)
+		}
+		if n := read() - before; n > 100 {
+			t.Fatalf("claim %d of one job from a queue of two lanes read %d index entries of job (a backlog of %d waits in a lane); want a few", i, n, backlog)
+		}
+	}
+}

@@ -289,8 +289,12 @@ AS $function$
 -- too), and no parameter decides a partition.
 -- Each lane looked at (w): the ready time of the first job lane_take
 -- would take from it in p_snap, by a few index probes, and the time of
--- its newest tick. Written out twice (no function per lane: a call per
--- lane cost ten times the probes).
+-- its newest tick. The jobs of the xids in flight at the newest tick are
+-- found by a probe per xid: written as txid = ANY (...) with ORDER BY
+-- txid, id, the generic plan kept the order and read the whole lane
+-- with the xids as a filter (81 ms on a lane of 260,000 waiting jobs, at
+-- every claim of a queue with several lanes). Written out twice (no
+-- function per lane: a call per lane cost ten times the probes).
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
@@ -306,9 +310,12 @@ BEGIN
                         (SELECT k.ready_at FROM millrace.lane_take(p_queue, x.priority, p_snap, 0, 0, 0, 1, 9223372036854775807, true, false) k
                          LIMIT 1)
                     ELSE coalesce(  -- in progress at the newest tick, then newer; visible in p_snap
-                        (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
-                           AND j.txid = ANY (ARRAY(SELECT pg_snapshot_xip(t.snap))) AND pg_visible_in_snapshot(j.txid, p_snap)
-                         ORDER BY j.txid, j.id LIMIT 1),
+                        (SELECT f.ready_at FROM pg_snapshot_xip(t.snap) xp(txid)
+                         CROSS JOIN LATERAL (SELECT j.ready_at, j.id FROM millrace.job j  -- a probe per xid
+                                             WHERE j.queue = p_queue AND j.priority = x.priority AND j.txid = xp.txid
+                                             ORDER BY j.id LIMIT 1) f
+                         WHERE pg_visible_in_snapshot(xp.txid, p_snap)
+                         ORDER BY xp.txid LIMIT 1),
                         (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
                            AND j.txid >= pg_snapshot_xmax(t.snap) AND j.txid < pg_snapshot_xmax(p_snap)
                            AND pg_visible_in_snapshot(j.txid, p_snap)
@@ -330,9 +337,12 @@ BEGIN
                         (SELECT k.ready_at FROM millrace.lane_take(p_queue, x.priority, p_snap, 0, 0, 0, 1, 9223372036854775807, true, false) k
                          LIMIT 1)
                     ELSE coalesce(  -- in progress at the newest tick, then newer; visible in p_snap
-                        (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
-                           AND j.txid = ANY (ARRAY(SELECT pg_snapshot_xip(t.snap))) AND pg_visible_in_snapshot(j.txid, p_snap)
-                         ORDER BY j.txid, j.id LIMIT 1),
+                        (SELECT f.ready_at FROM pg_snapshot_xip(t.snap) xp(txid)
+                         CROSS JOIN LATERAL (SELECT j.ready_at, j.id FROM millrace.job j  -- a probe per xid
+                                             WHERE j.queue = p_queue AND j.priority = x.priority AND j.txid = xp.txid
+                                             ORDER BY j.id LIMIT 1) f
+                         WHERE pg_visible_in_snapshot(xp.txid, p_snap)
+                         ORDER BY xp.txid LIMIT 1),
                         (SELECT j.ready_at FROM millrace.job j WHERE j.queue = p_queue AND j.priority = x.priority
                            AND j.txid >= pg_snapshot_xmax(t.snap) AND j.txid < pg_snapshot_xmax(p_snap)
                            AND pg_visible_in_snapshot(j.txid, p_snap)
