@@ -367,8 +367,12 @@ func (s *Store) SlotHolders(ctx context.Context, pids []int32) ([]SlotHolder, er
 
 // slotsHeldSQL counts the slots of the ring backend a.pid holds a lock on
 // a partition of: partitions of the schema's tables partitioned by slot,
-// read from the catalogs (readable by any role).
-const slotsHeldSQL = `SELECT count(DISTINCT pg_get_expr(c.relpartbound, c.oid))::int
+// read from the catalogs (readable by any role). A partition's slot is the
+// number its name ends with (job_2, tick_2: the schema names them so), not
+// pg_get_expr of its bound, which opens the partition: behind a reclaim
+// waiting for that partition the count itself waited, until the reclaim
+// gave up.
+const slotsHeldSQL = `SELECT count(DISTINCT substring(c.relname FROM '_([0-9]+)$'))::int
 		FROM pg_locks l
 		JOIN pg_class c ON c.oid = l.relation
 		JOIN pg_inherits i ON i.inhrelid = c.oid
@@ -417,15 +421,20 @@ func (s *Store) NotificationQueueUsage(ctx context.Context) (float64, error) {
 
 // CancelBlocking cancels the statements (pg_cancel_backend) of those
 // backends among pids that block backend waiter from a lock it waits for
-// (pg_blocking_pids), and returns the ones it signalled. One statement
-// reads who blocks and signals them, so a backend that has let go of the
-// lock since is left alone: a signal sent from a second round trip could
-// land on that session's next statement (an enqueue, say) instead of the
-// read that held the lock. A cancel that reaches a backend between
-// statements is ignored by the server.
+// (pg_blocking_pids) and are readers of the ring now: they hold locks on
+// partitions of two slots or more, which no write path does (one slot).
+// It returns the ones it signalled. One statement reads who blocks, what
+// each holds, and signals them, so a backend that has moved on since it
+// was named is left alone: a pooled session named as a reader at the
+// round's start that now runs an insert, queued ahead of the reclaim for
+// a lock (a soft block), is a writer and is not cancelled. A cancel that
+// reaches a backend between statements is ignored by the server.
 func (s *Store) CancelBlocking(ctx context.Context, waiter int32, pids []int32) ([]int32, error) {
-	rows, err := s.Pool.Query(ctx, `SELECT p FROM unnest(pg_blocking_pids($1)) p
-		WHERE p = ANY ($2::int[]) AND pg_cancel_backend(p)`, waiter, pids)
+	rows, err := s.Pool.Query(ctx, `WITH b AS MATERIALIZED (
+		SELECT a.pid AS p FROM unnest(pg_blocking_pids($1)) bp
+		JOIN pg_stat_activity a ON a.pid = bp
+		WHERE bp = ANY ($2::int[]) AND (`+slotsHeldSQL+`) >= 2)
+		SELECT p FROM b WHERE pg_cancel_backend(p)`, waiter, pids)
 	if err != nil {
 		return nil, err
 	}
