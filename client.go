@@ -409,7 +409,7 @@ func (c *Client) Start(ctx context.Context) error {
 	c.workers = pool.New(pool.Config{Store: c.store, Queues: queues, Handle: handle, Logger: c.cfg.Logger,
 		Backoff: c.cfg.Backoff, Poll: c.cfg.PollInterval, MaxPoll: c.cfg.MaxPollInterval, OnClaim: c.cfg.OnClaim,
 		MaxBatchJobs: c.cfg.MaxBatchJobs, MaxBatchBytes: c.cfg.MaxBatchBytes, OnFailure: c.onFailure,
-		Policy: ws.policy, OnAcked: c.events.publishAcks, Starve: c.cfg.StarveAfter, Fresh: fresh, Now: c.cfg.clock})
+		Policy: ws.policy, OnAcked: c.onAcked, Starve: c.cfg.StarveAfter, Fresh: fresh, Now: c.cfg.clock})
 	periodic, err := c.periodicJobs()
 	if err != nil {
 		c.cfg.Logger.Error("millrace: periodic jobs not run", "err", err)
@@ -504,6 +504,27 @@ func (c *Client) applyRetention(ctx context.Context) error {
 		return fmt.Errorf("millrace: setting history's retention: %w", err)
 	}
 	return nil
+}
+
+// onAcked runs after each flush commits: it publishes the acks to
+// subscribers and, when one is a retry or a snooze due before the
+// leader's promoter would look again, asks the Sender for a NOTIFY on
+// millrace_sched. The flush itself notifies no one: a NOTIFY in its
+// transaction held the server's notification lock through its commit's
+// WAL flush, and every other notifying commit (inserts, cancels, the
+// Sender's) waited behind it.
+func (c *Client) onAcked(acks []storage.Ack) {
+	c.events.publishAcks(acks)
+	now := time.Now()
+	if c.cfg.clock != nil {
+		now = c.cfg.clock() // the clock the retry's time was read from
+	}
+	for _, a := range acks {
+		if (a.State == storage.AckRetried || a.State == storage.AckSnoozed) && a.RetryAt.Sub(now) < maint.PromoterWait {
+			c.sender.NotifySched()
+			return
+		}
+	}
 }
 
 func (c *Client) onFailure(j *storage.Job, err error, panicked, discarded bool, retryAt time.Time) {

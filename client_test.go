@@ -285,3 +285,46 @@ func unfinished(counts []millrace.QueueCount) int64 {
 	}
 	return n
 }
+
+// TestRetryDueSoonIsAnnounced: a job that fails and is due again within
+// the promoter's wait is announced on millrace_sched once its failure is
+// flushed, so that the leader's promoter moves it at once rather than at
+// its next look a second later. The client's Sender sends it after the
+// flush commits (a NOTIFY in the flush held the notification lock through
+// its WAL flush).
+func TestRetryDueSoonIsAnnounced(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool := newDB(t)
+	l, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if _, err := l.Exec(ctx, "LISTEN millrace_sched"); err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan struct{})
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		if j.Attempt == 1 {
+			close(failed)
+			return errors.New("boom")
+		}
+		return nil
+	}))
+	client, _ := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+		Queues:  map[string]millrace.QueueConfig{"default": {MaxWorkers: 1}},
+		Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer client.Stop(context.Background())
+	if _, err := client.Insert(ctx, countArgs{N: 1}, &millrace.InsertOpts{MaxAttempts: 3}); err != nil {
+		t.Fatal(err)
+	}
+	<-failed
+	if _, err := l.Conn().WaitForNotification(ctx); err != nil {
+		t.Fatalf("no NOTIFY on millrace_sched after a failure due again in 10 ms: %v", err)
+	}
+}

@@ -87,12 +87,11 @@ BEGIN
         FROM unnest(p_job, p_state, p_attempt, p_error, p_retry_at, p_queue, p_kind, p_args, p_priority,
                     p_max_attempts, p_created_at, p_timeout_ms) WITH ORDINALITY AS u(j, s, a, e, r, q, kd, ar, p, m, c, tm, i)
         WHERE u.s IN (2, 5) AND v_new[u.i];
-        -- A retry or a snooze due within a second wakes the leader's promoter,
-        -- which, with nothing due sooner, looks again only a second later.
-        IF EXISTS (SELECT 1 FROM unnest(p_state, p_retry_at) WITH ORDINALITY AS u(s, r, i)
-                   WHERE u.s IN (2, 5) AND v_new[u.i] AND u.r + v_off < clock_timestamp() + interval '1 second') THEN
-            PERFORM pg_notify('millrace_sched', '');
-        END IF;
+        -- A retry or a snooze due within a second is announced on
+        -- millrace_sched by the process that flushed, once this commits (its
+        -- Sender, outside any transaction): a NOTIFY here held the server's
+        -- one notification lock through this commit's WAL flush, and every
+        -- other notifying commit waited behind it.
     END IF;
 
     -- History's buckets by the time of this flush, computed once (a row's
