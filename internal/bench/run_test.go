@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -659,7 +660,7 @@ func TestRunAnalyticsReaders(t *testing.T) {
 	url := testkit.EmptyDBURL(t)
 	base := bench.Config{URL: url, Strategies: []string{"skiplocked"}, Scenario: bench.ScenarioAnalytics,
 		Rate: 100, Workers: 2, Work: time.Millisecond,
-		Clean: 2 * time.Second, Stress: 9 * time.Second, Recovery: 2 * time.Second,
+		Clean: 2 * time.Second, Stress: 12 * time.Second, Recovery: 2 * time.Second,
 		Analytics: bench.Analytics{Readers: 3, Duration: 2 * time.Second, Interval: time.Second}}
 	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
@@ -696,8 +697,8 @@ func TestRunAnalyticsReaders(t *testing.T) {
 	}
 	// check runs cfg and checks its reports; the stress phase's horizon
 	// must have been at most maxAge old (and at least minAge). It returns
-	// the reports and the horizon's mean age over the stress phase's
-	// samples (the sampler's xmin_age_s, one a second).
+	// the reports and the horizon's typical age over the stress phase's
+	// samples (the sampler's xmin_age_s, one a second; see below).
 	check := func(t *testing.T, cfg bench.Config, minAge, maxAge float64) (*bench.ReaderStats, float64) {
 		t.Helper()
 		cfg.Out = t.TempDir()
@@ -747,19 +748,32 @@ func TestRunAnalyticsReaders(t *testing.T) {
 		if x := ss.Phases[bench.PhaseStress].XminAgeMaxS; x < minAge || x > maxAge {
 			t.Errorf("stress xmin age max %.1fs, want %g-%gs", x, minAge, maxAge)
 		}
+		// The horizon's age over the phase is the median of its samples
+		// from the third on: the readers start in the first two, before
+		// overlapping ones have chained their snapshots, and a sample
+		// lands anywhere in a report's 2 s. The mean of all nine samples
+		// of a 9 s phase put the ratio with the guard over 0.5 once in CI
+		// (1.20 s against 2.28 s: the two first samples pulled the run
+		// without a guard down from the 3 to 4 s it held).
 		var ages []string
-		var sum float64
+		var steady []float64
 		for _, s := range res.Samples {
 			if s.Strategy == "skiplocked" && s.Phase == bench.PhaseStress {
 				ages = append(ages, fmt.Sprintf("%.1f", s.XminAgeS))
-				sum += s.XminAgeS
+				if len(ages) > 2 {
+					steady = append(steady, s.XminAgeS)
+				}
 			}
 		}
-		if len(ages) == 0 {
-			t.Fatal("no stress samples")
+		if len(steady) == 0 {
+			t.Fatal("too few stress samples")
 		}
-		mean := sum / float64(len(ages))
-		t.Logf("stress horizon age each second: %s s; mean %.2f s", strings.Join(ages, " "), mean)
+		slices.Sort(steady)
+		mean := steady[len(steady)/2]
+		if len(steady)%2 == 0 {
+			mean = (steady[len(steady)/2-1] + steady[len(steady)/2]) / 2
+		}
+		t.Logf("stress horizon age each second: %s s; median from the third %.2f s", strings.Join(ages, " "), mean)
 		raw, err := os.ReadFile(filepath.Join(cfg.Out, "summary.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -776,7 +790,7 @@ func TestRunAnalyticsReaders(t *testing.T) {
 			t.Errorf("readers refused without a guard: %+v", r)
 		}
 		if r.Finished < 5 {
-			t.Errorf("%d reports finished, want at least 5 (three overlapping sessions of 2 s reports over 9 s)", r.Finished)
+			t.Errorf("%d reports finished, want at least 5 (three overlapping sessions of 2 s reports over 12 s)", r.Finished)
 		}
 		if r.ReadOnly != cfg.Analytics.ReadOnly {
 			t.Errorf("read_only %v, want %v", r.ReadOnly, cfg.Analytics.ReadOnly)
@@ -830,9 +844,9 @@ classes:
 		if withoutMean == 0 {
 			t.Skip("no run without the guard to compare with")
 		}
-		t.Logf("stress horizon mean age %.2f s with the guard, %.2f s without: %.2f", mean, withoutMean, mean/withoutMean)
+		t.Logf("stress horizon median age %.2f s with the guard, %.2f s without: %.2f", mean, withoutMean, mean/withoutMean)
 		if mean > withoutMean/2 {
-			t.Errorf("stress horizon mean age %.2f s with the guard, %.2f s without: want at most half", mean, withoutMean)
+			t.Errorf("stress horizon median age %.2f s with the guard, %.2f s without: want at most half", mean, withoutMean)
 		}
 	})
 }
