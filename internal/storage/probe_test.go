@@ -32,6 +32,20 @@ func oneSession(t *testing.T, settings map[string]string) *pgxpool.Pool {
 	return pool
 }
 
+// indexReads is the index entries read so far (idx_tup_read) by the
+// schema's indexes that match where (a condition on pg_stat_user_indexes),
+// with the session's counts flushed first.
+func indexReads(t *testing.T, pool *pgxpool.Pool, where string) int64 {
+	t.Helper()
+	flushStats(t, pool)
+	var n int64
+	if err := pool.QueryRow(context.Background(), `SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes
+		WHERE schemaname = 'millrace' AND `+where).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // flushStats makes the session's statistics counts visible to its next
 // transaction: they reach the shared statistics at the end of the
 // transaction after pg_stat_force_next_flush.
@@ -208,16 +222,7 @@ func TestScheduleLookupsByIDUseTheIDIndex(t *testing.T) {
 		}
 		return id
 	}
-	read := func() int64 {
-		t.Helper()
-		flushStats(t, pool)
-		var n int64
-		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes
-			WHERE schemaname = 'millrace' AND indexrelname ~ '^sched_[0-9]+_due_at_idx$'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	read := func() int64 { return indexReads(t, pool, `indexrelname ~ '^sched_[0-9]+_due_at_idx$'`) }
 	id := enqueue()
 	before := read()
 	if dup := enqueue(); dup != id {
@@ -266,16 +271,7 @@ func TestClaimOfManyLanesReadsNoBacklog(t *testing.T) {
 	if _, err := EnqueueMany(ctx, pool, append(jobs, job(1))); err != nil {
 		t.Fatal(err)
 	}
-	read := func() int64 {
-		t.Helper()
-		flushStats(t, pool)
-		var n int64
-		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes
-			WHERE schemaname = 'millrace' AND relname ~ '^job_[0-9]+$'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	read := func() int64 { return indexReads(t, pool, `relname ~ '^job_[0-9]+$'`) }
 	for i := 0; i < 3; i++ { // the generic plan from the first call, and again
 		before := read()
 		bs, err := s.Claim(ctx, "lanes", 1, int64(i+2), false, Limits{MaxJobs: 1, MaxBytes: 1 << 20, Starve: time.Hour})
