@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/robfig/cron/v3 v3.0.1
+	github.com/ulikunitz/xz v0.5.17
 	go.uber.org/goleak v1.3.0
 )
 

@@ -36,10 +36,7 @@ func TestStandbySaysPointAtThePrimary(t *testing.T) {
 	if err := millrace.Migrate(ctx, primary); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := cl.AddStandby(ctx, testkit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := testkit.AddStandby(t, cl, testkit.Options{})
 	defer sb.Stop()
 	t.Logf("primary and standby started in %v", time.Since(start).Round(time.Millisecond))
 	standby := poolOn(t, sb.URL("postgres"))

@@ -698,10 +698,7 @@ func TestStandbyAndSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Stop()
-	sb, err := cl.AddStandby(ctx, testkit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := testkit.AddStandby(t, cl, testkit.Options{})
 	defer sb.Stop()
 	pool := guardPool(t, cl.URL("postgres"))
 	g := New(pool, policy(t, `
@@ -749,10 +746,7 @@ classes:
 	// An inactive physical slot holding xmin.
 	c := connect(t, cl.URL("postgres"), "")
 	exec(t, c, "SELECT pg_create_physical_replication_slot('guard_slot', true)")
-	sb2, err := cl.AddStandby(ctx, testkit.Options{Settings: map[string]string{"primary_slot_name": "'guard_slot'"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb2 := testkit.AddStandby(t, cl, testkit.Options{Settings: map[string]string{"primary_slot_name": "'guard_slot'"}})
 	testkit.WaitFor(t, "the slot to get an xmin from the standby's feedback", 10*time.Second, func() bool {
 		var has bool
 		if err := c.QueryRow(ctx, "SELECT xmin IS NOT NULL FROM pg_replication_slots WHERE slot_name = 'guard_slot'").Scan(&has); err != nil {

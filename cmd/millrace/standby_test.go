@@ -34,10 +34,7 @@ func TestWritingCommandsOnAStandby(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := testkit.Enqueue(t, primary, "email.send", "email", `{}`, 0)
-	sb, err := cl.AddStandby(ctx, testkit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := testkit.AddStandby(t, cl, testkit.Options{})
 	defer sb.Stop()
 	// Trust authentication ignores the password; it must not be printed.
 	u := fmt.Sprintf("postgres://postgres:s3cretpw@127.0.0.1:%d/postgres?sslmode=disable", sb.Port)

@@ -2,7 +2,9 @@ package testkit
 
 import (
 	"context"
+	"errors"
 	"os"
+	"testing"
 
 	"github.com/millrace/millrace/millracetest/pgcluster"
 )
@@ -43,3 +45,20 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 // BinDir finds the PostgreSQL server binaries (pgcluster.BinDir).
 func BinDir() (string, error) { return pgcluster.BinDir() }
+
+// AddStandby starts a hot standby of c (Cluster.AddStandby); the caller
+// must Stop it. A server build without a pg_basebackup able to copy it
+// (a fetched build of a major version newer than the machine's own, under
+// MILLRACE_PG) skips the test, except under CI=true with MILLRACE_PG unset,
+// where the machine's own server must have one.
+func AddStandby(t testing.TB, c *Cluster, opts Options) *pgcluster.Standby {
+	t.Helper()
+	sb, err := c.AddStandby(context.Background(), opts)
+	if errors.Is(err, pgcluster.ErrNoBaseBackup) && (os.Getenv("CI") != "true" || os.Getenv("MILLRACE_PG") != "") {
+		t.Skipf("a hot standby needs pg_basebackup: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}

