@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -95,6 +96,24 @@ func snapshot(ctx context.Context, t *testing.T, pool *pgxpool.Pool) string {
 	return b.String()
 }
 
+// snapshotMajor is the server major version testdata/schema.txt is
+// written on.
+const snapshotMajor = 15
+
+var viewText = regexp.MustCompile(`(?s)\nview .*?\n\n`)
+
+// withoutViewText drops the views' definitions from a snapshot.
+func withoutViewText(s string) string { return viewText.ReplaceAllString(s, "\n\n") }
+
+func serverMajor(ctx context.Context, t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var num int
+	if err := pool.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&num); err != nil {
+		t.Fatal(err)
+	}
+	return num / 10000
+}
+
 // TestSchemaSnapshot migrates a fresh database and compares what the
 // migrations left with testdata/schema.txt: a change to the protocol's
 // tables, partitions, indexes or functions shows up as a diff to review.
@@ -105,6 +124,9 @@ func TestSchemaSnapshot(t *testing.T) {
 	got := snapshot(ctx, t, pool)
 	const file = "testdata/schema.txt"
 	if *update {
+		if major := serverMajor(ctx, t, pool); major != snapshotMajor {
+			t.Fatalf("-update on PostgreSQL %d: %s is written on %d (MILLRACE_PG=%[3]d)", major, file, snapshotMajor)
+		}
 		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -113,6 +135,13 @@ func TestSchemaSnapshot(t *testing.T) {
 	want, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if major := serverMajor(ctx, t, pool); major != snapshotMajor {
+		// pg_get_viewdef words a view differently from one major version
+		// to the next (16 qualifies every column); the views' columns and
+		// types are still compared.
+		t.Logf("PostgreSQL %d: view definitions not compared (%s was written on %d)", major, file, snapshotMajor)
+		got, want = withoutViewText(got), []byte(withoutViewText(string(want)))
 	}
 	if got != string(want) {
 		t.Fatalf("schema differs from %s at %s\n(review the change, then run with -update)", file, firstDiff(got, string(want)))

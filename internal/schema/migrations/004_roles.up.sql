@@ -104,7 +104,17 @@ BEGIN
     END IF;
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'millrace_admin')
        AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'millrace_worker') THEN
-        GRANT millrace_worker TO millrace_admin;
+        -- PostgreSQL 16 and newer let a CREATEROLE owner grant only roles
+        -- it holds with ADMIN OPTION (those it created itself); a role made
+        -- by someone else (a DBA, another database's migration) may
+        -- already be granted.
+        IF NOT pg_has_role('millrace_admin', 'millrace_worker', 'MEMBER') THEN
+            BEGIN
+                GRANT millrace_worker TO millrace_admin;
+            EXCEPTION WHEN insufficient_privilege THEN
+                RAISE NOTICE 'millrace: cannot grant millrace_worker to millrace_admin (PostgreSQL 16 and newer need ADMIN OPTION on millrace_worker); run GRANT millrace_worker TO millrace_admin as a role that has it (docs/security.md)';
+            END;
+        END IF;
         GRANT USAGE ON SCHEMA millrace TO millrace_admin;
         GRANT SELECT ON ALL TABLES IN SCHEMA millrace TO millrace_admin;
         GRANT DELETE ON millrace.discarded TO millrace_admin;
