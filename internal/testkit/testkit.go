@@ -222,8 +222,8 @@ func Enqueue(t testing.TB, db *pgxpool.Pool, kind, queue string, args string, de
 	t.Helper()
 	var id int64
 	err := db.QueryRow(context.Background(),
-		"SELECT millrace.enqueue(p_kind => $1, p_args => $2::jsonb, p_queue => $3, p_run_at => now() + $4::interval)",
-		kind, args, queue, fmt.Sprintf("%d microseconds", delay.Microseconds())).Scan(&id)
+		"SELECT millrace.enqueue(p_kind => $1, p_args => $2::jsonb, p_queue => $3, p_run_at => now() + $4::bigint * interval '1 microsecond')",
+		kind, args, queue, delay.Microseconds()).Scan(&id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -412,7 +412,7 @@ BEGIN
                 OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = v_tick);
             v_found := true;
             RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
-                                b.ready_at, b.timeout_ms, (SELECT true FROM millrace.cancel c WHERE c.job_id = b.id LIMIT 1) IS NOT NULL
+                                b.ready_at, b.timeout_ms, (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = b.id) > 0
                          FROM millrace.batch_jobs(v_tick) b;
         END LOOP;
         IF v_found THEN
@@ -437,7 +437,7 @@ BEGIN
         VALUES (millrace.current_segment(), p_queue, v_tick, nextval('millrace.tick_id_seq'), p_owner, p_req)
         RETURNING lease.token INTO v_token;
         RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
-                            b.ready_at, b.timeout_ms, (SELECT true FROM millrace.cancel c WHERE c.job_id = b.id LIMIT 1) IS NOT NULL
+                            b.ready_at, b.timeout_ms, (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = b.id) > 0
                      FROM millrace.batch_jobs(v_tick) b;
         IF FOUND THEN
             RETURN;
@@ -545,7 +545,7 @@ BEGIN
             tick_id := v_tick; token := v_tick; id := v_r.id; kind := v_r.kind; args := v_r.args;
             priority := v_r.priority; attempt := v_r.attempt; max_attempts := v_r.max_attempts;
             created_at := v_r.created_at; ready_at := v_r.ready_at; timeout_ms := v_r.timeout_ms;
-            cancelled := EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = v_r.id);
+            cancelled := (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = v_r.id) > 0;
             RETURN NEXT;
         END LOOP;
         v_left := v_left - v_n;

@@ -228,7 +228,7 @@ BEGIN
                  WHERE s.tick_id = p_tick AND s.token = p_token AND b.id = ANY (s.jobs)),
                 (SELECT t.at FROM millrace.tick t
                  WHERE t.tick_id = p_tick AND t.started AND NOT t.carried AND p_token = p_tick
-                   AND (SELECT true FROM millrace.cancel c WHERE c.job_id = b.id LIMIT 1) IS NULL
+                   AND (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = b.id) = 0
                  LIMIT 1)) AS at) s
         WHERE s.at IS NOT NULL),
     a AS (
@@ -399,7 +399,7 @@ BEGIN
             -- cancelled while scheduled: a probe per due job, not a hash of
             -- every cancel row the ring holds (docs/architecture.md, "Probes,
             -- not hashes")
-            WHERE (SELECT true FROM millrace.cancel c WHERE c.job_id = due.id LIMIT 1) IS NULL
+            WHERE (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = due.id) = 0
             RETURNING job.queue)
         SELECT count(*), array_agg(DISTINCT ins.queue) INTO v_n, v_queues FROM ins;
         FOR v_q IN SELECT unnest(v_queues) LOOP
