@@ -17,8 +17,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/cmdline"
+	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/storage"
 )
 
@@ -147,4 +149,31 @@ func needPrimary(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 		return fmt.Errorf("the server at %s is a hot standby (read-only, in recovery): point --database-url (or DATABASE_URL) at the primary", server)
 	})
+}
+
+// needSchema returns, for a command that reads or changes the queue
+// (queues, jobs, queue), one line saying what to run when the database's
+// schema is not the one this binary needs: none, older (an older schema
+// lacks columns and functions, and a command failed on one, or answered
+// as if there were no job), or newer. It reads what the dashboard reads
+// (ops.SchemaVersions). A role that may not read the migration table is
+// let through: the command's own error then says what it lacks.
+func needSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	have, want, err := ops.SchemaVersions(ctx, pool)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case have == 0:
+		return fmt.Errorf("this database has no millrace schema and this binary needs version %d: run `millrace migrate up` with the same --database-url", want)
+	case have < want:
+		return fmt.Errorf("the millrace schema of this database is at version %d and this binary needs version %d: run `millrace migrate up` with the same --database-url", have, want)
+	case have > want:
+		return fmt.Errorf("the millrace schema of this database is at version %d, newer than this binary's %d: use the millrace binary of the release that migrated it (or a newer one)", have, want)
+	}
+	return nil
 }

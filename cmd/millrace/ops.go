@@ -112,6 +112,9 @@ queue is paused.`)
 		return err
 	}
 	defer pool.Close()
+	if err := needSchema(ctx, pool); err != nil {
+		return err
+	}
 	qs, err := ops.Queues(ctx, pool)
 	if err != nil {
 		return err
@@ -220,6 +223,9 @@ func runJobs(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	if err := needSchema(ctx, pool); err != nil {
+		return err
+	}
 	switch action {
 	case "list":
 		if *queue != "" {
@@ -492,6 +498,9 @@ func runQueue(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	if err := needSchema(ctx, pool); err != nil {
+		return err
+	}
 	if err := needPrimary(ctx, pool); err != nil {
 		return err
 	}

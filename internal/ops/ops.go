@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/schema"
 	"github.com/millrace/millrace/internal/storage"
 )
 
@@ -394,4 +396,33 @@ func (j *Job) RunningAttempt() int {
 		return j.Attempt + 1
 	}
 	return j.Attempt
+}
+
+// SchemaVersions returns the newest migration applied to the database
+// (have; 0: no schema) and the newest this binary carries (want). A
+// schema newer than the binary has a have above want. The dashboard and
+// the operator commands read it before anything else, to say in one line
+// what to run rather than fail on a column or function an older schema
+// lacks.
+func SchemaVersions(ctx context.Context, pool *pgxpool.Pool) (have, want int, err error) {
+	st, err := schema.List(ctx, pool)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, s := range st {
+		want = max(want, s.Version)
+		if s.Applied {
+			have = max(have, s.Version)
+		}
+	}
+	if want > 0 && have == want {
+		// Every migration of this binary is applied: a newer binary may
+		// have applied more.
+		v, err := storage.SchemaVersion(ctx, pool)
+		if err != nil {
+			return 0, 0, err
+		}
+		have = max(have, v)
+	}
+	return have, want, nil
 }
