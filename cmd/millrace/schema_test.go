@@ -64,3 +64,53 @@ func TestCommandsCheckSchemaVersion(t *testing.T) {
 	}
 	oneLineErr(t, errs, fmt.Sprintf("is at version %d, newer than this binary's %d", want+1, want))
 }
+
+// migrate down checks every step before taking any: down 3 on version 8
+// reverted 8, then failed on 7 (which cannot be reverted in place) and
+// left the schema at 7. It now refuses in one line, reverting nothing,
+// with or without --yes; a down that can be done still is.
+func TestMigrateDownRefusesBeforeReverting(t *testing.T) {
+	u := testkit.EmptyDBURL(t)
+	if code, _, errs := millrace(t, "migrate", "up", "8", "--database-url", u); code != 0 {
+		t.Fatalf("migrate up 8: exit %d %s", code, errs)
+	}
+	version := func() int {
+		t.Helper()
+		conn, err := pgx.Connect(context.Background(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		var v int
+		if err := conn.QueryRow(context.Background(), "SELECT max(version) FROM millrace.migration").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, yes := range []bool{true, false} {
+		args := []string{"migrate", "down", "3", "--database-url", u}
+		if yes {
+			args = append(args, "--yes")
+		}
+		code, out, errs := millrace(t, args...)
+		if code != 1 || out != "" {
+			t.Errorf("down 3 (--yes %v) on 8: exit %d, stdout %q: want exit 1, nothing reverted", yes, code, out)
+		}
+		oneLineErr(t, errs, "down 3 refused, nothing reverted: schema version 7 cannot be reverted to version 6 in place")
+		oneLineErr(t, errs, "from version 8 a down goes no lower than 7")
+		if v := version(); v != 8 {
+			t.Fatalf("down 3 (--yes %v) left the schema at %d, want 8", yes, v)
+		}
+	}
+	code, out, errs := millrace(t, "migrate", "down", "7", "--yes", "--database-url", u)
+	if code != 0 || strings.TrimSpace(out) != "reverted 8" {
+		t.Fatalf("down 7 --yes on 8: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if v := version(); v != 7 {
+		t.Fatalf("down 7 left the schema at %d", v)
+	}
+	code, out, _ = millrace(t, "migrate", "down", "7", "--yes", "--database-url", u)
+	if code != 0 || strings.TrimSpace(out) != "already at version 7: nothing to revert" {
+		t.Errorf("down 7 on 7: exit %d, stdout %q", code, out)
+	}
+}
