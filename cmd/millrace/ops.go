@@ -15,6 +15,7 @@ import (
 
 	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/millrace/millrace/internal/ops"
+	"github.com/millrace/millrace/internal/redact"
 )
 
 // The operator commands: queues, jobs, queue. They read the schema's read
@@ -237,6 +238,9 @@ func runJobs(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+		for i := range jobs {
+			jobs[i] = redactJob(jobs[i])
+		}
 		if *f.json {
 			if jobs == nil {
 				jobs = []ops.Job{}
@@ -256,6 +260,13 @@ func runJobs(ctx context.Context, args []string) error {
 		}
 		if err != nil {
 			return err
+		}
+		if d.Live != nil {
+			live := redactJob(*d.Live)
+			d.Live = &live
+		}
+		for i := range d.Attempts {
+			d.Attempts[i] = redactJob(d.Attempts[i])
 		}
 		if *f.json {
 			return printJSON(os.Stdout, d)
@@ -305,6 +316,15 @@ func runJobs(ctx context.Context, args []string) error {
 		return fmt.Errorf("%d of %d jobs not %s (last: %s)", failed, len(ids), want[0], last)
 	}
 	return nil
+}
+
+// redactJob is a job or attempt as every command shows it: its arguments
+// and error masked by the rule the dashboard applies (package redact), in
+// the table and in JSON alike.
+func redactJob(j ops.Job) ops.Job {
+	j.Args = redact.JSON(j.Args)
+	j.Error = redact.String(j.Error)
+	return j
 }
 
 // fewQueues is how many queue names an error lists; with more it says how
@@ -415,7 +435,7 @@ func printJob(w io.Writer, d ops.JobDetail, procs map[int]ops.Process) {
 	}
 	if d.Live != nil && d.Live.Owner != nil {
 		if p, ok := procs[*d.Live.Owner]; ok {
-			fmt.Fprintf(tw, "worked by\t%s\n", cmdline.Escape(p.String()))
+			fmt.Fprintf(tw, "worked by\t%s\n", cmdline.Escape(redact.String(p.String())))
 		} else {
 			fmt.Fprintf(tw, "worked by\tprocess %d\n", *d.Live.Owner)
 		}

@@ -25,15 +25,18 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/millrace/millrace/internal/redact"
 )
 
 // Mask replaces a password.
-const Mask = "***"
+const Mask = redact.Mask
 
 var (
 	// urlPassword is the password of a URL's user info:
 	// scheme://user:password@host. The password runs to the last @
 	// before the host (an unescaped @ in a password is common).
+	// ConnSecrets reads the passwords it registers with it and kvPassword;
+	// Redact masks by package redact's rule.
 	urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@]*):[^\s/?#]*@`)
 	// kvPassword is a password given as key=value, in a keyword/value
 	// connection string (password=... or 'quoted') or a URL's query
@@ -49,13 +52,12 @@ var (
 // them in connection strings).
 const minSecret = 4
 
-// Redact returns s with every password it recognises replaced by ***:
-// postgres://user:***@host, password=*** (keyword/value connection strings
-// and URL queries), and any secret registered with Secret wherever it
-// occurs.
+// Redact returns s with every password it recognises replaced by ***,
+// by the rule the dashboard applies too (package redact:
+// postgres://user:***@host, password=***, PASSWORD '***', "password":
+// "***"), and any secret registered with Secret wherever it occurs.
 func Redact(s string) string {
-	s = urlPassword.ReplaceAllString(s, "${1}:"+Mask+"@")
-	s = kvPassword.ReplaceAllString(s, "${1}${2}"+Mask)
+	s = redact.String(s)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, sec := range secrets {
