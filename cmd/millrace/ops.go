@@ -150,9 +150,11 @@ func jobsUsage() {
   millrace jobs cancel ID... --yes
   millrace jobs retry ID... --yes
 
-list shows jobs not yet finished (states available, running, scheduled)
-first, then finished attempts (completed, failed, snoozed, cancelled,
-discarded), newest first. cancel stops a waiting job for good, or tells a
+list shows one row per job, its latest state: jobs not yet finished
+(available, running, scheduled) first, then finished jobs (completed,
+cancelled, discarded) newest first; --state failed or snoozed lists the
+jobs with such an attempt (their newest). When more jobs match than
+--limit (100; 1 to 1000), a line on stderr says so. cancel stops a waiting job for good, or tells a
 running job's process to cancel it; retry runs a discarded or cancelled
 job again now. Every command takes --database-url (default $DATABASE_URL).`)
 }
@@ -164,7 +166,7 @@ func runJobs(ctx context.Context, args []string) error {
 	kind := fs.String("kind", "", "only jobs of this kind (list)")
 	state := fs.String("state", "", "only jobs in this state (list): "+strings.Join(append(append([]string{}, ops.LiveStates...), ops.FinishedStates...), ", "))
 	since := fs.String("since", "", "only jobs created (or attempts finished) since: a duration ago (1h) or a time (RFC 3339) (list)")
-	limit := fs.Int("limit", 100, "at most this many rows (list; at most 1000)")
+	limit := fs.Int("limit", 100, "at most this many jobs (list; 1 to 1000)")
 	fs.Usage = func() { jobsUsage(); fs.PrintDefaults() }
 	all, err := parseArgs(fs, args)
 	if err != nil {
@@ -188,6 +190,9 @@ func runJobs(ctx context.Context, args []string) error {
 	case "list":
 		if len(pos) > 0 {
 			return fmt.Errorf("unexpected argument %q", pos[0])
+		}
+		if *limit < 1 || *limit > ops.MaxLimit {
+			return fmt.Errorf("--limit %d: want 1 to %d", *limit, ops.MaxLimit)
 		}
 		if !ops.ValidState(*state) {
 			return fmt.Errorf("unknown state %q: want one of %s", *state, strings.Join(append(append([]string{}, ops.LiveStates...), ops.FinishedStates...), ", "))
@@ -234,9 +239,13 @@ func runJobs(ctx context.Context, args []string) error {
 				return err
 			}
 		}
-		jobs, err := ops.ListJobs(ctx, pool, filter)
+		jobs, more, err := ops.LatestJobs(ctx, pool, filter)
 		if err != nil {
 			return err
+		}
+		if more {
+			// On stderr: stdout stays the table, or JSON a program reads.
+			defer fmt.Fprintln(os.Stderr, moreJobs(len(jobs)))
 		}
 		for i := range jobs {
 			jobs[i] = redactJob(jobs[i])
@@ -316,6 +325,16 @@ func runJobs(ctx context.Context, args []string) error {
 		return fmt.Errorf("%d of %d jobs not %s (last: %s)", failed, len(ids), want[0], last)
 	}
 	return nil
+}
+
+// moreJobs is the line jobs list prints when more jobs match than it
+// shows: it never cuts a list silently.
+func moreJobs(shown int) string {
+	how := "narrow the list with --queue, --kind, --state or --since"
+	if shown < ops.MaxLimit {
+		how += fmt.Sprintf(", or raise --limit (at most %d)", ops.MaxLimit)
+	}
+	return fmt.Sprintf("more jobs match than the %d shown: %s", shown, how)
 }
 
 // redactJob is a job or attempt as every command shows it: its arguments
