@@ -211,10 +211,6 @@ func runJobs(ctx context.Context, args []string) error {
 			}
 			ids = append(ids, id)
 		}
-		if (action == "cancel" || action == "retry") && !*f.yes {
-			what := map[string]string{"cancel": "will be cancelled", "retry": "will run again, as " + plural(len(ids), "a new job", "new jobs")}[action]
-			return fmt.Errorf("%s %s %s: pass --yes to confirm", plural(len(ids), "job", "jobs"), joinIDs(ids), what)
-		}
 	}
 	filter := ops.Filter{Queue: *queue, Kind: *kind, State: *state, Limit: *limit}
 	if *since != "" {
@@ -288,14 +284,41 @@ func runJobs(ctx context.Context, args []string) error {
 		printJob(os.Stdout, d, procs)
 		return nil
 	}
-	// cancel, retry
+	// cancel, retry: each job is looked at first, and --yes asked for
+	// only when something would be done, saying what.
+	var todo, skipped []int64
+	var why []string // why each skipped job would be left as it is
+	for _, id := range ids {
+		d, err := ops.GetJob(ctx, pool, id)
+		if err != nil && !errors.Is(err, ops.ErrNotFound) {
+			return fmt.Errorf("job %d: %w", id, err)
+		}
+		if reason := wontAct(action, id, d, err); reason != "" {
+			skipped, why = append(skipped, id), append(why, reason)
+			continue
+		}
+		todo = append(todo, id)
+	}
+	if len(todo) == 0 {
+		if len(ids) == 1 {
+			return errors.New(why[0])
+		}
+		return fmt.Errorf("nothing done: %s", strings.Join(why, "; "))
+	}
+	if !*f.yes {
+		what := map[string]string{"cancel": "will be cancelled (a running one is told to stop)", "retry": "will run again, as " + plural(len(todo), "a new job", "new jobs")}[action]
+		msg := fmt.Sprintf("%s %s %s: pass --yes to confirm", plural(len(todo), "job", "jobs"), joinIDs(todo), what)
+		if len(skipped) > 0 {
+			msg += " (left as they are: " + strings.Join(why, "; ") + ")"
+		}
+		return errors.New(msg)
+	}
 	if err := needPrimary(ctx, pool); err != nil {
 		return err
 	}
-	want := map[string][]string{"cancel": {"cancelled", "cancelling"}, "retry": {"retried"}}[action]
-	failed := 0
-	var last string
-	for _, id := range ids {
+	// Each outcome is said once: on stdout when it is what was asked
+	// for, else in the one error line.
+	for _, id := range todo {
 		var out string
 		var retried int64
 		var err error
@@ -307,24 +330,62 @@ func runJobs(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("job %d: %w", id, err)
 		}
-		if out == "unknown" {
-			failed++
-			last = fmt.Sprintf("job %d does not exist (not waiting, not running, not in history)", id)
+		if (action == "cancel" && (out == "cancelled" || out == "cancelling")) || retried != 0 {
+			fmt.Printf("job %d: %s\n", id, out)
 			continue
 		}
-		fmt.Printf("job %d: %s\n", id, out)
-		if out != want[0] && (len(want) < 2 || out != want[1]) && retried == 0 {
-			failed++
-			last = fmt.Sprintf("job %d: %s", id, out)
-		}
+		// The job changed between the look and the action.
+		why = append(why, outcomeLine(action, id, out))
 	}
 	switch {
-	case failed == 1 && len(ids) == 1:
-		return fmt.Errorf("%s (nothing done)", last)
-	case failed > 0:
-		return fmt.Errorf("%d of %d jobs not %s (last: %s)", failed, len(ids), want[0], last)
+	case len(why) == 1 && len(ids) == 1:
+		return errors.New(why[0])
+	case len(why) > 0:
+		past := map[string]string{"cancel": "cancelled", "retry": "retried"}[action]
+		return fmt.Errorf("%d of %d jobs not %s: %s", len(why), len(ids), past, strings.Join(why, "; "))
 	}
 	return nil
+}
+
+// wontAct says in one line why action (cancel or retry) would leave the
+// job as it is, as the job's look d (err: ops.ErrNotFound or nil) shows
+// it; "" when it would act.
+func wontAct(action string, id int64, d ops.JobDetail, err error) string {
+	if err != nil || d.Latest() == nil {
+		return outcomeLine(action, id, "unknown")
+	}
+	state := d.Latest().State
+	if action == "cancel" {
+		if d.Live != nil {
+			return ""
+		}
+		return fmt.Sprintf("job %d has finished (%s): nothing to cancel", id, state)
+	}
+	switch {
+	case d.Live != nil:
+		return outcomeLine(action, id, "not finished")
+	case state == "completed":
+		return outcomeLine(action, id, "completed")
+	case state == "discarded" || state == "cancelled":
+		return ""
+	}
+	return fmt.Sprintf("job %d is %s: retry runs again only a discarded or cancelled job (nothing done)", id, state)
+}
+
+// outcomeLine is, in one line, what an outcome of ops.Cancel or
+// ops.Retry that did nothing means.
+func outcomeLine(action string, id int64, out string) string {
+	switch out {
+	case "unknown":
+		return fmt.Sprintf("job %d does not exist (not waiting, not running, not in history): nothing done", id)
+	case "finished":
+		return fmt.Sprintf("job %d has finished: nothing to cancel", id)
+	case "not finished":
+		return fmt.Sprintf("job %d has not finished: retry runs again only a discarded or cancelled job (nothing done)", id)
+	case "completed":
+		return fmt.Sprintf("job %d completed: retry runs again only a discarded or cancelled job (nothing done)", id)
+	}
+	return fmt.Sprintf("job %d: %s (nothing done)", id, out)
 }
 
 // moreJobs is the line jobs list prints when more jobs match than it
@@ -529,9 +590,6 @@ func runQueue(ctx context.Context, args []string) error {
 		return fmt.Errorf("unexpected argument %q", pos[1])
 	}
 	name := pos[0]
-	if action == "pause" && !*f.yes {
-		return fmt.Errorf("queue pause %s stops every worker from taking its jobs until it is resumed: pass --yes to confirm", name)
-	}
 	pool, err := opPool(ctx, *f.url, opsApplicationName)
 	if err != nil {
 		return err
@@ -554,6 +612,11 @@ func runQueue(ctx context.Context, args []string) error {
 		if err := checkQueue(ctx, pool, name, hint); err != nil {
 			return err
 		}
+	}
+	// Asked once the queue is known to be there (or --create said to
+	// make it).
+	if action == "pause" && !*f.yes {
+		return fmt.Errorf("queue pause %s stops every worker from taking its jobs until it is resumed: pass --yes to confirm", cmdline.Escape(name))
 	}
 	if action == "pause" {
 		err = ops.Pause(ctx, pool, name)

@@ -192,9 +192,10 @@ func TestJobsCommands(t *testing.T) {
 	}
 	oneLineErr(t, errs, "job 987654: no such job")
 
-	// cancel and retry ask for --yes before anything else.
-	for _, action := range []string{"cancel", "retry"} {
-		code, _, errs = millrace(t, "jobs", action, fmt.Sprint(a), "--database-url", u)
+	// cancel and retry ask for --yes before they do anything (of a job
+	// they would act on: a waiting one, a discarded one).
+	for action, id := range map[string]int64{"cancel": a, "retry": d} {
+		code, _, errs = millrace(t, "jobs", action, fmt.Sprint(id), "--database-url", u)
 		if code != 1 {
 			t.Errorf("%s without --yes: exit %d", action, code)
 		}
