@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -72,17 +73,50 @@ func main() {
 	cmdline.SecretsFromArgs(os.Args[2:], []string{"database-url", "standby-url", "token", "basic-auth"}, []string{"MILLRACE_UI_TOKEN", "MILLRACE_UI_BASIC_AUTH"})
 	// Ctrl-C and SIGTERM cancel the context; commands tear down what they
 	// started (clusters, holder sessions) before returning.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, caught := interruptible()
 	if err := c.run(ctx, os.Args[2:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return // -h: the usage is printed, and asking for it is not an error
+		}
+		if sig := caught(); sig != nil {
+			// What the command was doing was cut short by the operator
+			// (or the service manager): one short line, not "context
+			// canceled", and the shell's code for it (130 for SIGINT).
+			fmt.Fprintf(os.Stderr, "millrace %s: interrupted\n", c.name)
+			os.Exit(128 + int(sig.(syscall.Signal)))
 		}
 		var q quiet
 		if !errors.As(err, &q) {
 			fmt.Fprintf(os.Stderr, "millrace %s: %s\n", c.name, oneLine(err))
 		}
 		os.Exit(exitCode(err))
+	}
+}
+
+// interruptible returns a context that SIGINT and SIGTERM cancel, and a
+// function that returns the signal caught (nil: none). A command that
+// returns an error once interrupted exits 128+signal (130 for Ctrl-C)
+// with one line saying so; one that returns nil (a server shut down
+// cleanly) exits 0.
+func interruptible() (context.Context, func() os.Signal) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var mu sync.Mutex
+	var got os.Signal
+	go func() {
+		sig := <-sigs
+		mu.Lock()
+		got = sig
+		mu.Unlock()
+		cancel()
+		for range sigs { // later ones are ignored while the command tears down
+		}
+	}()
+	return ctx, func() os.Signal {
+		mu.Lock()
+		defer mu.Unlock()
+		return got
 	}
 }
 
