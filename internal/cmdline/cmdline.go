@@ -357,7 +357,17 @@ func connectCause(ce *pgconn.ConnectError) string {
 	if u := errors.Unwrap(e); u != nil && strings.HasSuffix(e.Error(), u.Error()) {
 		e = u
 	}
-	return e.Error() + where
+	// A host that does not resolve is looked up more than once (the
+	// driver joins each lookup's error): say each cause once.
+	var msgs []string
+	seen := map[string]bool{}
+	for _, x := range leaves(e) {
+		if m := x.Error(); !seen[m] {
+			seen[m] = true
+			msgs = append(msgs, m)
+		}
+	}
+	return strings.Join(msgs, "; ") + where
 }
 
 // leaves flattens errors.Join'ed errors into their parts, in order.
