@@ -49,8 +49,7 @@ func runGuard(ctx context.Context, args []string) error {
 		guardUsage()
 		return nil
 	}
-	guardUsage()
-	return fmt.Errorf("unknown subcommand %q: want watch or check", args[0])
+	return unknownCommand(args[0], []string{"watch", "check"})
 }
 
 // stringList is a repeatable string flag.

@@ -64,8 +64,16 @@ func main() {
 			usage()
 			return
 		}
-		fmt.Fprintf(os.Stderr, "millrace: unknown command %q\n\n", os.Args[1])
-		usage()
+		names := make([]string, 0, len(commands))
+		for n := range commands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		msg := fmt.Sprintf("unknown command %q", os.Args[1])
+		if s := closest(os.Args[1], names); s != "" {
+			msg += ": did you mean " + s + "?"
+		}
+		fmt.Fprintf(os.Stderr, "millrace: %s (millrace help lists the commands)\n", cmdline.Escape(msg))
 		os.Exit(2)
 	}
 	// Whatever the command prints, no password or token of its command

@@ -56,7 +56,7 @@ the schema and every job in it) and asks for --yes.`)
 			return errors.New("down needs a target version (0 removes the schema and every job in it)")
 		}
 	default:
-		return fmt.Errorf("unknown action %q: want up, down or status", action)
+		return unknownCommand(action, []string{"up", "down", "status"})
 	}
 	if *url == "" {
 		return errors.New("no database: pass --database-url or set DATABASE_URL")

@@ -183,7 +183,7 @@ func runJobs(ctx context.Context, args []string) error {
 		jobsUsage()
 		return flag.ErrHelp
 	default:
-		return fmt.Errorf("unknown action %q: want list, show, cancel or retry", action)
+		return unknownCommand(action, []string{"list", "show", "cancel", "retry"})
 	}
 	var ids []int64
 	switch action {
@@ -580,7 +580,7 @@ func runQueue(ctx context.Context, args []string) error {
 		queueUsage()
 		return flag.ErrHelp
 	default:
-		return fmt.Errorf("unknown action %q: want pause or resume", action)
+		return unknownCommand(action, []string{"pause", "resume"})
 	}
 	pos = pos[1:]
 	if len(pos) != 1 {

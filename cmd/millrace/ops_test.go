@@ -113,7 +113,7 @@ func TestQueuesAndPauseCommands(t *testing.T) {
 	if code != 1 {
 		t.Errorf("queue stop: exit %d", code)
 	}
-	oneLineErr(t, errs, `unknown action "stop"`)
+	oneLineErr(t, errs, `unknown command "stop"`)
 }
 
 func TestJobsCommands(t *testing.T) {
