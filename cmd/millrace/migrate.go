@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/millrace/millrace/internal/schema"
 )
 
@@ -76,6 +77,7 @@ the schema and every job in it) and asks for --yes.`)
 		if version < 0 {
 			version = 0
 		}
+		warnSuperuser(ctx, pool)
 		done, err := schema.Up(ctx, pool, version)
 		for _, v := range done {
 			fmt.Printf("applied %d\n", v)
@@ -157,4 +159,17 @@ func checkDown(ctx context.Context, pool *pgxpool.Pool, target int) (int, error)
 		}
 	}
 	return have, nil
+}
+
+// warnSuperuser prints one line on stderr when the role that migrates is
+// a superuser: the role that migrates owns the schema, whose SECURITY
+// DEFINER functions run with its rights, and docs/security.md says it
+// should not be one. It warns and goes on (a first install on a laptop
+// is often done as postgres).
+func warnSuperuser(ctx context.Context, pool *pgxpool.Pool) {
+	var super, user string
+	if err := pool.QueryRow(ctx, "SELECT current_setting('is_superuser'), current_user").Scan(&super, &user); err != nil || super != "on" {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "millrace migrate: warning: migrating as %s, a superuser: the schema's owner should not be one, its SECURITY DEFINER functions run with its rights (see docs/security.md)\n", cmdline.Escape(user))
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace/internal/schema"
@@ -112,5 +114,46 @@ func TestMigrateDownRefusesBeforeReverting(t *testing.T) {
 	code, out, _ = millrace(t, "migrate", "down", "7", "--yes", "--database-url", u)
 	if code != 0 || strings.TrimSpace(out) != "already at version 7: nothing to revert" {
 		t.Errorf("down 7 on 7: exit %d, stdout %q", code, out)
+	}
+}
+
+// migrate up as a superuser warns in one line on stderr, pointing at
+// docs/security.md (the schema's owner should not be one), and migrates;
+// as a role that is not, it says nothing of it.
+func TestMigrateUpWarnsSuperuser(t *testing.T) {
+	ctx := context.Background()
+	u := testkit.EmptyDBURL(t)
+	code, out, errs := millrace(t, "migrate", "up", "--database-url", u)
+	if code != 0 || !strings.Contains(out, "applied 1") {
+		t.Fatalf("migrate up as a superuser: exit %d %q %q", code, out, errs)
+	}
+	oneLineErr(t, errs, "a superuser: the schema's owner should not be one")
+	oneLineErr(t, errs, "docs/security.md")
+
+	// A role that may create in the database, not a superuser.
+	u2 := testkit.EmptyDBURL(t)
+	conn, err := pgx.Connect(ctx, u2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	role := fmt.Sprintf("owner_%d", time.Now().UnixNano()%1e9)
+	db := conn.Config().Database
+	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN CREATEROLE; GRANT CREATE ON DATABASE %s TO %[1]s",
+		role, pgx.Identifier{db}.Sanitize())); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Exec(ctx, "DROP SCHEMA IF EXISTS millrace CASCADE")
+		conn.Exec(ctx, fmt.Sprintf("DROP OWNED BY %[1]s; DROP ROLE %[1]s", role))
+	})
+	pu, err := url.Parse(u2)
+	if err != nil || pu.Scheme == "" {
+		t.Skipf("needs a URL-form server URL: %v", err)
+	}
+	pu.User = url.User(role)
+	code, _, errs = millrace(t, "migrate", "up", "--database-url", pu.String())
+	if strings.Contains(errs, "superuser") {
+		t.Errorf("migrate up as %s (not a superuser): exit %d, stderr %q: want no superuser warning", role, code, errs)
 	}
 }
