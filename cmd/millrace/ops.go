@@ -285,7 +285,11 @@ func runJobs(ctx context.Context, args []string) error {
 		return nil
 	}
 	// cancel, retry: each job is looked at first, and --yes asked for
-	// only when something would be done, saying what.
+	// only when something would be done, saying what. A standby would
+	// refuse the write whatever the jobs: that is said first.
+	if err := needPrimary(ctx, pool); err != nil {
+		return err
+	}
 	var todo, skipped []int64
 	var why []string // why each skipped job would be left as it is
 	for _, id := range ids {
@@ -312,9 +316,6 @@ func runJobs(ctx context.Context, args []string) error {
 			msg += " (left as they are: " + strings.Join(why, "; ") + ")"
 		}
 		return errors.New(msg)
-	}
-	if err := needPrimary(ctx, pool); err != nil {
-		return err
 	}
 	// Each outcome is said once: on stdout when it is what was asked
 	// for, else in the one error line.

@@ -523,13 +523,17 @@ func TestJobsShowDetails(t *testing.T) {
 		t.Errorf("jobs show of a 1.25 s attempt: want TOOK 1.3s (or so):\n%s", out)
 	}
 
-	for action, want := range map[string]string{"retry": "job 9 will run again, as a new job: pass --yes to confirm",
-		"cancel": "job 9 will be cancelled: pass --yes to confirm"} {
-		_, _, errs := millrace(t, "jobs", action, "9", "--database-url", u)
-		oneLineErr(t, errs, want)
-	}
-	_, _, errs := millrace(t, "jobs", "retry", "9", "10", "--database-url", u)
-	oneLineErr(t, errs, "jobs 9 10 will run again, as new jobs: pass --yes to confirm")
+	// The confirmation names the jobs it would act on and what would
+	// happen (a job that does not exist is said so instead: see
+	// TestJobsActionsCheckBeforeAsking).
+	_, _, errs := millrace(t, "jobs", "cancel", fmt.Sprint(id), "--database-url", u)
+	oneLineErr(t, errs, fmt.Sprintf("job %d will be cancelled (a running one is told to stop): pass --yes to confirm", id))
+	d1 := clientkit.Discard(t, pool, "default", "boom")
+	d2 := clientkit.Discard(t, pool, "default", "boom")
+	_, _, errs = millrace(t, "jobs", "retry", fmt.Sprint(d1), "--database-url", u)
+	oneLineErr(t, errs, fmt.Sprintf("job %d will run again, as a new job: pass --yes to confirm", d1))
+	_, _, errs = millrace(t, "jobs", "retry", fmt.Sprint(d1), fmt.Sprint(d2), "--database-url", u)
+	oneLineErr(t, errs, fmt.Sprintf("jobs %d %d will run again, as new jobs: pass --yes to confirm", d1, d2))
 }
 
 func TestTook(t *testing.T) {
