@@ -113,12 +113,14 @@ type Action struct {
 
 // Guard watches and enforces a Policy on one primary and its standbys.
 type Guard struct {
-	pool    *pgxpool.Pool
-	policy  *Policy
-	opts    Options
-	log     *slog.Logger
-	tracker *Tracker
-	metrics *metrics
+	pool   *pgxpool.Pool
+	policy *Policy
+	// ownPolicy: New was given the policy (Check applies its rules).
+	ownPolicy bool
+	opts      Options
+	log       *slog.Logger
+	tracker   *Tracker
+	metrics   *metrics
 
 	mu       sync.Mutex // one Step at a time
 	standbys []*standby
@@ -172,6 +174,7 @@ func (o xidOwner) describe(now time.Time) string {
 // are recognised by pg_backend_pid and by the application_name
 // "millrace-guard", which the CLI sets.
 func New(pool *pgxpool.Pool, p *Policy, opts Options) *Guard {
+	own := p != nil
 	if p == nil {
 		p = DefaultPolicy()
 	}
@@ -183,7 +186,7 @@ func New(pool *pgxpool.Pool, p *Policy, opts Options) *Guard {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	g := &Guard{
-		pool: pool, policy: p, opts: opts, log: log,
+		pool: pool, policy: p, ownPolicy: own, opts: opts, log: log,
 		tracker: NewTracker(),
 		metrics: newMetrics(opts.Registerer),
 		classes: map[string]*classState{},

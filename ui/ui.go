@@ -35,7 +35,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/guard"
 	"github.com/millrace/millrace/internal/ops"
-	"github.com/millrace/millrace/internal/schema"
 )
 
 //go:embed assets
@@ -337,21 +336,9 @@ type page struct {
 // is migrated, or when that cannot be read (the error that follows says
 // why).
 func (h *handler) setup(ctx context.Context) string {
-	st, err := schema.List(ctx, h.pool)
-	if err != nil {
-		return ""
-	}
-	have, want, missing := 0, 0, false
-	for _, m := range st {
-		want = max(want, m.Version)
-		if m.Applied {
-			have = max(have, m.Version)
-		} else {
-			missing = true
-		}
-	}
+	have, want, err := ops.SchemaVersions(ctx, h.pool)
 	switch {
-	case !missing:
+	case err != nil || have >= want:
 		return ""
 	case have == 0:
 		return "This database has no millrace schema: run millrace migrate up (or call millrace.Migrate) to create it."

@@ -49,8 +49,7 @@ func runGuard(ctx context.Context, args []string) error {
 		guardUsage()
 		return nil
 	}
-	guardUsage()
-	return fmt.Errorf("unknown subcommand %q: want watch or check", args[0])
+	return unknownCommand(args[0], []string{"watch", "check"})
 }
 
 // stringList is a repeatable string flag.
@@ -180,7 +179,7 @@ func runGuardCheck(ctx context.Context, args []string) error {
 func guardCheck(ctx context.Context, args []string) (guard.Status, string) {
 	fs := flag.NewFlagSet("guard check", flag.ContinueOnError)
 	url := fs.String("database-url", "", "primary to check (default $DATABASE_URL)")
-	policyPath := fs.String("policy", "", "policy file (optional: its watch_tables are reported)")
+	policyPath := fs.String("policy", "", "policy file (optional: its watch_tables are reported, and its classes' rules applied: a member breaking one is WARNING for a warn class, else CRITICAL)")
 	var standbys stringList
 	fs.Var(&standbys, "standby-url", "connection string of a standby to inspect directly (repeatable)")
 	warnAge := fs.Duration("warn-age", 5*time.Minute, "WARNING when a holder is at least this old")

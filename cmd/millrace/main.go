@@ -15,10 +15,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/cmdline"
+	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/storage"
 )
 
@@ -61,8 +64,16 @@ func main() {
 			usage()
 			return
 		}
-		fmt.Fprintf(os.Stderr, "millrace: unknown command %q\n\n", os.Args[1])
-		usage()
+		names := make([]string, 0, len(commands))
+		for n := range commands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		msg := fmt.Sprintf("unknown command %q", os.Args[1])
+		if s := closest(os.Args[1], names); s != "" {
+			msg += ": did you mean " + s + "?"
+		}
+		fmt.Fprintf(os.Stderr, "millrace: %s (millrace help lists the commands)\n", cmdline.Escape(msg))
 		os.Exit(2)
 	}
 	// Whatever the command prints, no password or token of its command
@@ -70,17 +81,50 @@ func main() {
 	cmdline.SecretsFromArgs(os.Args[2:], []string{"database-url", "standby-url", "token", "basic-auth"}, []string{"MILLRACE_UI_TOKEN", "MILLRACE_UI_BASIC_AUTH"})
 	// Ctrl-C and SIGTERM cancel the context; commands tear down what they
 	// started (clusters, holder sessions) before returning.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, caught := interruptible()
 	if err := c.run(ctx, os.Args[2:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return // -h: the usage is printed, and asking for it is not an error
+		}
+		if sig := caught(); sig != nil {
+			// What the command was doing was cut short by the operator
+			// (or the service manager): one short line, not "context
+			// canceled", and the shell's code for it (130 for SIGINT).
+			fmt.Fprintf(os.Stderr, "millrace %s: interrupted\n", c.name)
+			os.Exit(128 + int(sig.(syscall.Signal)))
 		}
 		var q quiet
 		if !errors.As(err, &q) {
 			fmt.Fprintf(os.Stderr, "millrace %s: %s\n", c.name, oneLine(err))
 		}
 		os.Exit(exitCode(err))
+	}
+}
+
+// interruptible returns a context that SIGINT and SIGTERM cancel, and a
+// function that returns the signal caught (nil: none). A command that
+// returns an error once interrupted exits 128+signal (130 for Ctrl-C)
+// with one line saying so; one that returns nil (a server shut down
+// cleanly) exits 0.
+func interruptible() (context.Context, func() os.Signal) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var mu sync.Mutex
+	var got os.Signal
+	go func() {
+		sig := <-sigs
+		mu.Lock()
+		got = sig
+		mu.Unlock()
+		cancel()
+		for range sigs { // later ones are ignored while the command tears down
+		}
+	}()
+	return ctx, func() os.Signal {
+		mu.Lock()
+		defer mu.Unlock()
+		return got
 	}
 }
 
@@ -147,4 +191,31 @@ func needPrimary(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 		return fmt.Errorf("the server at %s is a hot standby (read-only, in recovery): point --database-url (or DATABASE_URL) at the primary", server)
 	})
+}
+
+// needSchema returns, for a command that reads or changes the queue
+// (queues, jobs, queue), one line saying what to run when the database's
+// schema is not the one this binary needs: none, older (an older schema
+// lacks columns and functions, and a command failed on one, or answered
+// as if there were no job), or newer. It reads what the dashboard reads
+// (ops.SchemaVersions). A role that may not read the migration table is
+// let through: the command's own error then says what it lacks.
+func needSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	have, want, err := ops.SchemaVersions(ctx, pool)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case have == 0:
+		return fmt.Errorf("this database has no millrace schema and this binary needs version %d: run `millrace migrate up` with the same --database-url", want)
+	case have < want:
+		return fmt.Errorf("the millrace schema of this database is at version %d and this binary needs version %d: run `millrace migrate up` with the same --database-url", have, want)
+	case have > want:
+		return fmt.Errorf("the millrace schema of this database is at version %d, newer than this binary's %d: use the millrace binary of the release that migrated it (or a newer one)", have, want)
+	}
+	return nil
 }

@@ -43,7 +43,7 @@ func TestParseArgsAnywhere(t *testing.T) {
 	}
 }
 
-// migrate down without --yes refuses before it touches any database; with
+// migrate down without --yes refuses before it changes anything; with
 // the URL after the action, it is the URL given, not $DATABASE_URL, that is
 // migrated.
 func TestMigrateFlagsAnywhereAndConfirm(t *testing.T) {

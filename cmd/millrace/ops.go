@@ -15,6 +15,7 @@ import (
 
 	"github.com/millrace/millrace/internal/cmdline"
 	"github.com/millrace/millrace/internal/ops"
+	"github.com/millrace/millrace/internal/redact"
 )
 
 // The operator commands: queues, jobs, queue. They read the schema's read
@@ -112,6 +113,9 @@ queue is paused.`)
 		return err
 	}
 	defer pool.Close()
+	if err := needSchema(ctx, pool); err != nil {
+		return err
+	}
 	qs, err := ops.Queues(ctx, pool)
 	if err != nil {
 		return err
@@ -146,9 +150,11 @@ func jobsUsage() {
   millrace jobs cancel ID... --yes
   millrace jobs retry ID... --yes
 
-list shows jobs not yet finished (states available, running, scheduled)
-first, then finished attempts (completed, failed, snoozed, cancelled,
-discarded), newest first. cancel stops a waiting job for good, or tells a
+list shows one row per job, its latest state: jobs not yet finished
+(available, running, scheduled) first, then finished jobs (completed,
+cancelled, discarded) newest first; --state failed or snoozed lists the
+jobs with such an attempt (their newest). When more jobs match than
+--limit (100; 1 to 1000), a line on stderr says so. cancel stops a waiting job for good, or tells a
 running job's process to cancel it; retry runs a discarded or cancelled
 job again now. Every command takes --database-url (default $DATABASE_URL).`)
 }
@@ -160,7 +166,7 @@ func runJobs(ctx context.Context, args []string) error {
 	kind := fs.String("kind", "", "only jobs of this kind (list)")
 	state := fs.String("state", "", "only jobs in this state (list): "+strings.Join(append(append([]string{}, ops.LiveStates...), ops.FinishedStates...), ", "))
 	since := fs.String("since", "", "only jobs created (or attempts finished) since: a duration ago (1h) or a time (RFC 3339) (list)")
-	limit := fs.Int("limit", 100, "at most this many rows (list; at most 1000)")
+	limit := fs.Int("limit", 100, "at most this many jobs (list; 1 to 1000)")
 	fs.Usage = func() { jobsUsage(); fs.PrintDefaults() }
 	all, err := parseArgs(fs, args)
 	if err != nil {
@@ -177,13 +183,16 @@ func runJobs(ctx context.Context, args []string) error {
 		jobsUsage()
 		return flag.ErrHelp
 	default:
-		return fmt.Errorf("unknown action %q: want list, show, cancel or retry", action)
+		return unknownCommand(action, []string{"list", "show", "cancel", "retry"})
 	}
 	var ids []int64
 	switch action {
 	case "list":
 		if len(pos) > 0 {
 			return fmt.Errorf("unexpected argument %q", pos[0])
+		}
+		if *limit < 1 || *limit > ops.MaxLimit {
+			return fmt.Errorf("--limit %d: want 1 to %d", *limit, ops.MaxLimit)
 		}
 		if !ops.ValidState(*state) {
 			return fmt.Errorf("unknown state %q: want one of %s", *state, strings.Join(append(append([]string{}, ops.LiveStates...), ops.FinishedStates...), ", "))
@@ -202,10 +211,6 @@ func runJobs(ctx context.Context, args []string) error {
 			}
 			ids = append(ids, id)
 		}
-		if (action == "cancel" || action == "retry") && !*f.yes {
-			what := map[string]string{"cancel": "will be cancelled", "retry": "will run again, as " + plural(len(ids), "a new job", "new jobs")}[action]
-			return fmt.Errorf("%s %s %s: pass --yes to confirm", plural(len(ids), "job", "jobs"), joinIDs(ids), what)
-		}
 	}
 	filter := ops.Filter{Queue: *queue, Kind: *kind, State: *state, Limit: *limit}
 	if *since != "" {
@@ -220,6 +225,9 @@ func runJobs(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	if err := needSchema(ctx, pool); err != nil {
+		return err
+	}
 	switch action {
 	case "list":
 		if *queue != "" {
@@ -227,9 +235,16 @@ func runJobs(ctx context.Context, args []string) error {
 				return err
 			}
 		}
-		jobs, err := ops.ListJobs(ctx, pool, filter)
+		jobs, more, err := ops.LatestJobs(ctx, pool, filter)
 		if err != nil {
 			return err
+		}
+		if more {
+			// On stderr: stdout stays the table, or JSON a program reads.
+			defer fmt.Fprintln(os.Stderr, moreJobs(len(jobs)))
+		}
+		for i := range jobs {
+			jobs[i] = redactJob(jobs[i])
 		}
 		if *f.json {
 			if jobs == nil {
@@ -251,6 +266,13 @@ func runJobs(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+		if d.Live != nil {
+			live := redactJob(*d.Live)
+			d.Live = &live
+		}
+		for i := range d.Attempts {
+			d.Attempts[i] = redactJob(d.Attempts[i])
+		}
 		if *f.json {
 			return printJSON(os.Stdout, d)
 		}
@@ -262,14 +284,42 @@ func runJobs(ctx context.Context, args []string) error {
 		printJob(os.Stdout, d, procs)
 		return nil
 	}
-	// cancel, retry
+	// cancel, retry: each job is looked at first, and --yes asked for
+	// only when something would be done, saying what. A standby would
+	// refuse the write whatever the jobs: that is said first.
 	if err := needPrimary(ctx, pool); err != nil {
 		return err
 	}
-	want := map[string][]string{"cancel": {"cancelled", "cancelling"}, "retry": {"retried"}}[action]
-	failed := 0
-	var last string
+	var todo, skipped []int64
+	var why []string // why each skipped job would be left as it is
 	for _, id := range ids {
+		d, err := ops.GetJob(ctx, pool, id)
+		if err != nil && !errors.Is(err, ops.ErrNotFound) {
+			return fmt.Errorf("job %d: %w", id, err)
+		}
+		if reason := wontAct(action, id, d, err); reason != "" {
+			skipped, why = append(skipped, id), append(why, reason)
+			continue
+		}
+		todo = append(todo, id)
+	}
+	if len(todo) == 0 {
+		if len(ids) == 1 {
+			return errors.New(why[0])
+		}
+		return fmt.Errorf("nothing done: %s", strings.Join(why, "; "))
+	}
+	if !*f.yes {
+		what := map[string]string{"cancel": "will be cancelled (a running one is told to stop)", "retry": "will run again, as " + plural(len(todo), "a new job", "new jobs")}[action]
+		msg := fmt.Sprintf("%s %s %s: pass --yes to confirm", plural(len(todo), "job", "jobs"), joinIDs(todo), what)
+		if len(skipped) > 0 {
+			msg += " (left as they are: " + strings.Join(why, "; ") + ")"
+		}
+		return errors.New(msg)
+	}
+	// Each outcome is said once: on stdout when it is what was asked
+	// for, else in the one error line.
+	for _, id := range todo {
 		var out string
 		var retried int64
 		var err error
@@ -281,24 +331,81 @@ func runJobs(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("job %d: %w", id, err)
 		}
-		if out == "unknown" {
-			failed++
-			last = fmt.Sprintf("job %d does not exist (not waiting, not running, not in history)", id)
+		if (action == "cancel" && (out == "cancelled" || out == "cancelling")) || retried != 0 {
+			fmt.Printf("job %d: %s\n", id, out)
 			continue
 		}
-		fmt.Printf("job %d: %s\n", id, out)
-		if out != want[0] && (len(want) < 2 || out != want[1]) && retried == 0 {
-			failed++
-			last = fmt.Sprintf("job %d: %s", id, out)
-		}
+		// The job changed between the look and the action.
+		why = append(why, outcomeLine(action, id, out))
 	}
 	switch {
-	case failed == 1 && len(ids) == 1:
-		return fmt.Errorf("%s (nothing done)", last)
-	case failed > 0:
-		return fmt.Errorf("%d of %d jobs not %s (last: %s)", failed, len(ids), want[0], last)
+	case len(why) == 1 && len(ids) == 1:
+		return errors.New(why[0])
+	case len(why) > 0:
+		past := map[string]string{"cancel": "cancelled", "retry": "retried"}[action]
+		return fmt.Errorf("%d of %d jobs not %s: %s", len(why), len(ids), past, strings.Join(why, "; "))
 	}
 	return nil
+}
+
+// wontAct says in one line why action (cancel or retry) would leave the
+// job as it is, as the job's look d (err: ops.ErrNotFound or nil) shows
+// it; "" when it would act.
+func wontAct(action string, id int64, d ops.JobDetail, err error) string {
+	if err != nil || d.Latest() == nil {
+		return outcomeLine(action, id, "unknown")
+	}
+	state := d.Latest().State
+	if action == "cancel" {
+		if d.Live != nil {
+			return ""
+		}
+		return fmt.Sprintf("job %d has finished (%s): nothing to cancel", id, state)
+	}
+	switch {
+	case d.Live != nil:
+		return outcomeLine(action, id, "not finished")
+	case state == "completed":
+		return outcomeLine(action, id, "completed")
+	case state == "discarded" || state == "cancelled":
+		return ""
+	}
+	return fmt.Sprintf("job %d is %s: retry runs again only a discarded or cancelled job (nothing done)", id, state)
+}
+
+// outcomeLine is, in one line, what an outcome of ops.Cancel or
+// ops.Retry that did nothing means.
+func outcomeLine(action string, id int64, out string) string {
+	switch out {
+	case "unknown":
+		return fmt.Sprintf("job %d does not exist (not waiting, not running, not in history): nothing done", id)
+	case "finished":
+		return fmt.Sprintf("job %d has finished: nothing to cancel", id)
+	case "not finished":
+		return fmt.Sprintf("job %d has not finished: retry runs again only a discarded or cancelled job (nothing done)", id)
+	case "completed":
+		return fmt.Sprintf("job %d completed: retry runs again only a discarded or cancelled job (nothing done)", id)
+	}
+	return fmt.Sprintf("job %d: %s (nothing done)", id, out)
+}
+
+// moreJobs is the line jobs list prints when more jobs match than it
+// shows: it never cuts a list silently.
+func moreJobs(shown int) string {
+	how := "narrow the list with --queue, --kind, --state or --since"
+	if shown < ops.MaxLimit {
+		how += fmt.Sprintf(", or raise --limit (at most %d)", ops.MaxLimit)
+	}
+	return fmt.Sprintf("more jobs match than the %d shown: %s", shown, how)
+}
+
+// redactJob is a job or attempt as every command shows it: its arguments
+// and error masked by the rule the dashboard applies (package redact), in
+// the table and in JSON alike.
+func redactJob(j ops.Job) ops.Job {
+	j.Args = redact.JSON(j.Args)
+	j.Error = redact.String(j.Error)
+	return j
 }
 
 // fewQueues is how many queue names an error lists; with more it says how
@@ -409,7 +516,7 @@ func printJob(w io.Writer, d ops.JobDetail, procs map[int]ops.Process) {
 	}
 	if d.Live != nil && d.Live.Owner != nil {
 		if p, ok := procs[*d.Live.Owner]; ok {
-			fmt.Fprintf(tw, "worked by\t%s\n", cmdline.Escape(p.String()))
+			fmt.Fprintf(tw, "worked by\t%s\n", cmdline.Escape(redact.String(p.String())))
 		} else {
 			fmt.Fprintf(tw, "worked by\tprocess %d\n", *d.Live.Owner)
 		}
@@ -474,7 +581,7 @@ func runQueue(ctx context.Context, args []string) error {
 		queueUsage()
 		return flag.ErrHelp
 	default:
-		return fmt.Errorf("unknown action %q: want pause or resume", action)
+		return unknownCommand(action, []string{"pause", "resume"})
 	}
 	pos = pos[1:]
 	if len(pos) != 1 {
@@ -484,14 +591,14 @@ func runQueue(ctx context.Context, args []string) error {
 		return fmt.Errorf("unexpected argument %q", pos[1])
 	}
 	name := pos[0]
-	if action == "pause" && !*f.yes {
-		return fmt.Errorf("queue pause %s stops every worker from taking its jobs until it is resumed: pass --yes to confirm", name)
-	}
 	pool, err := opPool(ctx, *f.url, opsApplicationName)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	if err := needSchema(ctx, pool); err != nil {
+		return err
+	}
 	if err := needPrimary(ctx, pool); err != nil {
 		return err
 	}
@@ -506,6 +613,11 @@ func runQueue(ctx context.Context, args []string) error {
 		if err := checkQueue(ctx, pool, name, hint); err != nil {
 			return err
 		}
+	}
+	// Asked once the queue is known to be there (or --create said to
+	// make it).
+	if action == "pause" && !*f.yes {
+		return fmt.Errorf("queue pause %s stops every worker from taking its jobs until it is resumed: pass --yes to confirm", cmdline.Escape(name))
 	}
 	if action == "pause" {
 		err = ops.Pause(ctx, pool, name)

@@ -113,7 +113,7 @@ func TestQueuesAndPauseCommands(t *testing.T) {
 	if code != 1 {
 		t.Errorf("queue stop: exit %d", code)
 	}
-	oneLineErr(t, errs, `unknown action "stop"`)
+	oneLineErr(t, errs, `unknown command "stop"`)
 }
 
 func TestJobsCommands(t *testing.T) {
@@ -192,9 +192,10 @@ func TestJobsCommands(t *testing.T) {
 	}
 	oneLineErr(t, errs, "job 987654: no such job")
 
-	// cancel and retry ask for --yes before anything else.
-	for _, action := range []string{"cancel", "retry"} {
-		code, _, errs = millrace(t, "jobs", action, fmt.Sprint(a), "--database-url", u)
+	// cancel and retry ask for --yes before they do anything (of a job
+	// they would act on: a waiting one, a discarded one).
+	for action, id := range map[string]int64{"cancel": a, "retry": d} {
+		code, _, errs = millrace(t, "jobs", action, fmt.Sprint(id), "--database-url", u)
 		if code != 1 {
 			t.Errorf("%s without --yes: exit %d", action, code)
 		}
@@ -522,13 +523,17 @@ func TestJobsShowDetails(t *testing.T) {
 		t.Errorf("jobs show of a 1.25 s attempt: want TOOK 1.3s (or so):\n%s", out)
 	}
 
-	for action, want := range map[string]string{"retry": "job 9 will run again, as a new job: pass --yes to confirm",
-		"cancel": "job 9 will be cancelled: pass --yes to confirm"} {
-		_, _, errs := millrace(t, "jobs", action, "9", "--database-url", u)
-		oneLineErr(t, errs, want)
-	}
-	_, _, errs := millrace(t, "jobs", "retry", "9", "10", "--database-url", u)
-	oneLineErr(t, errs, "jobs 9 10 will run again, as new jobs: pass --yes to confirm")
+	// The confirmation names the jobs it would act on and what would
+	// happen (a job that does not exist is said so instead: see
+	// TestJobsActionsCheckBeforeAsking).
+	_, _, errs := millrace(t, "jobs", "cancel", fmt.Sprint(id), "--database-url", u)
+	oneLineErr(t, errs, fmt.Sprintf("job %d will be cancelled (a running one is told to stop): pass --yes to confirm", id))
+	d1 := clientkit.Discard(t, pool, "default", "boom")
+	d2 := clientkit.Discard(t, pool, "default", "boom")
+	_, _, errs = millrace(t, "jobs", "retry", fmt.Sprint(d1), "--database-url", u)
+	oneLineErr(t, errs, fmt.Sprintf("job %d will run again, as a new job: pass --yes to confirm", d1))
+	_, _, errs = millrace(t, "jobs", "retry", fmt.Sprint(d1), fmt.Sprint(d2), "--database-url", u)
+	oneLineErr(t, errs, fmt.Sprintf("jobs %d %d will run again, as new jobs: pass --yes to confirm", d1, d2))
 }
 
 func TestTook(t *testing.T) {

@@ -25,15 +25,18 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/millrace/millrace/internal/redact"
 )
 
 // Mask replaces a password.
-const Mask = "***"
+const Mask = redact.Mask
 
 var (
 	// urlPassword is the password of a URL's user info:
 	// scheme://user:password@host. The password runs to the last @
 	// before the host (an unescaped @ in a password is common).
+	// ConnSecrets reads the passwords it registers with it and kvPassword;
+	// Redact masks by package redact's rule.
 	urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@]*):[^\s/?#]*@`)
 	// kvPassword is a password given as key=value, in a keyword/value
 	// connection string (password=... or 'quoted') or a URL's query
@@ -49,13 +52,12 @@ var (
 // them in connection strings).
 const minSecret = 4
 
-// Redact returns s with every password it recognises replaced by ***:
-// postgres://user:***@host, password=*** (keyword/value connection strings
-// and URL queries), and any secret registered with Secret wherever it
-// occurs.
+// Redact returns s with every password it recognises replaced by ***,
+// by the rule the dashboard applies too (package redact:
+// postgres://user:***@host, password=***, PASSWORD '***', "password":
+// "***"), and any secret registered with Secret wherever it occurs.
 func Redact(s string) string {
-	s = urlPassword.ReplaceAllString(s, "${1}:"+Mask+"@")
-	s = kvPassword.ReplaceAllString(s, "${1}${2}"+Mask)
+	s = redact.String(s)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, sec := range secrets {
@@ -355,7 +357,17 @@ func connectCause(ce *pgconn.ConnectError) string {
 	if u := errors.Unwrap(e); u != nil && strings.HasSuffix(e.Error(), u.Error()) {
 		e = u
 	}
-	return e.Error() + where
+	// A host that does not resolve is looked up more than once (the
+	// driver joins each lookup's error): say each cause once.
+	var msgs []string
+	seen := map[string]bool{}
+	for _, x := range leaves(e) {
+		if m := x.Error(); !seen[m] {
+			seen[m] = true
+			msgs = append(msgs, m)
+		}
+	}
+	return strings.Join(msgs, "; ") + where
 }
 
 // leaves flattens errors.Join'ed errors into their parts, in order.

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/millrace/millrace/internal/schema"
 	"github.com/millrace/millrace/internal/storage"
 )
 
@@ -394,4 +396,93 @@ func (j *Job) RunningAttempt() int {
 		return j.Attempt + 1
 	}
 	return j.Attempt
+}
+
+// SchemaVersions returns the newest migration applied to the database
+// (have; 0: no schema) and the newest this binary carries (want). A
+// schema newer than the binary has a have above want. The dashboard and
+// the operator commands read it before anything else, to say in one line
+// what to run rather than fail on a column or function an older schema
+// lacks.
+func SchemaVersions(ctx context.Context, pool *pgxpool.Pool) (have, want int, err error) {
+	st, err := schema.List(ctx, pool)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, s := range st {
+		want = max(want, s.Version)
+		if s.Applied {
+			have = max(have, s.Version)
+		}
+	}
+	if want > 0 && have == want {
+		// Every migration of this binary is applied: a newer binary may
+		// have applied more.
+		v, err := storage.SchemaVersion(ctx, pool)
+		if err != nil {
+			return 0, 0, err
+		}
+		have = max(have, v)
+	}
+	return have, want, nil
+}
+
+// MaxLimit is the most jobs one list returns (Filter.Limit).
+const MaxLimit = 1000
+
+// latestRowsCap bounds the rows LatestJobs reads to fill one list: with
+// more attempts than that per job shown, it says more may match.
+const latestRowsCap = 100_000
+
+// LatestJobs returns one row per job that matches f: its live row while
+// it has not finished, else its newest finished attempt (with State
+// failed or snoozed, its newest such attempt); the live ones first, then
+// the finished, newest first. It returns at most f.Limit jobs (1 to
+// MaxLimit; 0 is 100) and whether more match (more is also true when so
+// many attempts were read without filling the list that it stopped,
+// latestRowsCap: more may match).
+func LatestJobs(ctx context.Context, db DB, f Filter) (jobs []Job, more bool, err error) {
+	if !ValidState(f.State) {
+		return nil, false, fmt.Errorf("unknown state %q", f.State)
+	}
+	if f.Limit == 0 {
+		f.Limit = 100
+	}
+	if f.Limit < 0 || f.Limit > MaxLimit {
+		return nil, false, fmt.Errorf("limit %d: want 1 to %d", f.Limit, MaxLimit)
+	}
+	limit := f.Limit
+	// Rows are a job's attempts: read more until the list is full (one
+	// more than the limit says more match) or every row is read.
+	for n := limit + 1; ; n = min(n*4, latestRowsCap) {
+		f.Limit = n
+		rows, err := storage.ListJobs(ctx, db, storage.JobFilter(f))
+		if err != nil {
+			return nil, false, err
+		}
+		jobs = latest(rows)
+		switch {
+		case len(jobs) > limit:
+			return jobs[:limit], true, nil
+		case len(rows) < n:
+			return jobs, false, nil
+		case n >= latestRowsCap:
+			return jobs, true, nil
+		}
+	}
+}
+
+// latest keeps the first row of each job: rows come live first, then
+// finished attempts newest first, so it is the job's latest state.
+func latest(rows []storage.JobRow) []Job {
+	seen := make(map[int64]bool, len(rows))
+	out := make([]Job, 0, len(rows))
+	for _, r := range rows {
+		if seen[r.ID] {
+			continue
+		}
+		seen[r.ID] = true
+		out = append(out, Job(r))
+	}
+	return out
 }
