@@ -59,10 +59,10 @@ BEGIN
     SELECT coalesce(array_agg(x.t), '{}') INTO v_fenced FROM (
         SELECT DISTINCT u.t, u.k FROM unnest(p_tick || p_done_tick, p_token || p_done_token) AS u(t, k)) x
     WHERE (SELECT h.token FROM millrace.holder(x.t) h) IS DISTINCT FROM x.k
-       OR (SELECT true FROM millrace.done d WHERE d.tick_id = x.t LIMIT 1) IS NOT NULL;
+       OR (SELECT count(*) FROM millrace.done d WHERE d.tick_id = x.t) > 0;
     -- v_new[i]: ack i is written (not fenced, not already written).
     SELECT coalesce(array_agg(u.t <> ALL (v_fenced)
-               AND (NOT p_replay OR (SELECT true FROM millrace.ack a WHERE a.tick_id = u.t AND a.job_id = u.j LIMIT 1) IS NULL)
+               AND (NOT p_replay OR (SELECT count(*) FROM millrace.ack a WHERE a.tick_id = u.t AND a.job_id = u.j) = 0)
                ORDER BY u.i), '{}')
     INTO v_new
     FROM unnest(p_job, p_tick) WITH ORDINALITY AS u(j, t, i);
@@ -200,7 +200,7 @@ BEGIN
     SELECT coalesce(array_agg(x.t), '{}') INTO v_fenced FROM (
         SELECT DISTINCT u.t, u.k FROM unnest(p_tick, p_token) AS u(t, k)) x
     WHERE (SELECT h.token FROM millrace.holder(x.t) h) IS DISTINCT FROM x.k
-       OR (SELECT true FROM millrace.done d WHERE d.tick_id = x.t LIMIT 1) IS NOT NULL;  -- a probe, not EXISTS (see flush)
+       OR (SELECT count(*) FROM millrace.done d WHERE d.tick_id = x.t) > 0;  -- a probe, not EXISTS (see flush)
     INSERT INTO millrace.start (slot, tick_id, token, jobs)
     SELECT millrace.current_segment(), u.t, u.k, array_agg(u.j ORDER BY u.j)
     FROM unnest(p_tick, p_token, p_job) AS u(t, k, j)

@@ -92,7 +92,7 @@ AS $function$
     CROSS JOIN LATERAL millrace.range_jobs(t.queue, t.priority, t.prev_snap, t.snap, t.after_txid, t.after_id,
                                            t.upto_txid, t.upto_id, 2147483647, 9223372036854775807) r
     -- a probe per job, not NOT EXISTS (an anti-join may hash every ack row)
-    WHERE (SELECT true FROM millrace.ack a WHERE a.tick_id = p_tick AND a.job_id = r.id LIMIT 1) IS NULL
+    WHERE (SELECT count(*) FROM millrace.ack a WHERE a.tick_id = p_tick AND a.job_id = r.id) = 0
 $function$;
 COMMENT ON FUNCTION millrace.batch_jobs(p_tick bigint) IS
     'batch_jobs returns the jobs of batch p_tick that have no ack yet.';
@@ -409,7 +409,7 @@ BEGIN
         LOOP
             SELECT h.token, h.owner INTO v_h FROM millrace.holder(v_tick) h;
             CONTINUE WHEN v_h.token <> v_token OR v_h.owner <> p_owner
-                OR EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = v_tick);
+                OR (SELECT count(*) FROM millrace.done d WHERE d.tick_id = v_tick) > 0;
             v_found := true;
             RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
                                 b.ready_at, b.timeout_ms, (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = b.id) > 0
