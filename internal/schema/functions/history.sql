@@ -157,6 +157,32 @@ END $function$;
 COMMENT ON FUNCTION millrace.final_state(p_id bigint, p_since timestamp with time zone) IS
     'final_state(p_id, p_since) is final_state(p_id) for a job created at p_since: only the buckets history_since lists are planned and read (every one when p_since is NULL).';
 
+CREATE OR REPLACE FUNCTION millrace.final_attempt(p_id bigint, p_since timestamp with time zone, OUT state smallint, OUT started_at timestamp with time zone)
+ RETURNS record
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- final_state(p_id, p_since) with the start of the final attempt, in the
+-- same probe: the buckets are literals (see final_state), and a job
+-- created at an unknown time or before version 6 is looked for in every
+-- bucket.
+#variable_conflict use_column
+DECLARE
+    v_b smallint[] := millrace.history_since(p_since);
+BEGIN
+    IF cardinality(v_b) >= 68 THEN
+        SELECT h.state, coalesce(h.started_at, h.finished_at) INTO state, started_at
+        FROM millrace.finished h WHERE h.id = p_id AND h.state IN (1, 3, 4) LIMIT 1;
+        RETURN;
+    END IF;
+    EXECUTE format('SELECT h.state, coalesce(h.started_at, h.finished_at) FROM millrace.finished h WHERE h.bucket = ANY (%L::smallint[])'
+                   ' AND h.id = $1 AND h.state IN (1, 3, 4) LIMIT 1', v_b)
+    INTO state, started_at USING p_id;
+END $function$;
+COMMENT ON FUNCTION millrace.final_attempt(p_id bigint, p_since timestamp with time zone, OUT state smallint, OUT started_at timestamp with time zone) IS
+    'final_attempt(p_id, p_since) is final_state(p_id, p_since) and when that final attempt started (when it finished, for one that never started: a job cancelled before it ran), as millrace.history shows it; both NULL when history holds no final attempt. Only the buckets history_since lists are planned and read.';
+
 CREATE OR REPLACE FUNCTION millrace.live_since(p_id bigint)
  RETURNS timestamp with time zone
  LANGUAGE plpgsql
