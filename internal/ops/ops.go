@@ -27,9 +27,10 @@ type DB = storage.Querier
 type Queue struct {
 	Name                                     string
 	Available, Running, Scheduled, Discarded int64
-	// Completed is the completed jobs still kept in history.
-	Completed int64
-	Paused    bool
+	// Completed and Cancelled are the completed and cancelled jobs still
+	// kept in history.
+	Completed, Cancelled int64
+	Paused               bool
 	// OldestWaiting is the age of the oldest available job (0: none).
 	OldestWaiting time.Duration
 	// Rate is jobs completed per second over the last minute.
@@ -45,10 +46,11 @@ func (q Queue) MarshalJSON() ([]byte, error) {
 		Scheduled      int64   `json:"scheduled"`
 		Discarded      int64   `json:"discarded"`
 		Completed      int64   `json:"completed"`
+		Cancelled      int64   `json:"cancelled"`
 		Paused         bool    `json:"paused"`
 		OldestWaitingS float64 `json:"oldest_waiting_s"`
 		Rate           float64 `json:"rate_per_s"`
-	}{q.Name, q.Available, q.Running, q.Scheduled, q.Discarded, q.Completed, q.Paused, q.OldestWaiting.Seconds(), q.Rate})
+	}{q.Name, q.Available, q.Running, q.Scheduled, q.Discarded, q.Completed, q.Cancelled, q.Paused, q.OldestWaiting.Seconds(), q.Rate})
 }
 
 // Queues lists every queue: its jobs by state, whether it is paused, its
@@ -85,8 +87,8 @@ func queueRows(rows []storage.QueueRow, err error) ([]Queue, error) {
 	return qs, nil
 }
 
-// LiveCounts is QueueCounts without history's counts (Completed and
-// Discarded 0): every queue's live jobs by state, its oldest waiting job
+// LiveCounts is QueueCounts without history's counts (Completed,
+// Discarded and Cancelled 0): every queue's live jobs by state, its oldest waiting job
 // and whether it is paused, from one read of the live jobs
 // (millrace.live_counts). The dashboard reads it every second, and the
 // counts of history every ten.

@@ -5,3 +5,5 @@
 DROP FUNCTION IF EXISTS millrace.uniq_blocks(bigint, integer, timestamp with time zone, timestamp with time zone);
 DROP FUNCTION IF EXISTS millrace.enqueue_unique(text, jsonb, text, integer, timestamp with time zone, integer, boolean, text, integer, timestamp with time zone, integer);
 DROP FUNCTION IF EXISTS millrace.final_attempt(bigint, timestamp with time zone);
+-- Version 9's queue_counts has no cancelled column.
+DROP FUNCTION IF EXISTS millrace.queue_counts();
