@@ -89,6 +89,7 @@ func TestRoles(t *testing.T) {
 				`SELECT count(*) FROM millrace.jobs`,
 				`SELECT * FROM millrace.queue_counts()`,
 				`SELECT * FROM millrace.ring_stats()`,
+				`SELECT millrace.retried_as(1)`,
 				`SELECT millrace.expire_history()`,
 				`SELECT * FROM millrace.retention()`,
 			},

@@ -195,6 +195,10 @@ type JobDetail struct {
 	Live *Job `json:"live,omitempty"`
 	// Attempts are its finished attempts, oldest first.
 	Attempts []Job `json:"attempts"`
+	// RetriedAs is the job a retry of this one made (0: none; only a
+	// discarded or cancelled job can be retried). Such a job is not
+	// retried again: a retry answers with this job.
+	RetriedAs int64 `json:"retried_as,omitempty"`
 }
 
 // Latest is the job's live row, else its newest attempt.
@@ -227,7 +231,8 @@ func (d *JobDetail) Args() json.RawMessage {
 	return nil
 }
 
-// GetJob returns a job's live row (if any) and its history
+// GetJob returns a job's live row (if any), its history and, for a
+// discarded or cancelled job, the job a retry of it made
 // (storage.GetJob, the one read of a job, which package millrace's JobByID
 // shares). The live row is read first and history in a later statement: a
 // job that finishes in between is then seen live or in history, never in
@@ -243,6 +248,13 @@ func GetJob(ctx context.Context, db DB, id int64) (JobDetail, error) {
 	if d.Live != nil {
 		live := Job(*d.Live)
 		out.Live = &live
+	}
+	// A job a retry can take (discarded or cancelled) may have been
+	// retried: one more probe, for those only.
+	if l := out.Latest(); err == nil && out.Live == nil && l != nil && (l.State == "discarded" || l.State == "cancelled") {
+		if out.RetriedAs, err = storage.RetriedAs(ctx, db, id); err != nil {
+			return JobDetail{}, err
+		}
 	}
 	return out, err
 }

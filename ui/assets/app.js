@@ -304,7 +304,7 @@ async function refreshHorizon() {
     ab.textContent = "";
     for (const a of d.actions) {
       const tr = el("tr");
-      tr.appendChild(el("td", {}, new Date(a.at).toLocaleTimeString()));
+      tr.appendChild(el("td", {}, a.seen));
       tr.appendChild(el("td", {}, a.class));
       tr.appendChild(el("td", {}, a.source + (a.pid ? " pid " + a.pid : "") + (a.target ? " " + a.target : "")));
       tr.appendChild(el("td", {}, a.rule));

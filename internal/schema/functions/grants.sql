@@ -55,6 +55,7 @@ BEGIN
             millrace.queue_paused(p_queue text),
             millrace.queues_with_work(p_queues text[]),
             millrace.retention(OUT completed interval, OUT other interval),
+            millrace.retried_as(p_id bigint),
             millrace.register(p_name text, p_host text, p_pid integer, p_lease interval),
             millrace.release(p_owner integer),
             millrace.rescue(p_stuck interval, p_term bigint),

@@ -11,3 +11,6 @@ DROP FUNCTION IF EXISTS millrace.uniq_blocks(bigint, integer, timestamp with tim
 -- same tally as the completed and discarded ones (they appeared in no
 -- count): a return type is not replaced.
 DROP FUNCTION IF EXISTS millrace.queue_counts();
+-- A retried job names the job its retry made (millrace.retried_as, for a
+-- reader whose role may not read millrace.retried): a new function, in
+-- functions/admin.sql.
