@@ -182,10 +182,13 @@ func ExampleClient_Insert() {
 		{Args: EmailArgs{To: "eve@example.com"}, Opts: &millrace.InsertOpts{Unique: &millrace.UniqueOpts{ByArgs: true}}},
 	})
 	fmt.Println("second is a duplicate of the first:", many[1].Duplicate && many[1].ID == many[0].ID)
+	// A duplicate carries the job that blocked it: its state and due time.
+	fmt.Println("with its state and due time:", many[1].State, many[1].ScheduledAt.Equal(many[0].ScheduledAt))
 	// Output:
 	// email default available duplicate: false
 	// email email scheduled at run_at: true
 	// second is a duplicate of the first: true
+	// with its state and due time: available true
 }
 
 // Subscribe delivers this process's job outcomes once they are committed,

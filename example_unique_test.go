@@ -102,3 +102,30 @@ func ExampleUniqueOpts_byState() {
 	// welcome once: duplicate true of a job completed
 	// news while queued: duplicate false
 }
+
+// From SQL, millrace.enqueue_unique enqueues like millrace.enqueue and
+// says what happened: the job's id, whether it was a duplicate (then
+// nothing was inserted, and the id, state and due time are the existing
+// job's), its state and when it is due.
+func ExampleUniqueOpts_sql() {
+	ctx := context.Background()
+	pool := exampleDatabase()
+	defer pool.Close()
+	enqueue := func() {
+		var id int64
+		var duplicate bool
+		var state string
+		var runAt time.Time
+		err := pool.QueryRow(ctx, `SELECT id, duplicate, state, run_at FROM millrace.enqueue_unique('report', '{"day":"2026-12-06"}',
+			p_run_at => now() + interval '1 hour', p_unique_key => 'report:2026-12-06')`).Scan(&id, &duplicate, &state, &runAt)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("job %d duplicate=%v state=%s due in an hour: %v\n", id, duplicate, state, time.Until(runAt) > 50*time.Minute)
+	}
+	enqueue()
+	enqueue()
+	// Output:
+	// job 1 duplicate=false state=scheduled due in an hour: true
+	// job 1 duplicate=true state=scheduled due in an hour: true
+}

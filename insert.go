@@ -72,10 +72,15 @@ type InsertResult struct {
 	// State is JobAvailable or JobScheduled for a new job; for a duplicate,
 	// the state of the job that blocked it.
 	State JobState
-	// ScheduledAt is when the job is due (now for an available job).
+	// ScheduledAt is when the job is due (now for an available job). For
+	// a duplicate it is the blocking job's: when it is due
+	// (scheduled), when it became ready to run (available, running: its
+	// Job.ReadyAt), or when its last attempt started (completed,
+	// discarded, cancelled: the Started of its last AttemptInfo, which is
+	// when it finished for a job cancelled before it ran).
 	ScheduledAt time.Time
 	// Duplicate says a unique job with the same key blocked this insert:
-	// nothing was inserted and ID is that job's.
+	// nothing was inserted, and ID, State and ScheduledAt are that job's.
 	Duplicate bool
 }
 

@@ -167,13 +167,14 @@ type QueueCount struct {
 	Scheduled int64
 	Discarded int64 // in history
 	Completed int64 // in history
+	Cancelled int64 // in history
 	Paused    bool
 }
 
 // QueueCounts returns, per queue, how many jobs are available, running,
-// scheduled, and (while history keeps them) discarded and completed, and
-// whether the queue is paused. It reads every live job in every slot of
-// the ring; completed and discarded jobs are not counted row by row but
+// scheduled, and (while history keeps them) discarded, completed and
+// cancelled, and whether the queue is paused. It reads every live job in
+// every slot of the ring; finished jobs are not counted row by row but
 // summed from the leader's tally of history (every 10 s) and the history
 // written since. For people and dashboards, not for a worker's loop.
 func QueueCounts(ctx context.Context, db DB) ([]QueueCount, error) {
@@ -184,7 +185,7 @@ func QueueCounts(ctx context.Context, db DB) ([]QueueCount, error) {
 	cs := make([]QueueCount, len(rows))
 	for i, r := range rows {
 		cs[i] = QueueCount{Queue: r.Name, Available: r.Available, Running: r.Running, Scheduled: r.Scheduled,
-			Discarded: r.Discarded, Completed: r.Completed, Paused: r.Paused}
+			Discarded: r.Discarded, Completed: r.Completed, Cancelled: r.Cancelled, Paused: r.Paused}
 	}
 	return cs, nil
 }

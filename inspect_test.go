@@ -2,11 +2,15 @@ package millrace_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/storage"
 )
 
@@ -76,4 +80,54 @@ func TestJobByIDNeverShowsAFinishedJobLive(t *testing.T) {
 	if j.Queue != "q" || j.Kind != "count" || j.Args != nil {
 		t.Errorf("job's row: queue %q kind %q args %s; want q, count, no args", j.Queue, j.Kind, j.Args)
 	}
+}
+
+// TestQueueCountsCountCancelled: cancelled jobs are counted with the
+// other finished ones (they appeared in no count), from history's tally
+// and the history written since its newest round, as QueueCounts, the
+// operator commands and the dashboard read them.
+func TestQueueCountsCountCancelled(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	c, err := millrace.NewClient(pool, millrace.Config{Logger: quietLogger()}) // inserts only: nothing runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel := func() {
+		t.Helper()
+		r := mustInsert(t, c, countArgs{N: 1}, &millrace.InsertOpts{Queue: "q"})
+		if res, err := millrace.Cancel(ctx, pool, r.ID); err != nil || res != millrace.Cancelled {
+			t.Fatalf("cancel of job %d: %v, %v", r.ID, res, err)
+		}
+	}
+	counts := func(what string, want millrace.QueueCount) {
+		t.Helper()
+		cs, err := millrace.QueueCounts(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) != 1 || cs[0] != want {
+			t.Errorf("%s: QueueCounts = %+v; want [%+v]", what, cs, want)
+		}
+		qs, err := ops.Queues(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := json.Marshal(qs); len(qs) != 1 || qs[0].Cancelled != want.Cancelled ||
+			!strings.Contains(string(b), fmt.Sprintf(`"cancelled":%d`, want.Cancelled)) {
+			t.Errorf("%s: ops.Queues = %s; want %d cancelled", what, b, want.Cancelled)
+		}
+	}
+	mustInsert(t, c, countArgs{N: 2}, &millrace.InsertOpts{Queue: "q"})
+	cancel()
+	cancel()
+	counts("before a tally round", millrace.QueueCount{Queue: "q", Available: 1, Cancelled: 2})
+	// A round of the leader's tally, as the leader takes every 10 s: the
+	// two are counted in the tally from now on, a third since it.
+	var tallied *int64
+	if err := pool.QueryRow(ctx, "SELECT millrace.tally('0s')").Scan(&tallied); err != nil || tallied == nil || *tallied != 2 {
+		t.Fatalf("tally round: %v rows counted, %v; want the 2 cancelled", tallied, err)
+	}
+	cancel()
+	counts("after a tally round", millrace.QueueCount{Queue: "q", Available: 1, Cancelled: 3})
 }

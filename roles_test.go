@@ -64,6 +64,7 @@ func TestRoles(t *testing.T) {
 				`SELECT millrace.enqueue('k', '{"a":1}')`,
 				`SELECT millrace.enqueue('k', '{}', p_queue => 'q', p_priority => 5, p_run_at => now() + interval '1 hour')`,
 				`SELECT millrace.enqueue_many('{k,k}', '{"{}","{}"}', '{default,q}', '{1,1}', '{NULL,NULL}', '{3,3}')`,
+				`SELECT * FROM millrace.enqueue_unique('k', '{}', p_unique_key => 'role:1')`,
 				`SELECT millrace.schema_version()`,
 			},
 			append([]string{
@@ -88,6 +89,7 @@ func TestRoles(t *testing.T) {
 				`SELECT count(*) FROM millrace.jobs`,
 				`SELECT * FROM millrace.queue_counts()`,
 				`SELECT * FROM millrace.ring_stats()`,
+				`SELECT millrace.retried_as(1)`,
 				`SELECT millrace.expire_history()`,
 				`SELECT * FROM millrace.retention()`,
 			},

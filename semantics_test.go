@@ -562,6 +562,92 @@ func TestUniqueJobsUnderConcurrentInserts(t *testing.T) {
 	}
 }
 
+// TestDuplicateInsertCarriesTheExistingJob: an insert that a unique job
+// blocks returns that job as it is, its state and its real due time, in
+// Go (ScheduledAt was 0001-01-01 for a blocking job that was not
+// scheduled) and from SQL, where millrace.enqueue_unique says that the
+// insert was a duplicate (millrace.enqueue answers the old id alone, as
+// before).
+func TestDuplicateInsertCarriesTheExistingJob(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	c, err := millrace.NewClient(pool, millrace.Config{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &millrace.UniqueOpts{ByArgs: true}
+	same := func(what string, dup, orig *millrace.InsertResult, state millrace.JobState, at time.Time) {
+		t.Helper()
+		if !dup.Duplicate || dup.ID != orig.ID || dup.State != state || !dup.ScheduledAt.Equal(at) {
+			t.Errorf("%s: duplicate insert returned %+v; want a duplicate of job %d, %s, due at %v", what, dup, orig.ID, state, at)
+		}
+	}
+
+	// Available: due since it was inserted.
+	avail := mustInsert(t, c, countArgs{N: 1}, &millrace.InsertOpts{Unique: u})
+	if avail.Duplicate || avail.ScheduledAt.IsZero() {
+		t.Fatalf("first insert: %+v", avail)
+	}
+	same("an available job", mustInsert(t, c, countArgs{N: 1}, &millrace.InsertOpts{Unique: u}), avail, millrace.JobAvailable, avail.ScheduledAt)
+
+	// Scheduled: due when its RunAt says.
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	later := &millrace.InsertOpts{Unique: u, RunAt: at}
+	sched := mustInsert(t, c, countArgs{N: 2}, later)
+	same("a scheduled job", mustInsert(t, c, countArgs{N: 2}, later), sched, millrace.JobScheduled, at)
+
+	// InsertMany: the second job meets the first, inserted by the same statement.
+	many, err := c.InsertMany(ctx, []millrace.InsertManyParams{
+		{Args: countArgs{N: 3}, Opts: &millrace.InsertOpts{Unique: u}},
+		{Args: countArgs{N: 3}, Opts: &millrace.InsertOpts{Unique: u}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("a job of the same InsertMany", &many[1], &many[0], millrace.JobAvailable, many[0].ScheduledAt)
+
+	// Completed, and blocking by ByState: the start of its last attempt.
+	s := &seen{runs: map[int]int{}}
+	w := startClient(t, pool, countingWorkers(s, 0), millrace.Config{})
+	keep := &millrace.InsertOpts{Unique: &millrace.UniqueOpts{ByArgs: true, ByState: []millrace.JobState{millrace.JobCompleted}}}
+	done := mustInsert(t, w, countArgs{N: 4}, keep)
+	waitFor(t, "the unique job to complete", 10*time.Second, func() bool { return jobState(t, pool, done.ID) == millrace.JobCompleted })
+	info, err := millrace.JobByID(ctx, pool, done.ID)
+	if err != nil || len(info.Attempts) == 0 {
+		t.Fatalf("job %d: %+v, %v", done.ID, info, err)
+	}
+	same("a completed job", mustInsert(t, w, countArgs{N: 4}, keep), done, millrace.JobCompleted, info.Attempts[len(info.Attempts)-1].Started)
+
+	// From SQL: enqueue_unique says whether the job was a duplicate, and
+	// gives the job's state and due time; enqueue still answers an id.
+	type row struct {
+		id    int64
+		dup   bool
+		state string
+		runAt time.Time
+	}
+	enqueue := func() row {
+		t.Helper()
+		var r row
+		if err := pool.QueryRow(ctx, `SELECT id, duplicate, state, run_at FROM millrace.enqueue_unique('k', '{}', p_queue => 'sql',
+			p_unique_key => 'welcome:42')`).Scan(&r.id, &r.dup, &r.state, &r.runAt); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	first, again := enqueue(), enqueue()
+	if first.dup || first.state != "available" || first.runAt.IsZero() {
+		t.Errorf("SQL first insert: %+v; want a new available job", first)
+	}
+	if !again.dup || again.id != first.id || again.state != "available" || !again.runAt.Equal(first.runAt) {
+		t.Errorf("SQL duplicate insert: %+v; want a duplicate of %+v", again, first)
+	}
+	var old int64
+	if err := pool.QueryRow(ctx, `SELECT millrace.enqueue('k', '{}', p_queue => 'sql', p_unique_key => 'welcome:42')`).Scan(&old); err != nil || old != first.id {
+		t.Errorf("millrace.enqueue of the same key: %d, %v; want job %d", old, err, first.id)
+	}
+}
+
 type tickArgs struct{}
 
 func (tickArgs) Kind() string { return "tick" }

@@ -151,7 +151,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 					state string
 					n     int64
 				}{{"available", q.Available}, {"running", q.Running}, {"scheduled", q.Scheduled},
-					{"completed", q.Completed}, {"discarded", q.Discarded}} {
+					{"completed", q.Completed}, {"discarded", q.Discarded}, {"cancelled", q.Cancelled}} {
 					ch <- prometheus.MustNewConstMetric(c.queueJobs, prometheus.GaugeValue, float64(s.n), q.Queue, s.state)
 				}
 				ch <- prometheus.MustNewConstMetric(c.queuePaused, prometheus.GaugeValue, b2f(q.Paused), q.Queue)

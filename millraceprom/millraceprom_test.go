@@ -286,12 +286,12 @@ func TestCountsMatch(t *testing.T) {
 		return v == 1
 	})
 	// Depth, from QueueCounts: the unique job waits on uq; history holds
-	// the default queue's 25 completed and 10 discarded.
+	// the default queue's 25 completed, 10 discarded and 5 cancelled.
 	for _, w := range []struct {
 		queue, state string
 		v            float64
 	}{{"uq", "available", 1}, {"default", "available", 0}, {"default", "running", 0}, {"default", "scheduled", 0},
-		{"default", "completed", 25}, {"default", "discarded", 10}, {"other", "completed", 2}} {
+		{"default", "completed", 25}, {"default", "discarded", 10}, {"default", "cancelled", 5}, {"other", "completed", 2}} {
 		got, ok := value(t, reg, "millrace_queue_jobs", map[string]string{"queue": w.queue, "state": w.state})
 		if !ok || got != w.v {
 			t.Errorf("millrace_queue_jobs{queue=%q,state=%q} = %v (present %v), want %v", w.queue, w.state, got, ok, w.v)

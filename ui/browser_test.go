@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -358,7 +359,33 @@ func TestBrowserCancelRetry(t *testing.T) {
 	if err != nil || n == id || d.Live == nil {
 		t.Fatalf("after clicking retry the new job %d is not live: %+v %v", n, d, err)
 	}
+	// The retried job's page links to its successor and offers no retry
+	// (a second one would only answer with the same job); the link leads
+	// to the new job.
+	b.do(t, "the retried job", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, id)), chromedp.WaitVisible(chromedp.CSS(`#retried-as a`)))
+	if got := b.eval(t, `String(document.querySelectorAll('#retry').length)`); got != "0" {
+		t.Errorf("the page of job %d, already retried as job %d, still offers Retry now", id, n)
+	}
+	if got, want := b.eval(t, `document.querySelector('#retried-as a').textContent`), fmt.Sprintf("job %d", n); got != want {
+		t.Errorf("the retried job links to %q; want %q", got, want)
+	}
+	b.do(t, "follow the link", chromedp.Click(chromedp.CSS(`#retried-as a`)), chromedp.WaitVisible(chromedp.CSS(`#cancel`)))
+	if got := b.eval(t, `location.pathname.split('/').pop()`); got != fmt.Sprint(n) {
+		t.Errorf("the link led to job %s; want job %d", got, n)
+	}
+	// A job never retried has no link, and offers Retry now.
+	other := testkit.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	if r, err := ops.Cancel(ctx, pool, other); err != nil || r != "cancelled" {
+		t.Fatalf("cancel job %d: %s %v", other, r, err)
+	}
+	b.do(t, "a cancelled job never retried", chromedp.Navigate(fmt.Sprintf("%s/jobs/%d", srv.URL, other)), chromedp.WaitVisible(chromedp.CSS(`#retry`)))
+	if got := b.eval(t, `String(document.querySelectorAll('#retried-as').length)`); got != "0" {
+		t.Errorf("job %d, never retried, shows a successor", other)
+	}
 }
+
+// isoStamp is a time as the dashboard shows every time (ui's stamp).
+var isoStamp = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$`)
 
 // A transaction left open in a second session appears on the horizon page
 // within 2 s, with its pid, and goes when it ends.
@@ -413,6 +440,11 @@ func TestBrowserHorizonShowsHeldTransaction(t *testing.T) {
 	// Idle in its transaction for over 1 s, it breaks the class's rule: the
 	// dry run says what the guard would do.
 	b.waitJS(t, "the guard's dry run lists the holder", `Array.from(document.querySelectorAll('#actions tbody tr')).some(r => r.textContent.includes('would terminate'))`, 5*time.Second)
+	// The time the guard saw it is shown as every time of the dashboard:
+	// ISO 8601, to the millisecond (was the browser's locale time, 3:04:05 PM).
+	if got := b.eval(t, `Array.from(document.querySelectorAll('#actions tbody tr')).find(r => r.textContent.includes('would terminate')).children[0].textContent`); !isoStamp.MatchString(got) {
+		t.Errorf("the guard's action was seen at %q; want a time like 2006-01-02 15:04:05.000", got)
+	}
 	if os.Getenv("MILLRACE_SCREENSHOTS") != "" {
 		b.waitJS(t, "the jobs' tables for the screenshot", `(() => {
   const td = document.querySelector('#tables td[data-table="millrace.job"]');

@@ -79,14 +79,16 @@ type tableView struct {
 }
 
 type actionView struct {
-	At     time.Time `json:"at"`
-	Class  string    `json:"class"`
-	Source string    `json:"source"`
-	PID    int       `json:"pid,omitempty"`
-	Target string    `json:"target,omitempty"`
-	Rule   string    `json:"rule"`
-	Reason string    `json:"reason"`
-	Action string    `json:"action"`
+	At time.Time `json:"at"`
+	// Seen is At as the dashboard shows every time (stamp).
+	Seen   string `json:"seen"`
+	Class  string `json:"class"`
+	Source string `json:"source"`
+	PID    int    `json:"pid,omitempty"`
+	Target string `json:"target,omitempty"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
+	Action string `json:"action"`
 	key    string
 }
 
@@ -176,7 +178,7 @@ func (h *horizon) record(acts []guard.Action, at time.Time) {
 		if a.Kind != guard.ActionWarn {
 			kind = "would " + kind
 		}
-		fresh = append(fresh, actionView{At: at, Class: a.Class, Source: string(a.Source), PID: a.PID, Target: target,
+		fresh = append(fresh, actionView{At: at, Seen: stamp(at), Class: a.Class, Source: string(a.Source), PID: a.PID, Target: target,
 			Rule: a.Rule, Reason: a.Reason, Action: kind, key: key})
 	}
 	sort.SliceStable(fresh, func(i, j int) bool { return fresh[i].PID < fresh[j].PID })

@@ -26,6 +26,9 @@ type jobDetailView struct {
 	ID       int64     `json:"id"`
 	Live     *jobView  `json:"live,omitempty"`
 	Attempts []jobView `json:"attempts"`
+	// RetriedAs is the job a retry of this one made (0: none): its page
+	// links to it and offers no retry.
+	RetriedAs int64 `json:"retried_as,omitempty"`
 }
 
 // Latest is the job's live row, else its newest attempt.
@@ -110,7 +113,7 @@ func (h *handler) getJob(ctx context.Context, id int64) (jobDetailView, error) {
 		all = append(append([]ops.Job{}, d.Attempts...), *d.Live)
 	}
 	v := h.views(ctx, all)
-	out := jobDetailView{ID: d.ID, Attempts: v[:len(d.Attempts)]}
+	out := jobDetailView{ID: d.ID, Attempts: v[:len(d.Attempts)], RetriedAs: d.RetriedAs}
 	if d.Live != nil {
 		out.Live = &v[len(v)-1]
 	}

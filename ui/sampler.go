@@ -135,7 +135,7 @@ func (s *sampler) readQueues(ctx context.Context) ([]ops.Queue, error) {
 		for i := range live {
 			q := &live[i]
 			if h, ok := last.queues[q.Name]; ok {
-				q.Completed, q.Discarded, q.Rate = h.Completed, h.Discarded, h.Rate
+				q.Completed, q.Discarded, q.Cancelled, q.Rate = h.Completed, h.Discarded, h.Cancelled, h.Rate
 			}
 		}
 		// A queue known only to history (no live job, never paused).
@@ -145,7 +145,7 @@ func (s *sampler) readQueues(ctx context.Context) ([]ops.Queue, error) {
 		}
 		for _, h := range last.list {
 			if !names[h.Name] {
-				live = append(live, ops.Queue{Name: h.Name, Completed: h.Completed, Discarded: h.Discarded, Rate: h.Rate})
+				live = append(live, ops.Queue{Name: h.Name, Completed: h.Completed, Discarded: h.Discarded, Cancelled: h.Cancelled, Rate: h.Rate})
 			}
 		}
 		slices.SortFunc(live, func(a, b ops.Queue) int { return strings.Compare(a.Name, b.Name) })

@@ -99,7 +99,7 @@ func New(pool *pgxpool.Pool, opts Options) http.Handler {
 	funcs := template.FuncMap{
 		"ago":      ago,
 		"took":     took,
-		"ts":       func(t time.Time) string { return t.Format("2006-01-02 15:04:05.000") },
+		"ts":       stamp,
 		"pretty":   prettyJSON,
 		"idle":     func(t *time.Time) bool { return t == nil },
 		"deref":    func(t *time.Time) time.Time { return *t },
@@ -677,6 +677,10 @@ func (h *handler) apiHorizon(w http.ResponseWriter, r *http.Request) {
 	v.PolicyName = h.opts.PolicyName
 	writeJSON(w, v)
 }
+
+// stamp is a time as the dashboard shows every time: ISO 8601 date and
+// time to the millisecond, in the dashboard's time zone.
+func stamp(t time.Time) string { return t.Format("2006-01-02 15:04:05.000") }
 
 func ago(t time.Time) string {
 	if t.IsZero() {

@@ -96,7 +96,7 @@ func runQueues(ctx context.Context, args []string) error {
 		fmt.Fprintln(os.Stderr, `Usage: millrace queues [--database-url URL] [--json]
 
 Lists every queue: jobs available, running, scheduled and discarded, the
-completed jobs still in history, completions per second over the last
+completed and cancelled jobs still in history, completions per second over the last
 minute, how long the oldest available job has waited, and whether the
 queue is paused.`)
 		fs.PrintDefaults()
@@ -131,14 +131,14 @@ queue is paused.`)
 		return nil
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tDISCARDED\tCOMPLETED\tRATE/S\tOLDEST WAITING\tPAUSED")
+	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tDISCARDED\tCOMPLETED\tCANCELLED\tRATE/S\tOLDEST WAITING\tPAUSED")
 	for _, q := range qs {
 		paused := "no"
 		if q.Paused {
 			paused = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\n", cmdline.Escape(q.Name), q.Available, q.Running, q.Scheduled, q.Discarded,
-			q.Completed, q.Rate, dur(q.OldestWaiting), paused)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\n", cmdline.Escape(q.Name), q.Available, q.Running, q.Scheduled, q.Discarded,
+			q.Completed, q.Cancelled, q.Rate, dur(q.OldestWaiting), paused)
 	}
 	return tw.Flush()
 }

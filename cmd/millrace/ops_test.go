@@ -222,6 +222,12 @@ func TestJobsCancelRetryCommands(t *testing.T) {
 	if d, err := ops.GetJob(ctx, pool, a); err != nil || d.Live != nil || d.Latest().State != "cancelled" {
 		t.Fatalf("after cancel: %+v %v", d, err)
 	}
+	// queues counts it: column CANCELLED, after COMPLETED.
+	code, out, _ = millrace(t, "queues", "--database-url", u)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 2 ||
+		strings.Fields(lines[0])[6] != "CANCELLED" || strings.Fields(lines[1])[6] != "1" {
+		t.Errorf("queues after a cancel: exit %d\n%s", code, out)
+	}
 	code, _, errs = millrace(t, "jobs", "cancel", fmt.Sprint(a), "--yes", "--database-url", u)
 	if code != 1 {
 		t.Errorf("cancel of a finished job: exit %d", code)

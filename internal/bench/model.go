@@ -101,13 +101,18 @@ type Summary struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Error is why a run that failed stopped (left out when it did not).
 	Error string `json:"error,omitempty"`
+	// Verdict is the run in one line, from its figures (see Verdict).
+	Verdict string `json:"verdict,omitempty"`
 }
 
 // StrategySummary is one strategy's results in a Summary.
 type StrategySummary struct {
 	// Workers is the number of workers the strategy ran: --workers, or
 	// the strategy's default when it was not given.
-	Workers       int                      `json:"workers"`
+	Workers int `json:"workers"`
+	// WorkersWhy is why it ran that many: WhyWorkersFlag,
+	// WhyDefaultWorkers or WhyGoroutineWorkers.
+	WorkersWhy    string                   `json:"workers_why,omitempty"`
 	LostJobs      int64                    `json:"lost_jobs"`
 	DuplicateJobs int64                    `json:"duplicate_jobs"`
 	Phases        map[string]*PhaseSummary `json:"phases"`

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"sort"
@@ -51,7 +52,11 @@ func strategyLine(name string, ss *StrategySummary, color bool) string {
 	if color {
 		b.WriteString("\r\033[K")
 	}
-	fmt.Fprintf(&b, "%s done (%d workers):", name, ss.Workers)
+	if ss.WorkersWhy != "" {
+		fmt.Fprintf(&b, "%s done (%d workers: %s):", name, ss.Workers, ss.WorkersWhy)
+	} else {
+		fmt.Fprintf(&b, "%s done (%d workers):", name, ss.Workers)
+	}
 	for _, p := range phaseOrder(ss) {
 		ps := ss.Phases[p]
 		fmt.Fprintf(&b, "  %s %.0f/%.0f jobs/s, claim p99 %.2f ms, ", p, ps.CompletedPerS, ps.OfferedPerS, ps.ClaimP99MS)
@@ -120,6 +125,23 @@ func WriteTable(w io.Writer, sum *Summary, color bool) {
 		}
 	}
 	tw.Flush()
+	// The run in one line, and why each strategy ran its workers.
+	if v := cmp.Or(sum.Verdict, Verdict(sum)); v != "" {
+		fmt.Fprintln(w, paint(v, bold, color))
+	}
+	var why []string
+	for _, n := range names {
+		if ss := sum.Strategies[n]; ss.Workers > 0 {
+			x := fmt.Sprintf("%s %d", n, ss.Workers)
+			if r := WorkersWhy(sum, n); r != "" {
+				x += " (" + r + ")"
+			}
+			why = append(why, x)
+		}
+	}
+	if len(why) > 0 {
+		fmt.Fprintf(w, "workers: %s\n", strings.Join(why, ", "))
+	}
 	for _, n := range names {
 		ss := sum.Strategies[n]
 		var hist []string

@@ -197,6 +197,17 @@ func (c *Config) WorkersFor(name string) int {
 	return c.workersFor(f())
 }
 
+// WorkersWhyFor is why the named strategy runs WorkersFor(name) workers
+// (WhyWorkersFlag, WhyDefaultWorkers, WhyGoroutineWorkers), "" for an
+// unknown name.
+func (c *Config) WorkersWhyFor(name string) string {
+	f, err := Lookup(name)
+	if err != nil {
+		return ""
+	}
+	return c.workersWhy(f())
+}
+
 // workersFor is the number of workers strategy s runs.
 func (c *Config) workersFor(s Strategy) int {
 	if c.Workers > 0 {
@@ -362,6 +373,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	} else if runErr != nil {
 		sum.Error = cmdline.Redact(runErr.Error())
 	}
+	sum.Verdict = Verdict(sum)
 	b, err := json.MarshalIndent(sum, "", "  ")
 	if err == nil {
 		err = os.WriteFile(filepath.Join(cfg.Out, "summary.json"), append(b, '\n'), 0o644)
@@ -622,6 +634,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	}
 	ss := smp.summary(sched)
 	ss.Workers = workers
+	ss.WorkersWhy = cfg.workersWhy(s)
 	ss.DuplicateJobs = t.duplicates.Load()
 	ss.PerProcessCompleted = t.perProcess()
 	ss.Totals = &RunTotals{Offered: t.offered.Load(), Enqueued: t.enqueued.Load(), Completed: t.completed.Load()}

@@ -29,9 +29,10 @@ type DB = storage.Querier
 type Queue struct {
 	Name                                     string
 	Available, Running, Scheduled, Discarded int64
-	// Completed is the completed jobs still kept in history.
-	Completed int64
-	Paused    bool
+	// Completed and Cancelled are the completed and cancelled jobs still
+	// kept in history.
+	Completed, Cancelled int64
+	Paused               bool
 	// OldestWaiting is the age of the oldest available job (0: none).
 	OldestWaiting time.Duration
 	// Rate is jobs completed per second over the last minute.
@@ -47,10 +48,11 @@ func (q Queue) MarshalJSON() ([]byte, error) {
 		Scheduled      int64   `json:"scheduled"`
 		Discarded      int64   `json:"discarded"`
 		Completed      int64   `json:"completed"`
+		Cancelled      int64   `json:"cancelled"`
 		Paused         bool    `json:"paused"`
 		OldestWaitingS float64 `json:"oldest_waiting_s"`
 		Rate           float64 `json:"rate_per_s"`
-	}{q.Name, q.Available, q.Running, q.Scheduled, q.Discarded, q.Completed, q.Paused, q.OldestWaiting.Seconds(), q.Rate})
+	}{q.Name, q.Available, q.Running, q.Scheduled, q.Discarded, q.Completed, q.Cancelled, q.Paused, q.OldestWaiting.Seconds(), q.Rate})
 }
 
 // Queues lists every queue: its jobs by state, whether it is paused, its
@@ -87,8 +89,8 @@ func queueRows(rows []storage.QueueRow, err error) ([]Queue, error) {
 	return qs, nil
 }
 
-// LiveCounts is QueueCounts without history's counts (Completed and
-// Discarded 0): every queue's live jobs by state, its oldest waiting job
+// LiveCounts is QueueCounts without history's counts (Completed,
+// Discarded and Cancelled 0): every queue's live jobs by state, its oldest waiting job
 // and whether it is paused, from one read of the live jobs
 // (millrace.live_counts). The dashboard reads it every second, and the
 // counts of history every ten.
@@ -195,6 +197,10 @@ type JobDetail struct {
 	Live *Job `json:"live,omitempty"`
 	// Attempts are its finished attempts, oldest first.
 	Attempts []Job `json:"attempts"`
+	// RetriedAs is the job a retry of this one made (0: none; only a
+	// discarded or cancelled job can be retried). Such a job is not
+	// retried again: a retry answers with this job.
+	RetriedAs int64 `json:"retried_as,omitempty"`
 }
 
 // Latest is the job's live row, else its newest attempt.
@@ -227,7 +233,8 @@ func (d *JobDetail) Args() json.RawMessage {
 	return nil
 }
 
-// GetJob returns a job's live row (if any) and its history
+// GetJob returns a job's live row (if any), its history and, for a
+// discarded or cancelled job, the job a retry of it made
 // (storage.GetJob, the one read of a job, which package millrace's JobByID
 // shares). The live row is read first and history in a later statement: a
 // job that finishes in between is then seen live or in history, never in
@@ -243,6 +250,13 @@ func GetJob(ctx context.Context, db DB, id int64) (JobDetail, error) {
 	if d.Live != nil {
 		live := Job(*d.Live)
 		out.Live = &live
+	}
+	// A job a retry can take (discarded or cancelled) may have been
+	// retried: one more probe, for those only.
+	if l := out.Latest(); err == nil && out.Live == nil && l != nil && (l.State == "discarded" || l.State == "cancelled") {
+		if out.RetriedAs, err = storage.RetriedAs(ctx, db, id); err != nil {
+			return JobDetail{}, err
+		}
 	}
 	return out, err
 }

@@ -115,3 +115,26 @@ func TestUpgradeFromV2CarriesJobs(t *testing.T) {
 		t.Fatal("down from 3 to 2 succeeded; it must refuse")
 	}
 }
+
+// TestDownOneVersionAndUpAgain: the newest migration's down leaves a
+// schema that this binary migrates up again to exactly a fresh install
+// (its down drops what the version before it would define otherwise,
+// or could not replace: a changed return type).
+func TestDownOneVersionAndUpAgain(t *testing.T) {
+	ctx := context.Background()
+	pool := migrated(t)
+	want := snapshot(ctx, t, pool)
+	if _, err := schema.Down(ctx, pool, schema.Latest()-1); err != nil {
+		t.Fatalf("down to %d: %v", schema.Latest()-1, err)
+	}
+	if _, err := schema.Up(ctx, pool, 0); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if got := snapshot(ctx, t, pool); got != want {
+		t.Fatalf("schema after down one version and up differs from a fresh install:\n%s", firstDiff(got, want))
+	}
+	var id int64
+	if err := pool.QueryRow(ctx, "SELECT id FROM millrace.enqueue_unique('k', '{}', p_unique_key => 'k')").Scan(&id); err != nil {
+		t.Fatalf("enqueue after down and up: %v", err)
+	}
+}

@@ -27,6 +27,17 @@ func RetryJob(ctx context.Context, q Querier, id int64) (string, error) {
 	return out, err
 }
 
+// RetriedAs is the id of the job a retry of job id made (0: it was not
+// retried), from millrace.retried_as: one index probe, allowed to the
+// read surface's roles.
+func RetriedAs(ctx context.Context, q Querier, id int64) (int64, error) {
+	var n *int64
+	if err := q.QueryRow(ctx, "SELECT millrace.retried_as($1)", id).Scan(&n); err != nil || n == nil {
+		return 0, err
+	}
+	return *n, nil
+}
+
 // PauseQueue stops claims from queue until ResumeQueue (millrace.pause).
 func PauseQueue(ctx context.Context, q Querier, queue string) error {
 	var x *string

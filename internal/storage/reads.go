@@ -42,9 +42,10 @@ func Reread[T any](ctx context.Context, q Querier, read func() (T, error)) (T, e
 type QueueRow struct {
 	Name                                     string
 	Available, Running, Scheduled, Discarded int64
-	// Completed is the completed jobs still kept in history.
-	Completed int64
-	Paused    bool
+	// Completed and Cancelled are the completed and cancelled jobs still
+	// kept in history.
+	Completed, Cancelled int64
+	Paused               bool
 	// OldestWaiting is the age of the oldest available job (0: none).
 	OldestWaiting time.Duration
 	// Rate is jobs completed per second over the last minute (0 when not
@@ -61,7 +62,7 @@ func Queues(ctx context.Context, q Querier, rate bool) ([]QueueRow, error) {
 WITH c AS (SELECT * FROM millrace.queue_counts()),
 r AS (SELECT h.queue, count(*) AS n FROM millrace.history h
       WHERE $1 AND h.state = 'completed' AND h.finished_at > clock_timestamp() - interval '1 minute' GROUP BY h.queue)
-SELECT c.queue, c.available, c.running, c.scheduled, c.discarded, c.completed, c.paused,
+SELECT c.queue, c.available, c.running, c.scheduled, c.discarded, c.completed, c.cancelled, c.paused,
        coalesce(extract(epoch FROM clock_timestamp() - c.oldest_available), 0)::float8,
        coalesce(r.n, 0) / 60.0::float8
 FROM c LEFT JOIN r ON r.queue = c.queue
@@ -72,7 +73,7 @@ ORDER BY c.queue`, rate)
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueRow, error) {
 		var x QueueRow
 		var oldest float64
-		err := r.Scan(&x.Name, &x.Available, &x.Running, &x.Scheduled, &x.Discarded, &x.Completed, &x.Paused, &oldest, &x.Rate)
+		err := r.Scan(&x.Name, &x.Available, &x.Running, &x.Scheduled, &x.Discarded, &x.Completed, &x.Cancelled, &x.Paused, &oldest, &x.Rate)
 		x.OldestWaiting = time.Duration(oldest * float64(time.Second))
 		return x, err
 	})
@@ -80,7 +81,7 @@ ORDER BY c.queue`, rate)
 
 // LiveCounts reads every queue's live jobs by state, its oldest waiting job
 // and whether it is paused, from one read of the live jobs
-// (millrace.live_counts); Completed, Discarded and Rate are 0.
+// (millrace.live_counts); Completed, Discarded, Cancelled and Rate are 0.
 func LiveCounts(ctx context.Context, q Querier) ([]QueueRow, error) {
 	rows, err := q.Query(ctx, `SELECT queue, available, running, scheduled, paused,
 		coalesce(extract(epoch FROM clock_timestamp() - oldest_available), 0)::float8

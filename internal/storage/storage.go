@@ -91,8 +91,11 @@ type NewJob struct {
 type Inserted struct {
 	ID        int64
 	Duplicate bool // a unique job with the same key blocked it; ID is that job's
-	Scheduled bool // due later (RunAt in the future)
-	RunAt     time.Time
+	Scheduled bool // due later (RunAt in the future); for a duplicate, its job is scheduled
+	// RunAt is when the job is due (now for a job inserted available);
+	// for a duplicate, when the job that blocked it is due (scheduled),
+	// became ready (available, running) or last started (finished).
+	RunAt time.Time
 	// State is where the job stands: scheduled or available for a job
 	// inserted, and for a duplicate what job_state says of the job that
 	// blocked it, read under its key's lock ("" if it has no live row left).

@@ -131,7 +131,7 @@ function queueRow(q, can) {
   const tr = el("tr", { "data-queue": q.name, "data-sig": rowSig(q, can) });
   const a = el("a", { href: "jobs?queue=" + encodeURIComponent(q.name) }, q.name);
   const name = el("td"); name.appendChild(a); tr.appendChild(name);
-  for (const k of ["available", "running", "scheduled", "discarded", "completed", "oldest", "rate"]) tr.appendChild(el("td", { class: "num", "data-col": k }));
+  for (const k of ["available", "running", "scheduled", "discarded", "completed", "cancelled", "oldest", "rate"]) tr.appendChild(el("td", { class: "num", "data-col": k }));
   const st = el("td"); st.appendChild(el("span", { class: "state " + (q.paused ? "s-paused" : "s-active"), "data-col": "paused" }, q.paused ? "paused" : "active")); tr.appendChild(st);
   if (can.pause || can.resume) {
     const td = el("td");
@@ -155,7 +155,7 @@ function rowSig(q, can) {
 
 function fillRow(tr, q) {
   const v = { available: fmt(q.available), running: fmt(q.running), scheduled: fmt(q.scheduled), discarded: fmt(q.discarded),
-    completed: fmt(q.completed), oldest: human(q.oldest_waiting_s), rate: fmt(q.rate_per_s) };
+    completed: fmt(q.completed), cancelled: fmt(q.cancelled), oldest: human(q.oldest_waiting_s), rate: fmt(q.rate_per_s) };
   for (const k in v) {
     const td = tr.querySelector('td[data-col="' + k + '"]');
     if (td.textContent !== v[k]) td.textContent = v[k];
@@ -304,7 +304,7 @@ async function refreshHorizon() {
     ab.textContent = "";
     for (const a of d.actions) {
       const tr = el("tr");
-      tr.appendChild(el("td", {}, new Date(a.at).toLocaleTimeString()));
+      tr.appendChild(el("td", {}, a.seen));
       tr.appendChild(el("td", {}, a.class));
       tr.appendChild(el("td", {}, a.source + (a.pid ? " pid " + a.pid : "") + (a.target ? " " + a.target : "")));
       tr.appendChild(el("td", {}, a.rule));

@@ -437,7 +437,7 @@ func workersText(cfg bench.Config) string {
 	var parts []string
 	for _, n := range cfg.Strategies {
 		if w := cfg.WorkersFor(n); w > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", n, w))
+			parts = append(parts, fmt.Sprintf("%s %d (%s)", n, w, cfg.WorkersWhyFor(n)))
 		}
 	}
 	return "workers " + strings.Join(parts, ", ")

@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -25,7 +26,7 @@ const (
 	chartWidth  = 10 * vg.Inch
 	chartHeight = 5 * vg.Inch
 
-	overviewWidth   = 16 * vg.Inch
+	overviewWidth   = 21 * vg.Inch
 	overviewRowHigh = 4.5 * vg.Inch // the overview is as tall as its rows of tiles need
 
 	// latencyFloorMS is what zero (or negative) latencies are clamped to so
@@ -236,6 +237,35 @@ func hasHistory(ss []series) bool {
 	return false
 }
 
+// historyNames are the strategies of ss whose storage includes a history
+// (finished jobs kept for their retention): those whose samples say so,
+// and millrace, whose storage has always included millrace.finished (a
+// run saved before the samples had history bytes says nothing of it).
+func historyNames(ss []series) []string {
+	var out []string
+	for _, s := range ss {
+		if s.name == "millrace" || hasHistory([]series{s}) {
+			out = append(out, s.name)
+		}
+	}
+	return out
+}
+
+// historyNote says whose storage includes a history of finished jobs, ""
+// when no strategy's does: a queue that keeps its finished jobs is not
+// compared like for like with one that deletes them.
+func historyNote(ss []series) string {
+	names := historyNames(ss)
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0] + "'s storage includes its history of finished jobs"
+	}
+	return strings.Join(names[:len(names)-1], "'s, ") + "'s and " + names[len(names)-1] +
+		"'s storage include their history of finished jobs"
+}
+
 // chart is everything needed to draw one of the charts.
 type chart struct {
 	file   string
@@ -336,12 +366,18 @@ func buildCharts(ss []series) []chart {
 		xmin.legend[i].width = xmin.lines[i].width
 		xmin.legend[i].marker = xmin.lines[i].marker
 	}
-	storage := metric(fileStorage, "Storage (heap + indexes + TOAST of the strategy's tables)", "storage (MB)",
+	// Whose storage includes a history is said on the chart, under its
+	// title: it is not the same thing as a queue that deletes its jobs.
+	note := ""
+	if n := historyNote(ss); n != "" {
+		note = "\n(" + n + ")"
+	}
+	storage := metric(fileStorage, "Storage (heap + indexes + TOAST of the strategy's tables)"+note, "storage (MB)",
 		func(s bench.Sample) float64 { return float64(s.StorageBytes) / 1e6 })
 	if hasHistory(ss) {
 		// A history grows with its retention, not with the queue: the
 		// queue's tables a strategy's usual line, the history a thin one.
-		storage = metric(fileStorage, "Storage (heap + indexes + TOAST): queue, and history thin", "storage (MB)",
+		storage = metric(fileStorage, "Storage (heap + indexes + TOAST): queue, and history thin"+note, "storage (MB)",
 			func(s bench.Sample) float64 { return float64(s.StorageBytes-s.HistoryBytes) / 1e6 })
 		for _, s := range ss {
 			if hasHistory([]series{s}) {
@@ -382,7 +418,7 @@ type style struct {
 
 var (
 	singleStyle   = style{title: 17, label: 13, tick: 11, legend: 13, lineWidth: 2}
-	overviewStyle = style{title: 17, label: 13, tick: 11, legend: 16, lineWidth: 2}
+	overviewStyle = style{title: 15, label: 13, tick: 11, legend: 16, lineWidth: 2}
 )
 
 // newPlot draws chart c as a gonum plot, with the stress band b behind the
@@ -644,19 +680,18 @@ func renderChart(c chart, b band) ([]byte, error) {
 	return encodePNG(img)
 }
 
-// renderOverview draws every chart in a grid two tiles wide, with one shared
-// legend in the tile after the last chart.
-func renderOverview(charts []chart, ss []series, b band, offered bool) ([]byte, error) {
-	const cols = 2
-	rows := (len(charts) + 1 + cols - 1) / cols
+// renderOverview draws every chart in a grid three tiles wide (the six
+// charts fill two rows: no tile is left empty), the verdict, when there is
+// one, as a line across the top, and one shared legend in a column at the
+// right, as high as the grid.
+func renderOverview(charts []chart, ss []series, b band, offered bool, verdict string) ([]byte, error) {
+	const cols = 3
+	rows := max((len(charts)+cols-1)/cols, 1)
 	grid := make([][]*plot.Plot, rows)
 	for r := range grid {
 		grid[r] = make([]*plot.Plot, cols)
 	}
 	for i, c := range charts {
-		if i >= rows*cols-1 {
-			break
-		}
 		p, err := newPlot(c, b, overviewStyle)
 		if err != nil {
 			return nil, err
@@ -673,15 +708,28 @@ func renderOverview(charts []chart, ss []series, b band, offered bool) ([]byte, 
 		lg.Add("stress phase", bandSwatch{})
 	}
 
-	img := vgimg.NewWith(vgimg.UseWH(overviewWidth, vg.Length(rows)*overviewRowHigh), vgimg.UseDPI(chartDPI))
+	vs := draw.TextStyle{Color: color.Black, Font: plot.DefaultFont, Handler: plot.DefaultTextHandler}
+	vs.Font.Size = vg.Points(19)
+	top := vg.Length(0)
+	if verdict != "" {
+		top = vs.Height(verdict) + vg.Points(16)
+	}
+	img := vgimg.NewWith(vgimg.UseWH(overviewWidth, vg.Length(rows)*overviewRowHigh+top), vgimg.UseDPI(chartDPI))
 	dc := draw.New(img)
+	if verdict != "" {
+		vs.XAlign, vs.YAlign = draw.XCenter, draw.YTop
+		dc.FillText(vs, vg.Point{X: dc.Center().X, Y: dc.Max.Y - vg.Points(8)}, verdict)
+	}
+	pad := vg.Points(16)
+	lw := lg.Rectangle(dc).Size().X + 2*pad
+	gc := draw.Crop(dc, 0, -lw, 0, -top)
 	tiles := draw.Tiles{
 		Rows: rows, Cols: cols,
 		PadX: vg.Points(24), PadY: vg.Points(24),
 		PadTop: vg.Points(10), PadBottom: vg.Points(10),
-		PadLeft: vg.Points(10), PadRight: vg.Points(16),
+		PadLeft: vg.Points(10), PadRight: vg.Points(8),
 	}
-	canvases := plot.Align(grid, tiles, dc)
+	canvases := plot.Align(grid, tiles, gc)
 	for r := range grid {
 		for c := range grid[r] {
 			if grid[r][c] != nil {
@@ -689,8 +737,10 @@ func renderOverview(charts []chart, ss []series, b band, offered bool) ([]byte, 
 			}
 		}
 	}
-	lc := tiles.At(dc, len(charts)%cols, len(charts)/cols)
-	lg.Draw(draw.Crop(lc, vg.Points(40), 0, 0, -vg.Points(30)))
+	// The legend in the middle of its column, beside the grid.
+	lh := lg.Rectangle(dc).Size().Y
+	gap := max((gc.Size().Y-lh)/2, 0)
+	lg.Draw(draw.Crop(dc, dc.Size().X-lw+pad, -pad, 0, -top-gap))
 	return encodePNG(img)
 }
 

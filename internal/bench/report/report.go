@@ -87,7 +87,7 @@ func Write(dir string, sum *bench.Summary, samples []bench.Sample) error {
 			offered = offered || (c.file == fileThroughput && e.text == "offered")
 		}
 	}
-	png, err := renderOverview(charts, ss, b, offered)
+	png, err := renderOverview(charts, ss, b, offered, verdict(sum))
 	if err != nil {
 		return fmt.Errorf("report: %s: %w", fileOverview, err)
 	}
@@ -132,12 +132,26 @@ func ReadTimeseries(path string) ([]bench.Sample, error) {
 	}
 }
 
+// verdict is the run in one line: what summary.json recorded, else
+// (a summary written before it did) bench.Verdict of its figures.
+func verdict(sum *bench.Summary) string {
+	if sum == nil {
+		return ""
+	}
+	if sum.Verdict != "" {
+		return sum.Verdict
+	}
+	return bench.Verdict(sum)
+}
+
 // page is what report.html is executed with.
 type page struct {
-	Title      string
-	Scenario   string
-	Rate       string
+	Title    string
+	Scenario string
+	Rate     string
+	// Workers is each strategy's worker count, with why it ran that many.
 	Workers    string
+	Verdict    string
 	WorkMS     string
 	Postgres   string
 	Strategies []strategyView
@@ -229,6 +243,7 @@ func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 		}
 
 		p.Workers = workersText(sum)
+		p.Verdict = verdict(sum)
 		p.WorkMS = trim(sum.WorkMS) + " ms"
 		if sum.PostgresVersion != "" {
 			p.Postgres = sum.PostgresVersion
@@ -276,6 +291,11 @@ func buildPage(sum *bench.Summary, ss []series, images map[string][]byte) page {
 		if file == fileDeadTuples {
 			if lag := deadTuplesLag(ss); lag != "" {
 				caption += " In this run: " + lag + "."
+			}
+		}
+		if file == fileStorage {
+			if h := storageHistory(sum, ss); h != "" {
+				caption += " " + h
 			}
 		}
 		return chartView{
@@ -333,6 +353,39 @@ func deadTuplesLag(ss []series) string {
 			s.name, trim(top.T-at.T), human(float64(at.DeadTuples)), human(float64(top.DeadTuples)), then))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// storageHistory says, for the storage chart, whose storage includes a
+// history and how large it grew in this run (from the summary, when it
+// has the figure), or "" when no strategy's does.
+func storageHistory(sum *bench.Summary, ss []series) string {
+	note := historyNote(ss)
+	if note == "" {
+		return ""
+	}
+	out := "In this run " + note + " (kept for their retention, 24 h for completed jobs by default): " +
+		"a queue that deletes its jobs when they are done keeps none, so the lines are not like for like."
+	if sum == nil {
+		return out
+	}
+	var most []string
+	for _, n := range historyNames(ss) {
+		var h int64
+		if st := sum.Strategies[n]; st != nil {
+			for _, ps := range st.Phases {
+				if ps != nil {
+					h = max(h, ps.HistoryBytesMax)
+				}
+			}
+		}
+		if h > 0 {
+			most = append(most, fmt.Sprintf("%s's history reached %s", n, fmtBytes(float64(h))))
+		}
+	}
+	if len(most) > 0 {
+		out += " " + strings.ToUpper(most[0][:1]) + strings.Join(most, ", ")[1:] + " (drawn thin; its queue's tables thick)."
+	}
+	return out
 }
 
 // phaseNames is the phases present, in run order, then any unknown ones
@@ -499,11 +552,11 @@ func fmtBytes(v float64) string {
 }
 
 // workersText is --workers, or each strategy's own count when it was not
-// given (strategies may default differently: river runs River's own
-// benchmark's 2,000).
+// given (strategies may default differently: millrace and river run
+// River's own benchmark's 2,000), each with why (bench.WorkersWhy).
 func workersText(sum *bench.Summary) string {
 	if sum.Workers > 0 {
-		return fmt.Sprint(sum.Workers)
+		return fmt.Sprintf("%d (%s)", sum.Workers, bench.WhyWorkersFlag)
 	}
 	names := make([]string, 0, len(sum.Strategies))
 	for n := range sum.Strategies {
@@ -513,7 +566,11 @@ func workersText(sum *bench.Summary) string {
 	var parts []string
 	for _, n := range names {
 		if w := sum.Strategies[n].Workers; w > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", n, w))
+			part := fmt.Sprintf("%s %d", n, w)
+			if why := bench.WorkersWhy(sum, n); why != "" {
+				part += " (" + why + ")"
+			}
+			parts = append(parts, part)
 		}
 	}
 	if len(parts) == 0 {

@@ -744,3 +744,77 @@ func TestDeadTuplesLagCaption(t *testing.T) {
 		t.Errorf("the synthetic run's dead tuples fall at the release, but a lag is reported")
 	}
 }
+
+// TestVerdictWorkersAndHistory: the report says the run in one line (in
+// the HTML and across the top of the overview, which the summary text
+// and summary.json carry too), gives each strategy's worker count with why
+// it ran that many, says on the storage chart and in its caption that
+// millrace's storage includes its history, and its overview leaves no
+// quarter blank (it had six charts and the legend in a grid two wide: the
+// last row was the legend and an empty tile).
+func TestVerdictWorkersAndHistory(t *testing.T) {
+	dir := t.TempDir()
+	samples := synthetic()
+	sum := syntheticSummary(samples)
+	sum.Workers = 0
+	sum.Strategies["millrace"].Workers = bench.GoroutineWorkers
+	sum.Strategies["skiplocked"].Workers = bench.DefaultWorkers
+	if err := Write(dir, sum, samples); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := strings.ReplaceAll(string(raw), "&#39;", "'")
+	verdict := bench.Verdict(sum)
+	if !strings.HasPrefix(verdict, "In the stress phase millrace held ") || !strings.Contains(verdict, ", while skiplocked fell to ") {
+		t.Errorf("verdict of the synthetic run: %q", verdict)
+	}
+	for _, want := range []string{
+		`<p class="verdict" id="verdict">` + verdict + `</p>`,
+		"millrace 2000 (" + bench.WhyGoroutineWorkers + "), skiplocked 32 (" + bench.WhyDefaultWorkers + ")",
+		"In this run millrace's storage includes its history of finished jobs",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	for _, c := range buildCharts(groupSamples(samples)) {
+		if c.file == fileStorage && !strings.Contains(c.title, "millrace's storage includes its history") {
+			t.Errorf("the storage chart's title does not say millrace's storage includes its history: %q", c.title)
+		}
+	}
+
+	// The overview: every eighth of its height has something drawn in its
+	// right half as in its left (a blank tile, a quarter of the height
+	// before, is all white).
+	f, err := os.Open(filepath.Join(dir, fileOverview))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := img.Bounds()
+	for q := range 8 {
+		for half := range 2 {
+			x0, x1 := r.Min.X+half*r.Dx()/2, r.Min.X+(half+1)*r.Dx()/2
+			y0, y1 := r.Min.Y+q*r.Dy()/8, r.Min.Y+(q+1)*r.Dy()/8
+			inked, all := 0, 0
+			for y := y0; y < y1; y += 2 {
+				for x := x0; x < x1; x += 2 {
+					all++
+					if cr, cg, cb, _ := img.At(x, y).RGBA(); cr < 0xf000 || cg < 0xf000 || cb < 0xf000 {
+						inked++
+					}
+				}
+			}
+			if share := float64(inked) / float64(all); share < 0.01 {
+				t.Errorf("the overview's eighth %d of 8 (from the top), %s half, is blank: %.2f%% drawn", q+1, []string{"left", "right"}[half], 100*share)
+			}
+		}
+	}
+}

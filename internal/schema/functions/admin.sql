@@ -184,3 +184,15 @@ BEGIN
 END $function$;
 COMMENT ON FUNCTION millrace.retry(p_id bigint) IS
     'retry queues a discarded or cancelled job to run again now, as a new job (a new id: the finished one stays finished in history) with the same kind, queue, args, priority and max attempts: ''retried as job N'', ''not finished'' (it is still live), ''completed'' (it succeeded: nothing is done) or ''unknown''. It is idempotent: retries of one job are serialized by an advisory lock, each is recorded in millrace.retried, and a retry of a job already retried answers with the job it made (''retried as job N'' again) and makes none. The record outlives the job''s history (it is deleted after 33 days, see expire_history).';
+
+CREATE OR REPLACE FUNCTION millrace.retried_as(p_id bigint)
+ RETURNS bigint
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT r.new_id FROM millrace.retried r WHERE r.job_id = p_id
+$function$;
+COMMENT ON FUNCTION millrace.retried_as(p_id bigint) IS
+    'retried_as is the job that a retry of job p_id made (retry''s ''retried as job N''), or NULL when it was not retried: one probe of millrace.retried''s primary key, for readers (the dashboard, jobs show) whose role may not read the table.';

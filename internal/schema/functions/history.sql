@@ -157,6 +157,32 @@ END $function$;
 COMMENT ON FUNCTION millrace.final_state(p_id bigint, p_since timestamp with time zone) IS
     'final_state(p_id, p_since) is final_state(p_id) for a job created at p_since: only the buckets history_since lists are planned and read (every one when p_since is NULL).';
 
+CREATE OR REPLACE FUNCTION millrace.final_attempt(p_id bigint, p_since timestamp with time zone, OUT state smallint, OUT started_at timestamp with time zone)
+ RETURNS record
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- final_state(p_id, p_since) with the start of the final attempt, in the
+-- same probe: the buckets are literals (see final_state), and a job
+-- created at an unknown time or before version 6 is looked for in every
+-- bucket.
+#variable_conflict use_column
+DECLARE
+    v_b smallint[] := millrace.history_since(p_since);
+BEGIN
+    IF cardinality(v_b) >= 68 THEN
+        SELECT h.state, coalesce(h.started_at, h.finished_at) INTO state, started_at
+        FROM millrace.finished h WHERE h.id = p_id AND h.state IN (1, 3, 4) LIMIT 1;
+        RETURN;
+    END IF;
+    EXECUTE format('SELECT h.state, coalesce(h.started_at, h.finished_at) FROM millrace.finished h WHERE h.bucket = ANY (%L::smallint[])'
+                   ' AND h.id = $1 AND h.state IN (1, 3, 4) LIMIT 1', v_b)
+    INTO state, started_at USING p_id;
+END $function$;
+COMMENT ON FUNCTION millrace.final_attempt(p_id bigint, p_since timestamp with time zone, OUT state smallint, OUT started_at timestamp with time zone) IS
+    'final_attempt(p_id, p_since) is final_state(p_id, p_since) and when that final attempt started (when it finished, for one that never started: a job cancelled before it ran), as millrace.history shows it; both NULL when history holds no final attempt. Only the buckets history_since lists are planned and read.';
+
 CREATE OR REPLACE FUNCTION millrace.live_since(p_id bigint)
  RETURNS timestamp with time zone
  LANGUAGE plpgsql
@@ -391,7 +417,7 @@ COMMENT ON FUNCTION millrace.live_counts() IS
     'live_counts is the number of live jobs per queue and state (available, running, scheduled; one read of live_keys, whose cost follows what waits and runs and which reads no payload), the creation time of the oldest available job, and whether the queue is paused: queue_counts without history''s counts, for a reader that polls (the dashboard reads it every second, and queue_counts every ten).';
 
 CREATE OR REPLACE FUNCTION millrace.queue_counts()
- RETURNS TABLE(queue text, available bigint, running bigint, scheduled bigint, discarded bigint, paused boolean, completed bigint, oldest_available timestamp with time zone)
+ RETURNS TABLE(queue text, available bigint, running bigint, scheduled bigint, discarded bigint, paused boolean, completed bigint, oldest_available timestamp with time zone, cancelled bigint)
  LANGUAGE sql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -400,13 +426,14 @@ AS $function$
     WITH live AS MATERIALIZED (SELECT x.queue, x.available, x.running, x.scheduled, x.oldest_available FROM millrace.live_counts() x),
     lastr AS (SELECT r.snap FROM millrace.tally_round r ORDER BY r.round DESC LIMIT 1),
     counted AS (
-        SELECT t.queue, t.state, t.n FROM millrace.tally t WHERE t.state IN (1, 3)
+        SELECT t.queue, t.state, t.n FROM millrace.tally t WHERE t.state IN (1, 3, 4)
         UNION ALL
         SELECT x.queue, x.state, x.n FROM lastr CROSS JOIN LATERAL millrace.history_new(lastr.snap, pg_current_snapshot()) x
-        WHERE x.state IN (1, 3)),
+        WHERE x.state IN (1, 3, 4)),
     hist AS MATERIALIZED (
         SELECT c.queue, coalesce(sum(c.n) FILTER (WHERE c.state = 3), 0)::bigint AS discarded,
-               coalesce(sum(c.n) FILTER (WHERE c.state = 1), 0)::bigint AS completed
+               coalesce(sum(c.n) FILTER (WHERE c.state = 1), 0)::bigint AS completed,
+               coalesce(sum(c.n) FILTER (WHERE c.state = 4), 0)::bigint AS cancelled
         FROM counted c GROUP BY c.queue),
     qs AS (SELECT l.queue FROM live l UNION SELECT h.queue FROM hist h)
     SELECT q.queue,
@@ -416,11 +443,12 @@ AS $function$
            coalesce((SELECT h.discarded FROM hist h WHERE h.queue = q.queue), 0),
            millrace.queue_paused(q.queue),
            coalesce((SELECT h.completed FROM hist h WHERE h.queue = q.queue), 0),
-           (SELECT l.oldest_available FROM live l WHERE l.queue = q.queue)
+           (SELECT l.oldest_available FROM live l WHERE l.queue = q.queue),
+           coalesce((SELECT h.cancelled FROM hist h WHERE h.queue = q.queue), 0)
     FROM qs q ORDER BY q.queue
 $function$;
 COMMENT ON FUNCTION millrace.queue_counts() IS
-    'queue_counts is the number of jobs per queue and state: live ones (live_counts), discarded and completed ones still in history (the tally, plus the rows written since its newest round), whether the queue is paused, and the creation time of its oldest available job. Nothing is counted in a row.';
+    'queue_counts is the number of jobs per queue and state: live ones (live_counts), discarded, completed and cancelled ones still in history (the tally, plus the rows written since its newest round: the same read for the three), whether the queue is paused, and the creation time of its oldest available job. Nothing is counted in a row.';
 
 CREATE OR REPLACE FUNCTION millrace.activity(p_since timestamp with time zone)
  RETURNS TABLE(at timestamp with time zone, since timestamp with time zone, completed bigint, failed bigint, discarded bigint, cancelled bigint, snoozed bigint, wait_p50_ms double precision, wait_p95_ms double precision, run_p50_ms double precision, run_p95_ms double precision)

@@ -32,7 +32,7 @@ END $function$;
 COMMENT ON FUNCTION millrace.check_job(p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer) IS
     'check_job enforces the rules every enqueue path meets (the Go client mirrors them with the same messages).';
 
-CREATE OR REPLACE FUNCTION millrace.uniq_blocks(p_job bigint, p_states integer, p_until timestamp with time zone, p_since timestamp with time zone, OUT blocks boolean, OUT final smallint)
+CREATE OR REPLACE FUNCTION millrace.uniq_blocks(p_job bigint, p_states integer, p_until timestamp with time zone, p_since timestamp with time zone, OUT blocks boolean, OUT final smallint, OUT final_at timestamp with time zone)
  RETURNS record
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -43,7 +43,7 @@ BEGIN
         blocks := false;
         RETURN;
     END IF;
-    final := millrace.final_state(p_job, p_since);
+    SELECT f.state, f.started_at INTO final, final_at FROM millrace.final_attempt(p_job, p_since) f;
     blocks := CASE final
                   WHEN 1 THEN p_states & 2 <> 0
                   WHEN 3 THEN p_states & 4 <> 0
@@ -51,8 +51,8 @@ BEGIN
                   ELSE EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = p_job)
                        OR EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = p_job) END;
 END $function$;
-COMMENT ON FUNCTION millrace.uniq_blocks(p_job bigint, p_states integer, p_until timestamp with time zone, p_since timestamp with time zone, OUT blocks boolean, OUT final smallint) IS
-    'uniq_blocks(job, states, until, since) says a key row (its job created at p_since) still blocks a new job with its key: its period has not ended, and its job is finished in a state the key names, or unfinished (it has a live row); final is the job''s finished state when history holds one (as final_state), so that a duplicate''s state is known without a second lookup.';
+COMMENT ON FUNCTION millrace.uniq_blocks(p_job bigint, p_states integer, p_until timestamp with time zone, p_since timestamp with time zone, OUT blocks boolean, OUT final smallint, OUT final_at timestamp with time zone) IS
+    'uniq_blocks(job, states, until, since) says a key row (its job created at p_since) still blocks a new job with its key: its period has not ended, and its job is finished in a state the key names, or unfinished (it has a live row); final is the job''s finished state when history holds one (as final_state), and final_at when that final attempt started (final_attempt), so that a duplicate''s state and time are known without a second lookup.';
 
 CREATE OR REPLACE FUNCTION millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[] DEFAULT NULL::text[], p_unique_states integer[] DEFAULT NULL::integer[], p_unique_until timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], p_timeout_ms integer[] DEFAULT NULL::integer[], p_notify boolean DEFAULT true)
  RETURNS TABLE(id bigint, duplicate boolean, scheduled boolean, run_at timestamp with time zone, state text)
@@ -73,8 +73,8 @@ DECLARE
     v_gen smallint;
     v_blocks boolean;
     v_shown timestamptz;
-    v_sched boolean;
     v_final smallint;
+    v_final_at timestamptz;
     v_state text;
 BEGIN
     IF cardinality(p_args) <> v_n OR cardinality(p_queue) <> v_n OR cardinality(p_priority) <> v_n
@@ -159,23 +159,34 @@ BEGIN
                 -- job finishing is a race an insert had with it before too.
                 v_blocks := false;
                 v_final := NULL;
+                v_shown := NULL;
                 BEGIN
                     SELECT * INTO v_u FROM millrace.uniq u WHERE u.key = p_unique_key[i] ORDER BY u.job_id DESC LIMIT 1;
                     IF FOUND THEN
-                        SELECT b.blocks, b.final INTO v_blocks, v_final
+                        SELECT b.blocks, b.final, b.final_at INTO v_blocks, v_final, v_final_at
                         FROM millrace.uniq_blocks(v_u.job_id, v_u.states, v_u.until, v_u.at) b;
                     END IF;
                     IF v_blocks THEN
-                        -- by id first (OFFSET 0: see cancel)
-                        SELECT millrace.due_shown(s.due_at) INTO v_shown
-                        FROM (SELECT s.due_at FROM millrace.sched s WHERE s.id = v_u.job_id OFFSET 0) s
-                        ORDER BY s.due_at DESC LIMIT 1;
-                        v_sched := FOUND;
                         -- The state the caller reports for the duplicate (as
-                        -- job_state says it), read here under the key's lock
-                        -- rather than by a second call.
+                        -- job_state says it), and when the job is or was
+                        -- due, read here under the key's lock rather than by
+                        -- a second call: a finished job's final attempt's
+                        -- start, a scheduled one's due time, else the time
+                        -- its newest row became ready (by id first, OFFSET
+                        -- 0: see cancel).
                         v_state := CASE v_final WHEN 1 THEN 'completed' WHEN 3 THEN 'discarded' WHEN 4 THEN 'cancelled'
                                                 ELSE millrace.live_state(v_u.job_id) END;
+                        IF v_final IS NOT NULL THEN
+                            v_shown := v_final_at;
+                        ELSIF v_state = 'scheduled' THEN
+                            SELECT millrace.due_shown(s.due_at) INTO v_shown
+                            FROM (SELECT s.due_at FROM millrace.sched s WHERE s.id = v_u.job_id OFFSET 0) s
+                            ORDER BY s.due_at DESC LIMIT 1;
+                        ELSE
+                            SELECT j.ready_at INTO v_shown
+                            FROM (SELECT j.ready_at FROM millrace.job j WHERE j.id = v_u.job_id OFFSET 0) j
+                            ORDER BY j.ready_at DESC LIMIT 1;
+                        END IF;
                     END IF;
                     RAISE EXCEPTION USING ERRCODE = 'MR001';  -- roll the reads back: their locks go
                 EXCEPTION WHEN SQLSTATE 'MR001' THEN
@@ -186,10 +197,7 @@ BEGIN
                     duplicate := true;
                     state := v_state;
                     run_at := v_shown;
-                    scheduled := v_sched AND run_at > v_now;
-                    IF NOT scheduled THEN
-                        run_at := NULL;
-                    END IF;
+                    scheduled := coalesce(v_state = 'scheduled', false);
                     RETURN NEXT;
                     CONTINUE;
                 END IF;
@@ -230,7 +238,7 @@ BEGIN
     END IF;
 END $function$;
 COMMENT ON FUNCTION millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[], p_notify boolean) IS
-    'insert_many inserts jobs (parallel arrays; NULL run_at means now; a run_at must be finite, in years 1 to 9999) and returns, in order, each job''s id, whether it was a duplicate of a unique job (its id is then the existing job''s and nothing was inserted), whether it is scheduled for later, when it is due, and its state (a duplicate''s as job_state says it, read under the key''s lock). A job with a unique key is inserted only if no job holding the same key still blocks it (see uniq); keys are locked for the rest of the transaction, and unique inserts need READ COMMITTED (a REPEATABLE READ snapshot could not see a concurrent insert of the same key). The key is looked up in every slot in a subtransaction rolled back at once, so that the caller''s transaction holds only the slot it writes (none for a duplicate). One NOTIFY per queue with a job due now (a NOTIFY serializes commits), and one on millrace_sched when a scheduled job falls due within a second (later ones are found by the leader''s promoter, which looks at least once a second).';
+    'insert_many inserts jobs (parallel arrays; NULL run_at means now; a run_at must be finite, in years 1 to 9999) and returns, in order, each job''s id, whether it was a duplicate of a unique job (its id is then the existing job''s and nothing was inserted), whether it is scheduled, when it is due, and its state; for a duplicate, those of the existing job, read under the key''s lock: its state as job_state says it, and run_at when it is due (scheduled), became ready (available, running) or last started (completed, discarded, cancelled: its final attempt''s start as history shows it). A job with a unique key is inserted only if no job holding the same key still blocks it (see uniq); keys are locked for the rest of the transaction, and unique inserts need READ COMMITTED (a REPEATABLE READ snapshot could not see a concurrent insert of the same key). The key is looked up in every slot in a subtransaction rolled back at once, so that the caller''s transaction holds only the slot it writes (none for a duplicate). One NOTIFY per queue with a job due now (a NOTIFY serializes commits), and one on millrace_sched when a scheduled job falls due within a second (later ones are found by the leader''s promoter, which looks at least once a second).';
 
 CREATE OR REPLACE FUNCTION millrace.enqueue(p_kind text, p_args jsonb DEFAULT '{}'::jsonb, p_queue text DEFAULT 'default'::text, p_priority integer DEFAULT 0, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 25, p_notify boolean DEFAULT true, p_unique_key text DEFAULT NULL::text, p_unique_states integer DEFAULT 0, p_unique_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_timeout_ms integer DEFAULT 0)
  RETURNS bigint
@@ -245,6 +253,21 @@ AS $function$
 $function$;
 COMMENT ON FUNCTION millrace.enqueue(p_kind text, p_args jsonb, p_queue text, p_priority integer, p_run_at timestamp with time zone, p_max_attempts integer, p_notify boolean, p_unique_key text, p_unique_states integer, p_unique_until timestamp with time zone, p_timeout_ms integer) IS
     'enqueue inserts one job inside the caller''s transaction and returns its id (for a duplicate of a unique job, the existing job''s id): the job exists if and only if that transaction commits, at any isolation level and any transaction age. p_unique_key, when set, makes the job unique (see insert_many); p_unique_states lists the finished states that keep blocking (bits: 2 completed, 4 discarded, 8 cancelled), p_unique_until ends the key''s period.';
+
+CREATE OR REPLACE FUNCTION millrace.enqueue_unique(p_kind text, p_args jsonb DEFAULT '{}'::jsonb, p_queue text DEFAULT 'default'::text, p_priority integer DEFAULT 0, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 25, p_notify boolean DEFAULT true, p_unique_key text DEFAULT NULL::text, p_unique_states integer DEFAULT 0, p_unique_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_timeout_ms integer DEFAULT 0, OUT id bigint, OUT duplicate boolean, OUT state text, OUT run_at timestamp with time zone)
+ RETURNS record
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT i.id, i.duplicate, i.state, i.run_at
+    FROM millrace.insert_many(ARRAY[p_kind], ARRAY[p_args], ARRAY[p_queue], ARRAY[p_priority], ARRAY[p_run_at],
+                              ARRAY[p_max_attempts], ARRAY[p_unique_key], ARRAY[p_unique_states],
+                              ARRAY[p_unique_until], ARRAY[p_timeout_ms], p_notify) i
+$function$;
+COMMENT ON FUNCTION millrace.enqueue_unique(p_kind text, p_args jsonb, p_queue text, p_priority integer, p_run_at timestamp with time zone, p_max_attempts integer, p_notify boolean, p_unique_key text, p_unique_states integer, p_unique_until timestamp with time zone, p_timeout_ms integer, OUT id bigint, OUT duplicate boolean, OUT state text, OUT run_at timestamp with time zone) IS
+    'enqueue_unique is enqueue (same parameters, same insert) that also says what happened: the job''s id, whether it was a duplicate of a unique job (nothing was inserted; id, state and run_at are then the existing job''s, as insert_many gives them), its state, and when it is due.';
 
 CREATE OR REPLACE FUNCTION millrace.enqueue_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_notify boolean DEFAULT true, p_unique_key text[] DEFAULT NULL::text[], p_unique_states integer[] DEFAULT NULL::integer[], p_unique_until timestamp with time zone[] DEFAULT NULL::timestamp with time zone[], p_timeout_ms integer[] DEFAULT NULL::integer[])
  RETURNS SETOF bigint
