@@ -67,6 +67,9 @@ func TestTestCommandCoversWorkspace(t *testing.T) {
 	if readme != ci {
 		t.Errorf(".ci/run runs\n\t%s\nbut the README's test command is\n\t%s", ci, readme)
 	}
+	if !strings.HasSuffix(readme, "&& .ci/matrix") {
+		t.Errorf("the README's test command does not end by running the version matrix (&& .ci/matrix): %s", readme)
+	}
 	args := strings.Fields(readme)
 	for _, dir := range workspaceModules(t) {
 		pattern := "./" + strings.TrimPrefix(dir, "./") + "/..."

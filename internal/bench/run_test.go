@@ -19,6 +19,7 @@ import (
 	_ "github.com/millrace/millrace/internal/bench/classic"
 	_ "github.com/millrace/millrace/internal/bench/native"
 	"github.com/millrace/millrace/internal/testkit"
+	"github.com/millrace/millrace/millracetest/pgcluster"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -82,6 +83,13 @@ func TestRunIdleXid(t *testing.T) {
 		if ss.Phases[bench.PhaseStress].DeadTuplesMax == 0 && name == "skiplocked" {
 			t.Errorf("skiplocked: no dead tuples seen in stress")
 		}
+		if name == "millrace" {
+			for p, ps := range ss.Phases {
+				if ps.DeadTuplesMax != 0 {
+					t.Errorf("millrace %s: %d dead tuples at most, want 0 (the dead-tuple contract)", p, ps.DeadTuplesMax)
+				}
+			}
+		}
 		for p, ps := range ss.Phases {
 			if ps.StorageBytesMax <= 0 {
 				t.Errorf("%s %s: storage_bytes_max %d", name, p, ps.StorageBytesMax)
@@ -90,6 +98,12 @@ func TestRunIdleXid(t *testing.T) {
 				t.Errorf("%s %s: rotations %v", name, p, ps.Rotations)
 			}
 		}
+	}
+
+	// The summary names the server the run measured (MILLRACE_PG's
+	// major version when it is set).
+	if major, _ := pgcluster.Major(); major != 0 && !strings.HasPrefix(res.Summary.PostgresVersion, fmt.Sprint(major)+".") {
+		t.Errorf("summary's postgres_version %q, want %d.x (MILLRACE_PG)", res.Summary.PostgresVersion, major)
 	}
 
 	// summary.json carries exactly the documented fields.
