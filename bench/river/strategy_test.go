@@ -220,8 +220,16 @@ func checkMix(t *testing.T, url string, res *bench.Result) {
 		t.Errorf("%d jobs with errors (%d not completed at their second attempt), %d snoozed (%d not completed at their first attempt)",
 			retried, badRetries, snoozed, badSnoozes)
 	}
-	if cancelled != *ps.Cancelled || badCancels != 0 {
-		t.Errorf("%d jobs cancelled in River (%d attempted), the bench counted %d", cancelled, badCancels, *ps.Cancelled)
+	// The bench counts a cancel in the phase its job was inserted in: at
+	// full speed a few are inserted before the clean phase starts.
+	var counted int64
+	for _, p := range ss.Phases {
+		if p.Cancelled != nil {
+			counted += *p.Cancelled
+		}
+	}
+	if cancelled != counted || badCancels != 0 {
+		t.Errorf("%d jobs cancelled in River (%d attempted), the bench counted %d", cancelled, badCancels, counted)
 	}
 	if keys == 0 || keys != distinct {
 		t.Errorf("%d jobs with a unique key, %d keys: a duplicate was stored", keys, distinct)

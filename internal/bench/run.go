@@ -520,6 +520,12 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		prodWG.Add(1)
 		go func() { defer prodWG.Done(); watched = watchQueues(prodCtx, cfg.URL, cfg.WatchQueues, w) }()
 	}
+	// Jobs offered from the start count in the first phase: the producer
+	// starts before the schedule's loop labels it, and a job counted in no
+	// reported phase left its cancel out of every phase's tally.
+	if len(sched) > 0 {
+		t.setPhase(sched[0].phase)
+	}
 	switch {
 	case cfg.Scenario == ScenarioBurndown:
 	case cfg.Rate > 0:
