@@ -2,30 +2,19 @@ package ui
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
+// The dashboard redacts by the one rule (package redact, whose own test
+// holds the cases): a password in a connection string and in a job's
+// arguments is hidden, and the arguments stay JSON.
 func TestRedact(t *testing.T) {
-	for in, want := range map[string]string{
-		"postgres://u:s3cret@127.0.0.1:5432/x":              "postgres://u:***@127.0.0.1:5432/x",
-		"postgresql://u:p@ss@host/db?sslmode=disable":       "postgresql://u:***@host/db?sslmode=disable",
-		"a postgres://:pw@h/db and postgres://v:w@h2/db2":   "a postgres://:***@h/db and postgres://v:***@h2/db2",
-		"postgres://host:5432/db postgres://u@host/db":      "postgres://host:5432/db postgres://u@host/db",
-		"host=h user=u password=s3cret dbname=x":            "host=h user=u password=*** dbname=x",
-		`host=h password = 'a b\' c' dbname=x`:              "host=h password = *** dbname=x",
-		"postgres://u@h/db?password=s3cret&sslmode=disable": "postgres://u@h/db?password=***&sslmode=disable",
-		"sslpassword=k3y": "sslpassword=***",
-		"ALTER ROLE app ENCRYPTED PASSWORD 'it''s s3cret' VALID": "ALTER ROLE app ENCRYPTED PASSWORD '***' VALID",
-		`{"db_password": "s3\"cret", "n": 1}`:                    `{"db_password": "***", "n": 1}`,
-		"no secret here, password reset mail sent":               "no secret here, password reset mail sent",
-	} {
-		if got := redact(in); got != want {
-			t.Errorf("redact(%q) = %q, want %q", in, got, want)
-		}
+	if got := redact("dial postgres://bob:hunter2@db1/app failed"); strings.Contains(got, "hunter2") {
+		t.Errorf("redact kept the password: %q", got)
 	}
-	for _, in := range []string{`{"dsn":"postgres://u:p\"w@h/db"}`, `{"k":"password=abc\"def"}`, `{"secret":{"a":1}}`} {
-		if out := redactJSON(json.RawMessage(in)); !json.Valid(out) {
-			t.Errorf("redactJSON(%s) = %s: not JSON", in, out)
-		}
+	out := redactJSON(json.RawMessage(`{"password": "hunter2", "dsn": "postgres://bob:hunter2@db1/app", "n": 1}`))
+	if strings.Contains(string(out), "hunter2") || !json.Valid(out) {
+		t.Errorf("redactJSON = %s: want valid JSON without the password", out)
 	}
 }
