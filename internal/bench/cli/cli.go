@@ -243,7 +243,11 @@ func Bench(ctx context.Context, args []string) (err error) {
 			return &Error{Msg: "interrupted", Code: 130}
 		}
 	} else {
-		fmt.Println("starting a throwaway PostgreSQL cluster from the local binaries ...")
+		bin, err := pgcluster.BinDir() // fetches a build first where MILLRACE_PG asks for one the machine lacks
+		if err != nil {
+			return err
+		}
+		fmt.Printf("starting a throwaway PostgreSQL cluster from %s ...\n", bin)
 		c, err := pgcluster.Start(ctx, pgcluster.Options{})
 		if err != nil {
 			return err
