@@ -384,15 +384,28 @@ type Standby struct {
 // version or older.
 var ErrNoBaseBackup = errors.New("pgcluster: no pg_basebackup for this server's version")
 
-// baseBackupTool returns the pg_basebackup to copy c with: the one beside
-// its server, else the machine's own when it is of c's major version or
-// newer.
-func (c *Cluster) baseBackupTool() (string, error) {
-	own := filepath.Join(c.bindir, "pg_basebackup")
+// BaseBackup returns the pg_basebackup AddStandby would copy a cluster of
+// BinDir's server with, or an error wrapping ErrNoBaseBackup when there is
+// none: a caller can tell beforehand whether a standby can be made.
+func BaseBackup() (string, error) {
+	bindir, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	return baseBackupTool(bindir)
+}
+
+func (c *Cluster) baseBackupTool() (string, error) { return baseBackupTool(c.bindir) }
+
+// baseBackupTool returns the pg_basebackup to copy a server of bindir
+// with: the one beside it, else the machine's own when it is of the
+// server's major version or newer.
+func baseBackupTool(bindir string) (string, error) {
+	own := filepath.Join(bindir, "pg_basebackup")
 	if _, err := os.Stat(own); err == nil {
 		return own, nil
 	}
-	major := serverMajor(c.bindir)
+	major := serverMajor(bindir)
 	if dir := pgConfigBinDir(); dir != "" && serverMajor(dir) >= major {
 		if _, err := os.Stat(filepath.Join(dir, "pg_basebackup")); err == nil {
 			return filepath.Join(dir, "pg_basebackup"), nil
@@ -404,7 +417,7 @@ func (c *Cluster) baseBackupTool() (string, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("%w (PostgreSQL %d in %s)", ErrNoBaseBackup, major, c.bindir)
+	return "", fmt.Errorf("%w (PostgreSQL %d in %s)", ErrNoBaseBackup, major, bindir)
 }
 
 // AddStandby takes a base backup of c and starts it as a hot standby with

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/bench"
 	"github.com/millrace/millrace/internal/testkit"
+	"github.com/millrace/millrace/millracetest/pgcluster"
 	"github.com/millrace/millrace/internal/testkit/clientkit"
 )
 
@@ -99,6 +100,9 @@ func TestFlagErrors(t *testing.T) {
 func TestInterrupt(t *testing.T) {
 	if os.Getenv("DATABASE_URL") != "" {
 		t.Skip("DATABASE_URL is set: this test needs the embedded cluster and its standby")
+	}
+	if _, err := pgcluster.BaseBackup(); errors.Is(err, pgcluster.ErrNoBaseBackup) && (os.Getenv("CI") != "true" || os.Getenv("MILLRACE_PG") != "") {
+		t.Skipf("the standby scenario needs pg_basebackup: %v", err)
 	}
 	tmp, err := os.MkdirTemp("", "millrace-cli-test-")
 	if err != nil {
