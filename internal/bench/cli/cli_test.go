@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/bench"
 	"github.com/millrace/millrace/internal/testkit"
-	"github.com/millrace/millrace/millracetest/pgcluster"
 	"github.com/millrace/millrace/internal/testkit/clientkit"
+	"github.com/millrace/millrace/millracetest/pgcluster"
 )
 
 // The test binary doubles as the millrace binary for TestInterrupt.
