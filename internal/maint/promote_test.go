@@ -37,7 +37,9 @@ func TestPromotion(t *testing.T) {
 		}
 		return ins[0].RunAt
 	}
-	due := schedule("rounds", 100*time.Millisecond)
+	// Due far enough ahead to be scheduled, not available, when the insert
+	// runs on a loaded machine (CI once took over 50 ms to send it).
+	due := schedule("rounds", 500*time.Millisecond)
 	testkit.WaitFor(t, "the server's clock to pass the job's due time", 10*time.Second, func() bool {
 		now, err := s.Now(ctx)
 		return err == nil && now.After(due)
@@ -66,7 +68,7 @@ func TestPromotion(t *testing.T) {
 			t.Errorf("the promoter ended with %v, want context.Canceled", err)
 		}
 	}()
-	schedule("kicked", 50*time.Millisecond)
+	schedule("kicked", 500*time.Millisecond)
 	p.Kick()
 	testkit.WaitFor(t, "the kicked promoter to promote the job", 10*time.Second, func() bool { return ready("kicked") })
 }
