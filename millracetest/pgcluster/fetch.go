@@ -224,9 +224,10 @@ func fetchInto(ctx context.Context, b Build, cache, dest string, progress io.Wri
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fmt.Errorf("pgcluster: %w", err)
 	}
-	os.RemoveAll(dest) // a partial unpack from before the lock existed
+	// A build is renamed into place whole, so dest, when it exists and
+	// does not run, is no build of ours: it is left alone.
 	if err := os.Rename(tmp, dest); err != nil {
-		return fmt.Errorf("pgcluster: %w", err)
+		return fmt.Errorf("pgcluster: %s: %w (not a working build; remove it or set MILLRACE_PG_CACHE)", dest, err)
 	}
 	if progress != nil {
 		fmt.Fprintf(progress, "millrace: PostgreSQL %s is in %s (used offline from now on)\n", b.Version, dest)

@@ -89,3 +89,27 @@ func TestFetchHidesAMirrorsPassword(t *testing.T) {
 		}
 	}
 }
+
+// A directory in the cache that is not a working build is no one's to
+// remove: the fetch leaves it and its contents alone and says so.
+func TestFetchLeavesADirectoryItDidNotMake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("downloads a server build")
+	}
+	cache := t.TempDir()
+	t.Setenv("MILLRACE_PG_CACHE", cache)
+	mine := filepath.Join(cache, Builds[16].Version, "notes.txt")
+	if err := os.MkdirAll(filepath.Dir(mine), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mine, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Fetch(context.Background(), 16, nil)
+	if err == nil || !strings.Contains(err.Error(), "not a working build") {
+		t.Errorf("Fetch over a directory it did not make: %v, want an error naming it", err)
+	}
+	if b, err := os.ReadFile(mine); err != nil || string(b) != "mine" {
+		t.Errorf("the directory's file is gone or changed: %q, %v", b, err)
+	}
+}
