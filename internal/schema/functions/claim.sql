@@ -386,6 +386,10 @@ DECLARE
     v_cursor text;
     v_from  int;
     v_to    int;
+    v_asked pg_snapshot := pg_current_snapshot();  -- before the lock: what the caller can have been told of
+    v_lsnap pg_snapshot;            -- the lane's newest tick: its snapshot,
+    v_lmore boolean;                -- whether it stopped at a cap,
+    v_writer bigint;                -- and its writer's xid
 BEGIN
     IF p_max_jobs IS NULL OR p_max_jobs < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
         RAISE EXCEPTION 'millrace: claim limits must be positive' USING ERRCODE = '22023';
@@ -436,9 +440,22 @@ BEGIN
         INSERT INTO millrace.lease (slot, queue, tick_id, token, owner, req)
         VALUES (millrace.current_segment(), p_queue, v_tick, nextval('millrace.tick_id_seq'), p_owner, p_req)
         RETURNING lease.token INTO v_token;
-        RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
-                            b.ready_at, b.timeout_ms, (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = b.id) > 0
-                     FROM millrace.batch_jobs(v_tick) b;
+        -- With p_start_all every job goes to an idle worker: the adopted
+        -- batch's start row (it has a tick of another claim, which its
+        -- flag does not speak for) is written here, from the same rows.
+        RETURN QUERY
+        WITH b AS MATERIALIZED (
+            SELECT b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at, b.ready_at, b.timeout_ms,
+                   (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = b.id) > 0 AS cancelled
+            FROM millrace.batch_jobs(v_tick) b),
+        marked AS (
+            INSERT INTO millrace.start (slot, tick_id, token, jobs)
+            SELECT millrace.current_segment(), v_tick, v_token, array_agg(b.id ORDER BY b.id)
+            FROM b WHERE p_start_all AND NOT b.cancelled
+            HAVING count(*) > 0)
+        SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
+               b.ready_at, b.timeout_ms, b.cancelled
+        FROM b;
         IF FOUND THEN
             RETURN;
         END IF;
@@ -461,6 +478,29 @@ BEGIN
         RETURN;
     END IF;
     IF NOT EXISTS (SELECT 1 FROM millrace.job j WHERE j.queue = p_queue AND j.priority > v_lane) THEN
+        -- An empty claim's short cut (most claims of a queue that several
+        -- processes work are woken by a job another claim took): the
+        -- lane's newest tick was not cut at a cap and its snapshot sees
+        -- every transaction v_asked sees, so every job committed before
+        -- this call began is in a batch. Jobs committed since come with
+        -- their own wake (a notification, or the local insert's), so the
+        -- claim may return nothing without looking at the job table.
+        -- The tick's own writer is the one transaction after its snapshot
+        -- known to hold no job of the lane; at most 64 xids are looked at.
+        SELECT t.snap, t.more, t.xmin::text::bigint INTO v_lsnap, v_lmore, v_writer
+        FROM millrace.tick t WHERE t.queue = p_queue AND t.priority = v_lane ORDER BY t.tick_id DESC LIMIT 1;
+        IF FOUND AND NOT v_lmore
+           AND pg_snapshot_xmax(v_asked)::text::bigint - pg_snapshot_xmax(v_lsnap)::text::bigint <= 64 THEN
+            IF NOT EXISTS (
+                SELECT 1 FROM (SELECT g::text::xid8 AS x
+                               FROM generate_series(pg_snapshot_xmax(v_lsnap)::text::bigint, pg_snapshot_xmax(v_asked)::text::bigint - 1) g
+                               UNION ALL
+                               SELECT x FROM pg_snapshot_xip(v_lsnap) x) c
+                WHERE c.x < pg_snapshot_xmax(v_asked) AND pg_visible_in_snapshot(c.x, v_asked)
+                  AND c.x::text::bigint % 4294967296 <> v_writer) THEN
+                RETURN;
+            END IF;
+        END IF;
         v_lanes := ARRAY[v_lane];
     ELSE
         SELECT coalesce(array_agg(w.priority ORDER BY w.priority), '{}'), coalesce(array_agg(w.ready_at ORDER BY w.priority), '{}'), coalesce(array_agg(w.served_at ORDER BY w.priority), '{}')
@@ -552,7 +592,7 @@ BEGIN
     END LOOP;
 END $function$;
 COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean) IS
-    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks), for a caller that starts every job it takes at once (claim_start).';
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap and was taken in a snapshot that sees every transaction the call''s own first snapshot sees returns nothing at once, without looking at the job table: every job committed before the call is in a batch, and a job committed since comes with its own notification.';
 
 CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
@@ -563,6 +603,16 @@ CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p
 AS $function$
 #variable_conflict use_column
 BEGIN
+    IF NOT coalesce(p_retry, false) AND (coalesce(p_start, 0) <= 0 OR p_start >= p_max_jobs) THEN
+        -- No start row to write here: none (every job goes to a busy
+        -- worker), or every job to an idle one, which the claim marks
+        -- itself (new batches on their ticks, an adopted one by its row).
+        -- The claim's rows go out as they are, and an empty claim (most
+        -- of the claims of a queue that several processes work) plans
+        -- and runs no insert.
+        RETURN QUERY SELECT * FROM millrace.claim(p_queue, p_owner, p_req, false, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start > 0, false));
+        RETURN;
+    END IF;
     -- One statement: the claim's rows, numbered in the order it returns
     -- them, go out as they are, and the first p_start that are not
     -- cancelled get their start marks (one row per batch), rather than a
