@@ -466,8 +466,10 @@ func (c *Client) Start(ctx context.Context) error {
 				// When the pool goes through a pooler (SessionURL set), a
 				// backend's process id says nothing about which client
 				// sent: every notification wakes.
+				// Every process working the queue hears it; one that keeps
+				// losing them to others answers after its yield.
 				if c.cfg.SessionURL != "" || !c.sender.Own(pid) {
-					c.workers.Wake(payload)
+					c.workers.WakeRemote(payload)
 				}
 			}
 		},

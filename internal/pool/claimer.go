@@ -20,6 +20,25 @@ func (p *Pool) Wake(queueName string) {
 	}
 }
 
+// WakeRemote tells a queue's claimer that another process announced new
+// jobs. A claimer that has been losing announcements to other processes
+// answers it after its yield (Config.Yield); a job committed meanwhile
+// is taken by whichever claim comes first.
+func (p *Pool) WakeRemote(queueName string) {
+	if q, ok := p.queues[queueName]; ok {
+		select {
+		case q.heard <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// DefaultYield is Config.Yield's default: a process that keeps losing
+// announcements claims for them at most 20 times a second, and a job no
+// other process could take (they are full) waits at most this long for
+// it.
+const DefaultYield = 50 * time.Millisecond
+
 // WakeAll wakes every claimer (after a reconnect, notifications may have
 // been missed).
 func (p *Pool) WakeAll() {
@@ -38,6 +57,10 @@ func (p *Pool) claim(q *queue) {
 	// sent again with retry set: if the failed call committed and only its
 	// reply was lost, its batch comes back instead of being stranded.
 	var req int64
+	// yield is how long an announcement of another process waits before
+	// this claimer answers it: 0 while its claims take jobs, doubling
+	// while they find the queue's newest batch taken by another process.
+	var yield time.Duration
 	retry := false
 	retryOwner := int32(0)
 	for ctx.Err() == nil {
@@ -74,7 +97,7 @@ func (p *Pool) claim(q *queue) {
 		// (nothing else feeds them): the claim records their starts.
 		lim.Start = int(q.idle.Load())
 		replay := retry
-		sbs, err := p.cfg.Store.Claim(ctx, q.name, owner, req, retry, lim)
+		sbs, takenBy, err := p.cfg.Store.ClaimSeen(ctx, q.name, owner, req, retry, lim)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -92,14 +115,19 @@ func (p *Pool) claim(q *queue) {
 		backoff = 10 * time.Millisecond
 		retry = false
 		if len(sbs) == 0 {
+			if takenBy != 0 && takenBy != owner && p.cfg.Yield > 0 {
+				// Another process took what this claim was woken for.
+				yield = min(max(2*yield, time.Millisecond), p.cfg.Yield)
+			}
 			// Nothing to claim: wait for a notification, polling as a
 			// fallback, less often the longer the queue stays idle.
 			var ok bool
-			if idle, ok = p.idle(q, idle); !ok {
+			if idle, ok = p.idle(q, idle, yield); !ok {
 				return
 			}
 			continue
 		}
+		yield = 0
 		idle = p.cfg.Poll
 		n, bytes := 0, 0
 		for _, sb := range sbs {
@@ -143,7 +171,7 @@ func (p *Pool) claim(q *queue) {
 		}
 		if drained {
 			var ok bool
-			if idle, ok = p.idle(q, p.cfg.Poll); !ok {
+			if idle, ok = p.idle(q, p.cfg.Poll, 0); !ok {
 				return
 			}
 		}
@@ -151,7 +179,7 @@ func (p *Pool) claim(q *queue) {
 }
 
 // idle waits, after a claim that found nothing, until the queue may have
-// work: a notification (Wake), or the end of the fallback wait, which
+// work: a wake-up (Wake, or WakeRemote followed by yield), or the end of the fallback wait, which
 // doubles from Poll up to MaxPoll while nothing comes. Once the wait is
 // ProbeFrom or longer, its end does not lead to a claim at once: the
 // prober asks the database, in one statement for every queue waiting so,
@@ -160,7 +188,7 @@ func (p *Pool) claim(q *queue) {
 // queues cost one statement a second rather than a claim transaction
 // each every MaxPoll. It returns the wait to use after the next empty
 // claim, and false when the pool stops.
-func (p *Pool) idle(q *queue, wait time.Duration) (time.Duration, bool) {
+func (p *Pool) idle(q *queue, wait, yield time.Duration) (time.Duration, bool) {
 	ctx := p.claimCtx
 	maxWait := max(p.cfg.MaxPoll, p.cfg.Poll)
 	for {
@@ -173,6 +201,9 @@ func (p *Pool) idle(q *queue, wait time.Duration) (time.Duration, bool) {
 		case <-q.wake:
 			t.Stop()
 			return p.cfg.Poll, true
+		case <-q.heard:
+			t.Stop()
+			return p.cfg.Poll, p.yield(q, yield)
 		case <-t.C:
 		}
 		ask := wait >= p.cfg.ProbeFrom
@@ -186,6 +217,8 @@ func (p *Pool) idle(q *queue, wait time.Duration) (time.Duration, bool) {
 			return 0, false
 		case <-q.wake:
 			return p.cfg.Poll, true
+		case <-q.heard:
+			return p.cfg.Poll, p.yield(q, yield)
 		case p.probes <- pr:
 		}
 		select {
@@ -193,12 +226,32 @@ func (p *Pool) idle(q *queue, wait time.Duration) (time.Duration, bool) {
 			return 0, false
 		case <-q.wake:
 			return p.cfg.Poll, true
+		case <-q.heard:
+			return p.cfg.Poll, p.yield(q, yield)
 		case work := <-pr.work:
 			if work {
 				return wait, true
 			}
 		}
 	}
+}
+
+// yield waits d before a claim answers another process's announcement
+// (a local wake-up ends it at once); false when the pool stops.
+func (p *Pool) yield(q *queue, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	p.yielded.Fire(d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.claimCtx.Done():
+		return false
+	case <-q.wake:
+	case <-t.C:
+	}
+	return true
 }
 
 // probe asks the prober whether queue may have work; the answer comes on

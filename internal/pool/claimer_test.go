@@ -276,3 +276,146 @@ func TestIdleQueuesAskOnceForAll(t *testing.T) {
 		t.Fatalf("job %d, committed without a notification to an idle queue, did not start within %s", id, wait)
 	}
 }
+
+// claimsBy counts the claims of process owner so far.
+func claimsBy(e *env, owner int32) int {
+	n := 0
+	for _, c := range e.trace.calls("claim_start") {
+		if c.args[1].(int32) == owner {
+			n++
+		}
+	}
+	return n
+}
+
+// TestALoserOfAnnouncementsYields: two processes hear every announcement
+// (WakeRemote) and the first claim takes the job. A claimer whose claims
+// keep finding the other's batch waits before it answers the next ones
+// (up to Yield), so the announcements it hears meanwhile cost one claim,
+// not one each; every job still runs once. With Yield off, each
+// announcement costs a claim in each process.
+func TestALoserOfAnnouncementsYields(t *testing.T) {
+	for _, yield := range []time.Duration{200 * time.Millisecond, -1} {
+		t.Run(fmt.Sprint("yield=", yield), func(t *testing.T) {
+			e := newEnv(t)
+			ran := make(chan int64, 100)
+			handle := func(ctx context.Context, run *Run) error {
+				ran <- run.Job.ID
+				return nil
+			}
+			// Four workers: a claim of one job is below its cap (a batch at
+			// its cap sends the next claim to look at the lane).
+			a := e.pool(Config{Poll: time.Hour, Yield: yield, Handle: handle, Queues: map[string]int{"q": 4}})
+			b := e.pool(Config{Poll: time.Hour, Yield: yield, Handle: handle, Queues: map[string]int{"q": 4}})
+			b.SetOwner(e.register())
+			e.start(a)
+			e.start(b)
+			e.waitFor("both claimers to find nothing", func() bool { return e.trace.emptyClaims() >= 2 })
+			before := len(e.trace.calls("claim_start"))
+			const jobs = 200
+			seen := map[int64]int{}
+			for range jobs {
+				id := e.enqueue()
+				a.WakeRemote("q")
+				b.WakeRemote("q")
+				got := next(t, ran, "the announced job to run")
+				seen[got]++
+				if got != id {
+					t.Fatalf("job %d ran, want %d", got, id)
+				}
+			}
+			for id, n := range seen {
+				if n != 1 {
+					t.Fatalf("job %d ran %d times", id, n)
+				}
+			}
+			// Let the claims still owed to the last announcements happen.
+			e.waitFor("both claimers to wait again", func() bool {
+				return len(e.trace.calls("claim_start")) >= before+jobs
+			})
+			claims := len(e.trace.calls("claim_start")) - before
+			t.Logf("%d announcements heard by two processes: %d claims (%d by the first, %d by the second)",
+				jobs, claims, claimsBy(e, e.owner), claimsBy(e, b.Owner()))
+			// Measured under -race: 208-275 with a yield, 393-398 without.
+			if yield > 0 && claims > jobs*8/5 {
+				t.Fatalf("%d claims for %d announcements heard by two processes; want at most %d (the loser yields)", claims, jobs, jobs*8/5)
+			}
+			if yield < 0 && claims < jobs*3/2 {
+				t.Fatalf("%d claims for %d announcements with no yield; want about two each (the test would not tell)", claims, jobs)
+			}
+		})
+	}
+}
+
+// TestAYieldingClaimerStillAnswers: a job that the process winning the
+// announcements cannot take (its two workers are busy and a job waits in
+// its buffer) is taken by the process that has been yielding, within its
+// yield: a yield delays an answer, never drops it.
+func TestAYieldingClaimerStillAnswers(t *testing.T) {
+	e := newEnv(t)
+	release := make(chan struct{})
+	type start struct {
+		pool string
+		id   int64
+	}
+	started := make(chan start, 100)
+	handle := func(name string) Handler {
+		return func(ctx context.Context, run *Run) error {
+			started <- start{name, run.Job.ID}
+			if name == "a" {
+				<-release
+			}
+			return nil
+		}
+	}
+	a := e.pool(Config{Poll: time.Hour, Handle: handle("a"), Queues: map[string]int{"q": 2}})
+	b := e.pool(Config{Poll: time.Hour, Yield: 100 * time.Millisecond, Handle: handle("b")})
+	b.SetOwner(e.register())
+	b.yielded.Arm()
+	e.start(a)
+	e.waitFor("a to find nothing", func() bool { return e.trace.emptyClaims() >= 1 })
+	e.start(b)
+	e.waitFor("b to find nothing", func() bool { return e.trace.emptyClaims() >= 2 })
+	defer close(release)
+	// takes counts a's claims that returned a job.
+	takes := func() int {
+		n := 0
+		for _, c := range e.trace.calls("claim_start") {
+			if c.args[1].(int32) == e.owner && c.rows > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	// a takes the first job and runs it until released; b, woken after,
+	// finds a's batch, and yields at the next announcement.
+	first := e.enqueue()
+	a.WakeRemote("q")
+	if got := next(t, started, "a to start the first job"); got != (start{"a", first}) {
+		t.Fatalf("started %+v, want a's run of %d", got, first)
+	}
+	b.WakeRemote("q")
+	e.waitFor("b to claim after a", func() bool { return claimsBy(e, b.Owner()) >= 2 })
+	b.WakeRemote("q")
+	if d := b.yielded.Wait(t, wait); d <= 0 {
+		t.Fatalf("b yielded %v", d)
+	}
+	// The second job takes a's other worker; the third waits in a's
+	// buffer.
+	second := e.enqueue()
+	a.WakeRemote("q")
+	if got := next(t, started, "a to start the second job"); got != (start{"a", second}) {
+		t.Fatalf("started %+v, want a's run of %d", got, second)
+	}
+	third := e.enqueue()
+	a.WakeRemote("q")
+	e.waitFor("a to buffer the third job", func() bool { return takes() >= 3 })
+	// The fourth: a cannot take it (its buffer is not empty); b answers
+	// after its yield and runs it.
+	fourth := e.enqueue()
+	a.WakeRemote("q")
+	b.WakeRemote("q")
+	if got := next(t, started, "b to start the fourth job"); got != (start{"b", fourth}) {
+		t.Fatalf("started %+v, want b's run of %d (the third, %d, waits in a's buffer)", got, fourth, third)
+	}
+}

@@ -82,6 +82,14 @@ type Config struct {
 	// at a few hundred jobs per second or more, one flush carries several
 	// acks, and one synchronous commit makes them all durable).
 	FlushDelay time.Duration
+	// Yield is the longest a claimer that keeps losing announcements waits
+	// before it answers one (default DefaultYield; negative: never waits).
+	// Every announcement of another process (WakeRemote) reaches every
+	// process working the queue, and the first claim takes its jobs; a
+	// claim that finds the queue's newest batch taken by another process
+	// doubles the claimer's wait (from 1 ms up to Yield), and a claim that
+	// returns jobs ends it. Its own inserts (Wake) never wait.
+	Yield time.Duration
 	// OnClaim observes each claim that returned jobs.
 	OnClaim func(queue string, d time.Duration, n int)
 	// OnFenced is told when a flush found a batch re-leased elsewhere.
@@ -153,7 +161,8 @@ type queue struct {
 	name    string
 	workers int
 	jobs    chan item
-	wake    chan struct{}
+	wake    chan struct{} // a wake-up to answer at once: a local insert, a reconnect
+	heard   chan struct{} // another process's announcement (WakeRemote)
 	taken   chan struct{} // a worker took a job from jobs
 	idle    atomic.Int32  // workers waiting for a job
 }
@@ -171,6 +180,10 @@ type Pool struct {
 	// idleWait fires with the wait a claimer chose after a claim that
 	// found nothing (tests only).
 	idleWait testsignal.Signal[time.Duration]
+
+	// yielded fires with each wait before a claim answers another
+	// process's announcement (tests only).
+	yielded testsignal.Signal[time.Duration]
 
 	// probes carries the long-idle claimers' questions to the prober.
 	probes chan probe

@@ -250,11 +250,27 @@ const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_
 // up to and past the tick's commit record. A tick lost in a crash of
 // Postgres only means its jobs, none of them acked, are claimed again.
 func (s *Store) Claim(ctx context.Context, queue string, owner int32, req int64, retry bool, lim Limits) ([]*Batch, error) {
+	batches, _, err := s.ClaimSeen(ctx, queue, owner, req, retry, lim)
+	return batches, err
+}
+
+// claimedBySQL reads, in a claim's transaction, the process that took the
+// batch which left the claim nothing (millrace.claimed_by, set by the
+// claim's short cut; 0 when it was not taken).
+const claimedBySQL = "SELECT coalesce(nullif(current_setting('millrace.claimed_by', true), ''), '0')::int"
+
+// ClaimSeen is Claim, and also says, when the claim returned nothing at
+// once because the queue's newest batch already held every job the call
+// could know of, which process took that batch (takenBy; 0 otherwise, or
+// when the claim returned jobs). A claimer that keeps finding another
+// process's batch there lost the race for each announcement, and may
+// answer them later (internal/pool). It costs one more statement in the
+// claim's round trip.
+func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req int64, retry bool, lim Limits) (batches []*Batch, takenBy int32, err error) {
 	starve := lim.Starve
 	if starve <= 0 {
 		starve = 5 * time.Second
 	}
-	var batches []*Batch
 	byTick := map[int64]*Batch{}
 	scan := func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -277,10 +293,21 @@ func (s *Store) Claim(ctx context.Context, queue string, owner int32, req int64,
 		}
 		return nil
 	}
-	if err := PoolTx(ctx, s.Pool, TxOpts{AsyncCommit: true}, scan, claimSQL, queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start); err != nil {
-		return nil, err
+	c, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, 0, err
 	}
-	return batches, nil
+	defer c.Release()
+	err = runTx(ctx, c.Conn(), TxOpts{AsyncCommit: true},
+		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start}, scan: scan},
+		stmt{sql: claimedBySQL, scan: scanOne(&takenBy)})
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(batches) > 0 {
+		takenBy = 0
+	}
+	return batches, takenBy, nil
 }
 
 // QueuesWithWork returns the queues of names that a claim might find

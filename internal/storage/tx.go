@@ -77,16 +77,32 @@ type Conn interface {
 // nil; it must read the rows it wants and may stop early). A transaction
 // left open by a failure is rolled back, so that conn can be used again.
 func RunTx(ctx context.Context, conn Conn, o TxOpts, scan func(pgx.Rows) error, sql string, args ...any) error {
+	return runTx(ctx, conn, o, stmt{sql: sql, args: args, scan: scan})
+}
+
+// stmt is one statement of a protocol transaction and what reads its rows
+// (nil: none are read).
+type stmt struct {
+	sql  string
+	args []any
+	scan func(pgx.Rows) error
+}
+
+// runTx is RunTx with several statements, run in order in the one
+// transaction and round trip.
+func runTx(ctx context.Context, conn Conn, o TxOpts, stmts ...stmt) error {
 	var b pgx.Batch
 	b.Queue(beginRC)
 	set := o.settings()
 	if set != "" {
 		b.Queue(set)
 	}
-	b.Queue(sql, args...)
+	for _, st := range stmts {
+		b.Queue(st.sql, st.args...)
+	}
 	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, &b)
-	err := readTx(br, set != "", scan)
+	err := readTx(br, set != "", stmts)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -105,7 +121,7 @@ func RunTx(ctx context.Context, conn Conn, o TxOpts, scan func(pgx.Rows) error, 
 	return err
 }
 
-func readTx(br pgx.BatchResults, hasSet bool, scan func(pgx.Rows) error) error {
+func readTx(br pgx.BatchResults, hasSet bool, stmts []stmt) error {
 	if _, err := br.Exec(); err != nil {
 		return err
 	}
@@ -114,19 +130,21 @@ func readTx(br pgx.BatchResults, hasSet bool, scan func(pgx.Rows) error) error {
 			return err
 		}
 	}
-	rows, err := br.Query()
-	if err != nil {
-		return err
-	}
-	if scan != nil {
-		err = scan(rows)
-	}
-	rows.Close()
-	if err == nil {
-		err = rows.Err()
-	}
-	if err != nil {
-		return err
+	for _, st := range stmts {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if st.scan != nil {
+			err = st.scan(rows)
+		}
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+		if err != nil {
+			return err
+		}
 	}
 	tag, err := br.Exec()
 	if err != nil {

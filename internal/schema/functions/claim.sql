@@ -389,7 +389,7 @@ DECLARE
     v_asked pg_snapshot := pg_current_snapshot();  -- before the lock: what the caller can have been told of
     v_lsnap pg_snapshot;            -- the lane's newest tick: its snapshot,
     v_lmore boolean;                -- whether it stopped at a cap,
-    v_writer bigint;                -- and its writer's xid
+    v_lowner integer;               -- and the process that took it
 BEGIN
     IF p_max_jobs IS NULL OR p_max_jobs < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
         RAISE EXCEPTION 'millrace: claim limits must be positive' USING ERRCODE = '22023';
@@ -480,26 +480,33 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM millrace.job j WHERE j.queue = p_queue AND j.priority > v_lane) THEN
         -- An empty claim's short cut (most claims of a queue that several
         -- processes work are woken by a job another claim took): the
-        -- lane's newest tick was not cut at a cap and its snapshot sees
-        -- every transaction v_asked sees, so every job committed before
-        -- this call began is in a batch. Jobs committed since come with
-        -- their own wake (a notification, or the local insert's), so the
-        -- claim may return nothing without looking at the job table.
-        -- The tick's own writer is the one transaction after its snapshot
-        -- known to hold no job of the lane; at most 64 xids are looked at.
-        SELECT t.snap, t.more, t.xmin::text::bigint INTO v_lsnap, v_lmore, v_writer
+        -- lane's newest tick was not cut at a cap, and no job of the lane
+        -- that v_asked sees is past it (committed after its snapshot, or
+        -- in flight then): every job committed before this call began is
+        -- in a batch. Jobs committed since come with their own wake (a
+        -- notification, or the local insert's), so the claim returns
+        -- nothing, by the same index probes lane_take would make, without
+        -- lane_take's calls and a tick id. Written as ordered LIMIT 1
+        -- probes, as lanes_waiting's: an EXISTS may be planned as a scan.
+        SELECT t.snap, t.more, t.owner INTO v_lsnap, v_lmore, v_lowner
         FROM millrace.tick t WHERE t.queue = p_queue AND t.priority = v_lane ORDER BY t.tick_id DESC LIMIT 1;
         IF FOUND AND NOT v_lmore
-           AND pg_snapshot_xmax(v_asked)::text::bigint - pg_snapshot_xmax(v_lsnap)::text::bigint <= 64 THEN
-            IF NOT EXISTS (
-                SELECT 1 FROM (SELECT g::text::xid8 AS x
-                               FROM generate_series(pg_snapshot_xmax(v_lsnap)::text::bigint, pg_snapshot_xmax(v_asked)::text::bigint - 1) g
-                               UNION ALL
-                               SELECT x FROM pg_snapshot_xip(v_lsnap) x) c
-                WHERE c.x < pg_snapshot_xmax(v_asked) AND pg_visible_in_snapshot(c.x, v_asked)
-                  AND c.x::text::bigint % 4294967296 <> v_writer) THEN
-                RETURN;
-            END IF;
+           AND (SELECT j.id FROM millrace.job j WHERE j.queue = p_queue AND j.priority = v_lane
+                  AND j.txid >= pg_snapshot_xmax(v_lsnap) AND j.txid < pg_snapshot_xmax(v_asked)
+                  AND pg_visible_in_snapshot(j.txid, v_asked)
+                ORDER BY j.txid, j.id LIMIT 1) IS NULL
+           AND (SELECT f.id FROM pg_snapshot_xip(v_lsnap) xp(txid)
+                CROSS JOIN LATERAL (SELECT j.id FROM millrace.job j  -- a probe per xid
+                                    WHERE j.queue = p_queue AND j.priority = v_lane AND j.txid = xp.txid
+                                    ORDER BY j.id LIMIT 1) f
+                WHERE pg_visible_in_snapshot(xp.txid, v_asked)
+                LIMIT 1) IS NULL THEN
+            -- Which process took the newest batch, for the caller to read
+            -- in this transaction (millrace.claimed_by): a claimer that
+            -- keeps finding another's batch there answers announcements
+            -- later (internal/pool, the yield).
+            PERFORM set_config('millrace.claimed_by', v_lowner::text, true);
+            RETURN;
         END IF;
         v_lanes := ARRAY[v_lane];
     ELSE
@@ -592,7 +599,7 @@ BEGIN
     END LOOP;
 END $function$;
 COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean) IS
-    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap and was taken in a snapshot that sees every transaction the call''s own first snapshot sees returns nothing at once, without looking at the job table: every job committed before the call is in a batch, and a job committed since comes with its own notification.';
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch.';
 
 CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
