@@ -283,3 +283,53 @@ func TestClaimOfManyLanesReadsNoBacklog(t *testing.T) {
 		}
 	}
 }
+
+// TestPromoteReadsOnlyWhatIsNew: a promote round reads, by index, the
+// schedule's rows that fell due since the last round and those written
+// since it, not every promoted row the schedule still holds until its
+// next compaction. With generic plans, the round's look for late commits
+// (rows written since the last round, due by its time) was planned on
+// the due-time index and read every promoted row: the full mix at 800/s
+// in four processes spent 5 ms of a round reading 4,500 of them.
+func TestPromoteReadsOnlyWhatIsNew(t *testing.T) {
+	ctx := context.Background()
+	pool := oneSession(t, map[string]string{"plan_cache_mode": "force_generic_plan"})
+	s := &Store{Pool: pool}
+	schedule := func(n int) {
+		t.Helper()
+		due := time.Now().Add(200 * time.Millisecond)
+		jobs := make([]NewJob, n)
+		for i := range jobs {
+			jobs[i] = NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), MaxAttempts: 3, RunAt: due}
+		}
+		ins, err := Insert(ctx, pool, jobs, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range ins {
+			if !r.Scheduled {
+				t.Fatalf("a job due in 200 ms was not scheduled: %+v", r)
+			}
+		}
+		testkit.WaitFor(t, "the jobs to fall due", 10*time.Second, func() bool { return time.Now().After(due) })
+	}
+	promote := func(want int64) {
+		t.Helper()
+		n, err := s.Promote(ctx, 0, 1<<40) // no compaction: the promoted rows stay
+		if err != nil || n != want {
+			t.Fatalf("promote: %d, %v; want %d", n, err, want)
+		}
+	}
+	// Rounds with a round before them, as the promoter runs them.
+	promote(0)
+	schedule(2000)
+	promote(2000)
+	for round := range 3 {
+		schedule(1)
+		before := indexReads(t, pool, "relname LIKE 'sched%'")
+		promote(1)
+		if read := indexReads(t, pool, "relname LIKE 'sched%'") - before; read > 100 {
+			t.Fatalf("round %d: promoting one job read %d schedule index entries (2,000 promoted rows are kept until compaction)", round, read)
+		}
+	}
+}

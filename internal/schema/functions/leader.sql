@@ -385,8 +385,14 @@ BEGIN
             SELECT s.* FROM millrace.sched s
             WHERE v_last IS NOT NULL AND s.due_at > v_last.upto AND s.due_at <= v_now AND pg_visible_in_snapshot(s.txid, v_snap)
             UNION ALL
+            -- Rows written since the last round, due by its time (late
+            -- commits): read by txid, bounded on both sides. Every row
+            -- promoted since the last compaction is due by then too, so
+            -- the due time is kept from the index (+ 0): planned on the
+            -- due-time index, this read all of them at every round.
             SELECT s.* FROM millrace.sched s
-            WHERE v_last IS NOT NULL AND s.txid >= pg_snapshot_xmax(v_last.snap) AND s.due_at <= v_last.upto
+            WHERE v_last IS NOT NULL AND s.txid >= pg_snapshot_xmax(v_last.snap) AND s.txid < pg_snapshot_xmax(v_snap)
+              AND s.due_at + interval '0' <= v_last.upto
               AND pg_visible_in_snapshot(s.txid, v_snap)
             UNION ALL
             SELECT s.* FROM millrace.sched s
