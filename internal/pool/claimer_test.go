@@ -396,10 +396,14 @@ func TestAYieldingClaimerStillAnswers(t *testing.T) {
 	}
 	b.WakeRemote("q")
 	e.waitFor("b to claim after a", func() bool { return claimsBy(e, b.Owner()) >= 2 })
+	c := claimsBy(e, b.Owner())
 	b.WakeRemote("q")
 	if d := b.yielded.Wait(t, wait); d <= 0 {
 		t.Fatalf("b yielded %v", d)
 	}
+	// The claim that ends the yield, before any other job is enqueued
+	// (it would take it).
+	e.waitFor("b's claim after its yield", func() bool { return claimsBy(e, b.Owner()) > c })
 	// The second job takes a's other worker; the third waits in a's
 	// buffer.
 	second := e.enqueue()
