@@ -341,10 +341,14 @@ func TestStuckBatchIsReleased(t *testing.T) {
 	if _, err := s.Flush(ctx, 6, 1, true, []Ack{{Batch: adopted, Job: &adopted.Jobs[0], State: AckCompleted}}, []*Batch{adopted}); err != nil {
 		t.Fatal(err)
 	}
-	var acks int
-	pool.QueryRow(ctx, "SELECT count(*) FROM millrace.ack").Scan(&acks)
-	if acks != 1 {
-		t.Fatalf("%d acks stored; want only the adopter's", acks)
+	// The adopter's flush finished the batch: its completion is the batch's
+	// done row and the job's history row, and no ack row.
+	var acks, done int
+	var owners []int32
+	pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM millrace.ack), (SELECT count(*) FROM millrace.done WHERE tick_id = $1)", old.TickID).Scan(&acks, &done)
+	pool.QueryRow(ctx, "SELECT array_agg(owner) FROM millrace.finished WHERE id = $1", old.Jobs[0].ID).Scan(&owners)
+	if acks != 0 || done != 1 || len(owners) != 1 || owners[0] != 6 {
+		t.Fatalf("%d acks, %d done rows, history written by %v; want only the adopter's completion (process 6)", acks, done, owners)
 	}
 }
 

@@ -67,10 +67,18 @@ BEGIN
     INTO v_new
     FROM unnest(p_job, p_tick) WITH ORDINALITY AS u(j, t, i);
 
+    -- A completed job of a batch this flush finishes gets no ack row: the
+    -- batch's done row, written below in this transaction, says that
+    -- every job of it has an outcome, and a job of a done batch with no
+    -- other ack completed (its history row says so). Nothing reads the
+    -- acks of a done batch: reclaim, rescue and adoption read those of
+    -- open batches, and a flush or completion of a done batch is fenced.
+    -- At 800 jobs/s a batch holds one or two jobs and nearly every one
+    -- closes in the flush that completes it: 178 bytes of WAL a job.
     INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt, error)
     SELECT v_slot, u.j, u.t, u.k, u.s, u.a, u.e
     FROM unnest(p_job, p_tick, p_token, p_state, p_attempt, p_error) WITH ORDINALITY AS u(j, t, k, s, a, e, i)
-    WHERE v_new[u.i];
+    WHERE v_new[u.i] AND NOT (u.s = 1 AND u.t = ANY (p_done_tick));
 
     -- Failed (2) and snoozed (5) attempts go to the schedule; most
     -- flushes have none, and the statement would unnest every array.
