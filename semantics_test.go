@@ -839,11 +839,19 @@ func TestHistoryRetention(t *testing.T) {
 	c := startClient(t, pool, countingWorkers(s, 0), millrace.Config{})
 	r := mustInsert(t, c, countArgs{N: 1}, nil)
 	waitFor(t, "completion", 10*time.Second, func() bool { return jobState(t, pool, r.ID) == millrace.JobCompleted })
-	// Age one row by moving it to an old bucket, as the owner can.
-	if _, err := pool.Exec(ctx, `INSERT INTO millrace.finished SELECT millrace.history_bucket(1::smallint, now() - interval '30 hours'),
-		id + 1000, attempt, state, queue, kind, args, priority, max_attempts, created_at, started_at, now() - interval '30 hours', error, owner
-		FROM millrace.finished WHERE id = $1`, r.ID); err != nil {
+	// Age a copy of its completed row (a job 1000 ids later) by writing it
+	// into an old bucket, as the owner can.
+	if _, err := pool.Exec(ctx, `INSERT INTO millrace.completed (bucket, blk, queue, owner, at, kind, priority, attempt,
+		    max_attempts, ids, created_at, started_at, finished_at)
+		SELECT millrace.history_bucket(1::smallint, now() - interval '30 hours'), ($1 + 1000) / 32, c.queue, c.owner,
+		       now() - interval '30 hours', ARRAY[millrace.pick(c.kind, k)], ARRAY[millrace.pick(c.priority, k)],
+		       ARRAY[millrace.pick(c.attempt, k)], ARRAY[millrace.pick(c.max_attempts, k)], ARRAY[$1 + 1000],
+		       ARRAY[c.created_at[k]], ARRAY[c.started_at[k]], ARRAY[now() - interval '30 hours']
+		FROM millrace.completed c CROSS JOIN LATERAL array_position(c.ids, $1::bigint) k WHERE k IS NOT NULL`, r.ID); err != nil {
 		t.Fatal(err)
+	}
+	if st := jobState(t, pool, r.ID+1000); st != millrace.JobCompleted {
+		t.Fatalf("the aged copy reads %q; want completed until its bucket expires", st)
 	}
 	// The leader's own round may truncate the old bucket first: then this
 	// one finds nothing to do.

@@ -60,8 +60,7 @@ type QueueRow struct {
 func Queues(ctx context.Context, q Querier, rate bool) ([]QueueRow, error) {
 	rows, err := q.Query(ctx, `
 WITH c AS (SELECT * FROM millrace.queue_counts()),
-r AS (SELECT h.queue, count(*) AS n FROM millrace.history h
-      WHERE $1 AND h.state = 'completed' AND h.finished_at > clock_timestamp() - interval '1 minute' GROUP BY h.queue)
+r AS (SELECT x.queue, x.n FROM millrace.completed_since(clock_timestamp() - interval '1 minute') x WHERE $1)
 SELECT c.queue, c.available, c.running, c.scheduled, c.discarded, c.completed, c.cancelled, c.paused,
        coalesce(extract(epoch FROM clock_timestamp() - c.oldest_available), 0)::float8,
        coalesce(r.n, 0) / 60.0::float8
@@ -160,9 +159,12 @@ SELECT * FROM (
     UNION ALL
     SELECT h.id, h.queue, h.kind, h.state, h.args, h.priority::int, h.attempt, h.max_attempts, h.created_at,
            NULL, h.started_at, h.finished_at, h.error, h.owner, false
-    FROM millrace.history h
+    -- one job's history by its id (the view filtered by id reads every
+    -- row of completed history)
+    FROM (SELECT * FROM millrace.history WHERE $1::bigint = 0
+          UNION ALL SELECT * FROM millrace.job_history($1) WHERE $1::bigint <> 0) h
     WHERE ($4::text = '' OR $4::text NOT IN ('available', 'running', 'scheduled'))
-      AND ($1::bigint = 0 OR h.id = $1) AND ($2::text = '' OR h.queue = $2) AND ($3::text = '' OR h.kind = $3) AND ($4::text = '' OR h.state = $4)
+      AND ($2::text = '' OR h.queue = $2) AND ($3::text = '' OR h.kind = $3) AND ($4::text = '' OR h.state = $4)
       AND ($5::timestamptz IS NULL OR h.finished_at >= $5)
 ) x
 ORDER BY live DESC, coalesce(finished_at, created_at) DESC, id DESC, attempt DESC
@@ -231,7 +233,7 @@ WHERE s.state IN ('available', 'running', 'scheduled')`
 	jobHistorySQL = `
 SELECT h.id, h.queue, h.kind, h.state, h.args, h.priority::int, h.attempt, h.max_attempts, h.created_at,
        NULL, h.started_at, h.finished_at, h.error, h.owner, false
-FROM millrace.history h WHERE h.id = $1`
+FROM millrace.job_history($1) h`
 )
 
 // GetJob returns a job's live row (if any), read as how says, and its

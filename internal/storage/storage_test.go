@@ -346,7 +346,7 @@ func TestStuckBatchIsReleased(t *testing.T) {
 	var acks, done int
 	var owners []int32
 	pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM millrace.ack), (SELECT count(*) FROM millrace.done WHERE tick_id = $1)", old.TickID).Scan(&acks, &done)
-	pool.QueryRow(ctx, "SELECT array_agg(owner) FROM millrace.finished WHERE id = $1", old.Jobs[0].ID).Scan(&owners)
+	pool.QueryRow(ctx, "SELECT array_agg(owner) FROM millrace.job_history($1)", old.Jobs[0].ID).Scan(&owners)
 	if acks != 0 || done != 1 || len(owners) != 1 || owners[0] != 6 {
 		t.Fatalf("%d acks, %d done rows, history written by %v; want only the adopter's completion (process 6)", acks, done, owners)
 	}

@@ -284,13 +284,14 @@ func (s *Strategy) Tables() []string {
 	return names
 }
 
-// HistoryTables lists the buckets of millrace.finished, the history of
-// finished attempts (kept 24 h for completed jobs, 7 days for the others),
-// whose growth is the retention's, not the queue's.
+// HistoryTables lists the buckets of millrace.finished and
+// millrace.completed, the history of finished attempts (kept 24 h for
+// completed jobs, 7 days for the others), whose growth is the retention's,
+// not the queue's.
 func (s *Strategy) HistoryTables() []string {
 	var out []string
 	for _, t := range s.Tables() {
-		if strings.HasPrefix(t, "millrace.finished_") {
+		if strings.HasPrefix(t, "millrace.finished_") || strings.HasPrefix(t, "millrace.completed_") {
 			out = append(out, t)
 		}
 	}

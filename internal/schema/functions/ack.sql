@@ -106,14 +106,32 @@ BEGIN
     -- bucket depends on its state only as completed or not).
     v_b_done := millrace.history_bucket(1::smallint, clock_timestamp());
     v_b_other := millrace.history_bucket(3::smallint, clock_timestamp());
+    -- Completed attempts (version 11): one row per queue and block of 32
+    -- job ids, its index entries shared by every job of it; kind,
+    -- priority, attempt and max attempts are kept once when every job of
+    -- the row has the same (squeeze). No args: the client sends none.
+    IF 1 = ANY (p_state) THEN
+        INSERT INTO millrace.completed (bucket, blk, queue, owner, at, kind, priority, attempt, max_attempts, ids,
+                                        created_at, started_at, finished_at)
+        SELECT v_b_done, g.blk, g.q, p_owner, clock_timestamp(), millrace.squeeze(g.kd), millrace.squeeze(g.p),
+               millrace.squeeze(g.a), millrace.squeeze(g.m), g.ids, g.c, g.st, g.f
+        FROM (SELECT u.j / 32 AS blk, u.q, array_agg(u.j ORDER BY u.j) AS ids, array_agg(u.kd ORDER BY u.j) AS kd,
+                     array_agg(u.p ORDER BY u.j) AS p, array_agg(u.a ORDER BY u.j) AS a, array_agg(u.m ORDER BY u.j) AS m,
+                     array_agg(u.c ORDER BY u.j) AS c,
+                     array_agg(least(u.st + v_off, clock_timestamp()) ORDER BY u.j) AS st,
+                     array_agg(coalesce(least(u.f + v_off, clock_timestamp()), clock_timestamp()) ORDER BY u.j) AS f
+              FROM unnest(p_job, p_state, p_attempt, p_queue, p_kind, p_priority, p_max_attempts, p_created_at,
+                          p_started, p_finished) WITH ORDINALITY AS u(j, s, a, q, kd, p, m, c, st, f, i)
+              WHERE v_new[u.i] AND u.s = 1
+              GROUP BY u.j / 32, u.q) g;
+    END IF;
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, error, owner)
-    -- A completed attempt is kept without its args (the client sends none).
-    SELECT CASE WHEN u.s = 1 THEN v_b_done ELSE v_b_other END, u.j, u.a, u.s, u.q, u.kd, CASE WHEN u.s <> 1 THEN u.ar END, u.p, u.m, u.c,
+    SELECT v_b_other, u.j, u.a, u.s, u.q, u.kd, u.ar, u.p, u.m, u.c,
            least(u.st + v_off, clock_timestamp()), coalesce(least(u.f + v_off, clock_timestamp()), clock_timestamp()), u.e, p_owner
     FROM unnest(p_job, p_state, p_attempt, p_error, p_queue, p_kind, p_args, p_priority,
                 p_max_attempts, p_created_at, p_started, p_finished) WITH ORDINALITY AS u(j, s, a, e, q, kd, ar, p, m, c, st, f, i)
-    WHERE v_new[u.i]
+    WHERE v_new[u.i] AND u.s <> 1
       -- a job cancelled while waiting is in history already
       AND NOT (u.s = 4 AND u.st IS NULL AND millrace.final_state(u.j, u.c) = 4);
 
@@ -124,7 +142,7 @@ BEGIN
     RETURN QUERY SELECT unnest(v_fenced);
 END $function$;
 COMMENT ON FUNCTION millrace.flush(p_owner integer, p_seq bigint, p_job bigint[], p_tick bigint[], p_token bigint[], p_state smallint[], p_attempt integer[], p_error text[], p_retry_at timestamp with time zone[], p_queue text[], p_kind text[], p_args jsonb[], p_priority smallint[], p_max_attempts integer[], p_created_at timestamp with time zone[], p_timeout_ms integer[], p_started timestamp with time zone[], p_finished timestamp with time zone[], p_done_tick bigint[], p_done_token bigint[], p_done_queue text[], p_replay boolean) IS
-    'flush writes the outcomes of finished attempts and the batches they complete, in one transaction, once per (owner, seq): a replay of a flush whose reply was lost changes nothing. Acks of a batch whose newest lease token is not the one given are dropped (fencing) and their ticks returned. Every written ack becomes a row of history (a completed one without its args: p_args may be NULL there); failed (2) and snoozed (5) jobs go to the schedule (a snooze does not count an attempt). Arrays are parallel. p_replay says the caller may have sent this flush before: acks already written are then skipped one by one. Times come from the worker''s clock and are read on the server''s: shifted by the server''s time less the newest of p_finished, so a worker''s skew changes no due time and no history time.';
+    'flush writes the outcomes of finished attempts and the batches they complete, in one transaction, once per (owner, seq): a replay of a flush whose reply was lost changes nothing. Acks of a batch whose newest lease token is not the one given are dropped (fencing) and their ticks returned. Every written ack becomes history: a completed one a job of a row of millrace.completed (one row per queue and block of 32 ids, without args: p_args may be NULL there), any other a row of millrace.finished; failed (2) and snoozed (5) jobs go to the schedule (a snooze does not count an attempt). Arrays are parallel. p_replay says the caller may have sent this flush before: acks already written are then skipped one by one. Times come from the worker''s clock and are read on the server''s: shifted by the server''s time less the newest of p_finished, so a worker''s skew changes no due time and no history time.';
 
 CREATE OR REPLACE FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer)
  RETURNS void

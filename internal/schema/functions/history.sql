@@ -26,6 +26,26 @@ AS $function$ SELECT interval '1 hour' $function$;
 COMMENT ON FUNCTION millrace.history_slack() IS
     'history_slack widens a bucket range: a server clock that stepped back by up to this much between a job''s creation and its end.';
 
+CREATE OR REPLACE FUNCTION millrace.pick(a anyarray, i bigint)
+ RETURNS anyelement
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$ SELECT a[CASE WHEN cardinality(a) = 1 THEN 1 ELSE i END] $function$;
+COMMENT ON FUNCTION millrace.pick(a anyarray, i bigint) IS
+    'pick is element i of a, or its only element: an array of a completed row (millrace.completed) holds one value when every job of the row has it. Plain SQL without settings, so it is inlined.';
+
+CREATE OR REPLACE FUNCTION millrace.squeeze(a anyarray)
+ RETURNS anyarray
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+    SELECT CASE WHEN cardinality(a) > 1 AND a[1] IS NOT NULL
+                     AND NOT EXISTS (SELECT 1 FROM unnest(a) x WHERE x IS DISTINCT FROM a[1])
+                THEN a[1:1] ELSE a END
+$function$;
+COMMENT ON FUNCTION millrace.squeeze(a anyarray) IS
+    'squeeze is a as pick reads it: its one value, once, when every element of a is that value (and not NULL).';
+
 CREATE OR REPLACE FUNCTION millrace.history_bucket(p_state smallint, p_at timestamp with time zone)
  RETURNS smallint
  LANGUAGE sql
@@ -106,14 +126,23 @@ AS $function$
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
-    SELECT h.bucket, h.queue, h.state, count(*) FROM millrace.finished h
-    WHERE ((h.txid >= pg_snapshot_xmax(p_prev) AND h.txid < pg_snapshot_xmax(p_snap))
-           OR h.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_prev))))
-      AND pg_visible_in_snapshot(h.txid, p_snap)
-    GROUP BY h.bucket, h.queue, h.state;
+    SELECT x.bucket, x.queue, x.state, sum(x.n)::bigint FROM (
+        SELECT h.bucket, h.queue, h.state, count(*) AS n FROM millrace.finished h
+        WHERE ((h.txid >= pg_snapshot_xmax(p_prev) AND h.txid < pg_snapshot_xmax(p_snap))
+               OR h.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_prev))))
+          AND pg_visible_in_snapshot(h.txid, p_snap)
+        GROUP BY h.bucket, h.queue, h.state
+        UNION ALL
+        -- completed jobs, a row of millrace.completed holding several
+        SELECT c.bucket, c.queue, 1::smallint, sum(cardinality(c.ids)) FROM millrace.completed c
+        WHERE ((c.txid >= pg_snapshot_xmax(p_prev) AND c.txid < pg_snapshot_xmax(p_snap))
+               OR c.txid = ANY (ARRAY(SELECT pg_snapshot_xip(p_prev))))
+          AND pg_visible_in_snapshot(c.txid, p_snap)
+        GROUP BY c.bucket, c.queue) x
+    GROUP BY x.bucket, x.queue, x.state;
 END $function$;
 COMMENT ON FUNCTION millrace.history_new(p_prev pg_snapshot, p_snap pg_snapshot) IS
-    'history_new counts, by bucket, queue and state, the history rows whose transaction is visible in p_snap and not in p_prev.';
+    'history_new counts, by bucket, queue and state, the finished attempts whose transaction is visible in p_snap and not in p_prev: rows of millrace.finished, and the jobs of rows of millrace.completed.';
 
 CREATE OR REPLACE FUNCTION millrace.final_state(p_id bigint)
  RETURNS smallint
@@ -127,6 +156,9 @@ DECLARE
     v_s smallint;
 BEGIN
     SELECT h.state INTO v_s FROM millrace.finished h WHERE h.id = p_id AND h.state IN (1, 3, 4) LIMIT 1;
+    IF v_s IS NULL AND (SELECT count(*) FROM millrace.completed c WHERE c.blk = p_id / 32 AND p_id = ANY (c.ids)) > 0 THEN
+        v_s := 1;  -- completed, in a row of its block (version 11)
+    END IF;
     RETURN v_s;
 END $function$;
 COMMENT ON FUNCTION millrace.final_state(p_id bigint) IS
@@ -149,8 +181,13 @@ BEGIN
     IF cardinality(v_b) >= 68 THEN
         RETURN millrace.final_state(p_id);
     END IF;
-    EXECUTE format('SELECT h.state FROM millrace.finished h WHERE h.bucket = ANY (%L::smallint[]) AND h.id = $1'
-                   ' AND h.state IN (1, 3, 4) LIMIT 1', v_b)
+    -- A completed job is found by its block in millrace.completed (a
+    -- count, never LIMIT 1: see docs/architecture.md, "Probes, not
+    -- hashes"); its buckets are the completed ones of the list.
+    EXECUTE format('SELECT coalesce((SELECT h.state FROM millrace.finished h WHERE h.bucket = ANY (%L::smallint[]) AND h.id = $1'
+                   ' AND h.state IN (1, 3, 4) LIMIT 1), CASE WHEN (SELECT count(*) FROM millrace.completed c'
+                   ' WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = $1 / 32 AND $1 = ANY (c.ids)) > 0 THEN 1::smallint END)',
+                   v_b, ARRAY(SELECT b FROM unnest(v_b) b WHERE b < 36))
     INTO v_s USING p_id;
     RETURN v_s;
 END $function$;
@@ -174,14 +211,82 @@ BEGIN
     IF cardinality(v_b) >= 68 THEN
         SELECT h.state, coalesce(h.started_at, h.finished_at) INTO state, started_at
         FROM millrace.finished h WHERE h.id = p_id AND h.state IN (1, 3, 4) LIMIT 1;
+        IF state IS NULL THEN
+            SELECT 1::smallint, max(coalesce(c.started_at[k], c.finished_at[k])) INTO state, started_at
+            FROM millrace.completed c CROSS JOIN LATERAL array_position(c.ids, p_id) k
+            WHERE c.blk = p_id / 32 AND k IS NOT NULL
+            HAVING count(*) > 0;
+        END IF;
         RETURN;
     END IF;
     EXECUTE format('SELECT h.state, coalesce(h.started_at, h.finished_at) FROM millrace.finished h WHERE h.bucket = ANY (%L::smallint[])'
                    ' AND h.id = $1 AND h.state IN (1, 3, 4) LIMIT 1', v_b)
     INTO state, started_at USING p_id;
+    IF state IS NULL THEN
+        -- completed, in a row of its block (version 11): an aggregate,
+        -- never LIMIT 1 (see final_state)
+        EXECUTE format('SELECT 1::smallint, max(coalesce(c.started_at[k], c.finished_at[k])) FROM millrace.completed c'
+                       ' CROSS JOIN LATERAL array_position(c.ids, $1) k'
+                       ' WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = $1 / 32 AND k IS NOT NULL HAVING count(*) > 0',
+                       ARRAY(SELECT b FROM unnest(v_b) b WHERE b < 36))
+        INTO state, started_at USING p_id;
+    END IF;
 END $function$;
 COMMENT ON FUNCTION millrace.final_attempt(p_id bigint, p_since timestamp with time zone, OUT state smallint, OUT started_at timestamp with time zone) IS
     'final_attempt(p_id, p_since) is final_state(p_id, p_since) and when that final attempt started (when it finished, for one that never started: a job cancelled before it ran), as millrace.history shows it; both NULL when history holds no final attempt. Only the buckets history_since lists are planned and read.';
+
+CREATE OR REPLACE FUNCTION millrace.job_history(p_id bigint)
+ RETURNS SETOF millrace.history
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- The view filtered by id reads every row of millrace.completed (the
+-- filter cannot reach the block index through the rows' arrays); this
+-- reads the id index of finished and the block index of completed.
+BEGIN
+    RETURN QUERY
+    SELECT h.id, h.attempt, (ARRAY['completed', 'failed', 'discarded', 'cancelled', 'snoozed'])[h.state], h.queue, h.kind,
+           h.args, h.priority, h.max_attempts, h.created_at, h.started_at, h.finished_at, h.error, h.owner
+    FROM millrace.finished h WHERE h.id = p_id
+    UNION ALL
+    SELECT p_id, millrace.pick(c.attempt, k), 'completed', c.queue, millrace.pick(c.kind, k), NULL::jsonb,
+           millrace.pick(c.priority, k), millrace.pick(c.max_attempts, k), c.created_at[k], c.started_at[k], c.finished_at[k],
+           NULL::text, c.owner
+    FROM millrace.completed c CROSS JOIN LATERAL array_position(c.ids, p_id) k
+    WHERE c.blk = p_id / 32 AND k IS NOT NULL;
+END $function$;
+COMMENT ON FUNCTION millrace.job_history(p_id bigint) IS
+    'job_history is job p_id''s rows of millrace.history (its finished attempts, while history keeps them), read by the job''s id: the view filtered by id reads every completed row.';
+
+CREATE OR REPLACE FUNCTION millrace.completed_since(p_since timestamp with time zone)
+ RETURNS TABLE(queue text, n bigint)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- By the time indexes, in the buckets the window can be in: the view
+-- filtered by finished_at reads every completed row.
+#variable_conflict use_column
+DECLARE
+    v_at timestamptz := clock_timestamp();
+    v_b  smallint[] := millrace.history_buckets(least(p_since, v_at) - millrace.history_slack(), v_at + millrace.history_slack());
+BEGIN
+    RETURN QUERY
+    SELECT x.queue, sum(x.n)::bigint FROM (
+        SELECT h.queue, count(*) AS n FROM millrace.finished h
+        WHERE h.bucket = ANY (v_b) AND h.state = 1 AND h.finished_at > p_since
+        GROUP BY h.queue
+        UNION ALL
+        SELECT c.queue, sum((SELECT count(*) FROM unnest(c.finished_at) f WHERE f > p_since)) FROM millrace.completed c
+        WHERE c.bucket = ANY (v_b) AND c.at > p_since
+        GROUP BY c.queue) x
+    GROUP BY x.queue;
+END $function$;
+COMMENT ON FUNCTION millrace.completed_since(p_since timestamp with time zone) IS
+    'completed_since counts, by queue, the jobs that completed after p_since (server clock), from history.';
 
 CREATE OR REPLACE FUNCTION millrace.live_since(p_id bigint)
  RETURNS timestamp with time zone
@@ -474,7 +579,21 @@ DECLARE
                                                    v_at + millrace.history_slack());
 BEGIN
     RETURN QUERY
-    SELECT v_at, v_since, c.completed, c.failed, c.discarded, c.cancelled, c.snoozed,
+    WITH w AS MATERIALIZED (
+        -- The newest completed jobs of the window in millrace.completed
+        -- (version 11), from its newest 1,000 rows: a row is written after
+        -- every job of it finished, so the rows written after the window
+        -- began hold every job that finished in it, read by the rows' time
+        -- index (newest first).
+        SELECT u.f AS finished_at, u.st AS started_at, u.c AS created_at, millrace.pick(x.attempt, u.i) AS attempt
+        FROM (SELECT c.attempt, c.finished_at, c.started_at, c.created_at FROM millrace.completed c
+              WHERE c.bucket = ANY (v_b) AND c.at > v_since ORDER BY c.at DESC LIMIT 1000) x
+        CROSS JOIN LATERAL unnest(x.finished_at, x.started_at, x.created_at) WITH ORDINALITY AS u(f, st, c, i)
+        WHERE u.f > v_since AND u.f <= v_at)
+    SELECT v_at, v_since,
+           c.completed + coalesce((SELECT sum((SELECT count(*) FROM unnest(x.finished_at) f WHERE f > v_since AND f <= v_at))
+                                   FROM millrace.completed x WHERE x.bucket = ANY (v_b) AND x.at > v_since), 0)::bigint,
+           c.failed, c.discarded, c.cancelled, c.snoozed,
            coalesce(p.wait_p50, 0)::float8, coalesce(p.wait_p95, 0)::float8,
            coalesce(p.run_p50, 0)::float8, coalesce(p.run_p95, 0)::float8
     FROM (SELECT count(*) FILTER (WHERE h.state = 1) AS completed, count(*) FILTER (WHERE h.state = 2) AS failed,
@@ -492,12 +611,16 @@ BEGIN
                      FILTER (WHERE x.attempt <= 1) AS wait_p95,
                  percentile_cont(0.5) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM x.finished_at - x.started_at)) AS run_p50,
                  percentile_cont(0.95) WITHIN GROUP (ORDER BY 1000 * extract(epoch FROM x.finished_at - x.started_at)) AS run_p95
-          FROM (SELECT h.attempt, h.created_at, h.started_at, h.finished_at FROM millrace.finished h
-                WHERE h.bucket = ANY (v_b) AND h.finished_at > v_since AND h.finished_at <= v_at AND h.state IN (1, 2)
-                ORDER BY h.finished_at DESC LIMIT 1000) x) p;
+          FROM (SELECT y.* FROM (
+                    (SELECT h.attempt, h.created_at, h.started_at, h.finished_at FROM millrace.finished h
+                     WHERE h.bucket = ANY (v_b) AND h.finished_at > v_since AND h.finished_at <= v_at AND h.state IN (1, 2)
+                     ORDER BY h.finished_at DESC LIMIT 1000)
+                    UNION ALL
+                    (SELECT w.attempt, w.created_at, w.started_at, w.finished_at FROM w ORDER BY w.finished_at DESC LIMIT 1000)) y
+                ORDER BY y.finished_at DESC LIMIT 1000) x) p;
 END $function$;
 COMMENT ON FUNCTION millrace.activity(p_since timestamp with time zone) IS
-    'activity is the attempts finished after p_since (NULL: in the last second) until now by the server''s clock, by outcome, with the percentiles of the first attempts'' wait (from creation to start) and of the run time of those that completed or failed (the newest 1,000 of them in the window): the dashboard''s sample. It reads the finished_at index of the buckets the window can be in.';
+    'activity is the attempts finished after p_since (NULL: in the last second) until now by the server''s clock, by outcome, with the percentiles of the first attempts'' wait (from creation to start) and of the run time of those that completed or failed (the newest 1,000 of them in the window): the dashboard''s sample. It reads the finished_at index of millrace.finished and the time index of millrace.completed, in the buckets the window can be in.';
 
 CREATE OR REPLACE FUNCTION millrace.setting_value(p_name text)
  RETURNS text
@@ -565,17 +688,25 @@ CREATE OR REPLACE FUNCTION millrace.expire_history(p_term bigint DEFAULT NULL::b
 AS $function$
 DECLARE
     v_max timestamptz;
+    v_tables text;
     v_n int := 0;
     v_keep record := millrace.retention();
 BEGIN
     PERFORM pg_advisory_xact_lock(millrace.maint_space(), 4);
     PERFORM millrace.fence_leader(p_term);
     FOR b IN 0 .. 67 LOOP
+        -- A bucket of completed history (0-35) has its compact rows too
+        -- (millrace.completed, version 11), written after their jobs ended.
+        v_tables := format('millrace.%I, millrace.%I', 'finished_' || b, 'tally_' || b)
+                    || CASE WHEN b < 36 THEN format(', millrace.%I', 'completed_' || b) ELSE '' END;
         EXECUTE format('SELECT max(finished_at) FROM millrace.%I', 'finished_' || b) INTO v_max;
+        IF b < 36 THEN
+            EXECUTE format('SELECT greatest($1, (SELECT max(at) FROM millrace.%I))', 'completed_' || b) INTO v_max USING v_max;
+        END IF;
         CONTINUE WHEN v_max IS NULL OR v_max >= now() - CASE WHEN b < 36 THEN v_keep.completed ELSE v_keep.other END;
         BEGIN
-            EXECUTE format('LOCK TABLE millrace.%I, millrace.%I IN ACCESS EXCLUSIVE MODE NOWAIT', 'finished_' || b, 'tally_' || b);
-            EXECUTE format('TRUNCATE millrace.%I, millrace.%I', 'finished_' || b, 'tally_' || b);
+            EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE NOWAIT', v_tables);
+            EXECUTE format('TRUNCATE %s', v_tables);
             v_n := v_n + 1;
         EXCEPTION WHEN lock_not_available THEN
             NULL;
@@ -591,4 +722,4 @@ BEGIN
     RETURN v_n;
 END $function$;
 COMMENT ON FUNCTION millrace.expire_history(p_term bigint) IS
-    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (retention(): the administrator''s setting), each with its tally, both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week (but the newest of each periodic job) and retry records older than 33 days (longer than any job''s history lives). It returns the buckets truncated. It takes no durations: whoever may run maintenance (the worker role) cannot shorten retention. Rounds run one at a time; p_term is the calling leader''s term (fence_leader).';
+    'expire_history truncates the history buckets whose newest row is older than the retention of its kind (retention(): the administrator''s setting), each with its tally (and a bucket of completed history with its rows of millrace.completed), both under NOWAIT locks (a bucket being read is skipped until the next round), and forgets periodic slots older than a week (but the newest of each periodic job) and retry records older than 33 days (longer than any job''s history lives). It returns the buckets truncated. It takes no durations: whoever may run maintenance (the worker role) cannot shorten retention. Rounds run one at a time; p_term is the calling leader''s term (fence_leader).';

@@ -277,8 +277,13 @@ BEGIN
     END IF;
     RETURN QUERY EXECUTE format($q$
         SELECT u.* FROM millrace.uniq u
-        LEFT JOIN LATERAL (SELECT h.state FROM millrace.finished h
-                           WHERE h.bucket = ANY (%L::smallint[]) AND h.id = u.job_id AND h.state IN (1, 3, 4) LIMIT 1) f ON true
+        LEFT JOIN LATERAL (SELECT coalesce(
+                               (SELECT h.state FROM millrace.finished h
+                                WHERE h.bucket = ANY (%L::smallint[]) AND h.id = u.job_id AND h.state IN (1, 3, 4) LIMIT 1),
+                               -- completed, in a row of its block (version 11)
+                               CASE WHEN (SELECT count(*) FROM millrace.completed c
+                                          WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = u.job_id / 32
+                                            AND u.job_id = ANY (c.ids)) > 0 THEN 1::smallint END) AS state) f ON true
         WHERE u.slot = $1 AND (u.until IS NULL OR u.until > now())
           AND CASE f.state
                   WHEN 1 THEN u.states & 2 <> 0
@@ -286,7 +291,7 @@ BEGIN
                   WHEN 4 THEN u.states & 8 <> 0
                   ELSE EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = u.job_id)
                        OR EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = u.job_id) END$q$,
-        millrace.history_since(v_from))
+        millrace.history_since(v_from), ARRAY(SELECT b FROM unnest(millrace.history_since(v_from)) b WHERE b < 36))
     USING p_slot;
 END $function$;
 COMMENT ON FUNCTION millrace.uniq_kept(p_slot smallint) IS
