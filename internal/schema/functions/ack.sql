@@ -109,21 +109,25 @@ BEGIN
     -- Completed attempts (version 11): one row per queue and block of 32
     -- job ids, its index entries shared by every job of it; kind,
     -- priority, attempt and max attempts are kept once when every job of
-    -- the row has the same (squeeze). No args: the client sends none.
+    -- the row has the same (min = max). No args: the client sends none.
+    -- One aggregation pass fills every array in the same order (no ORDER
+    -- BY per aggregate: each would sort the group again), so they stay
+    -- parallel; readers find a job by array_position.
     IF 1 = ANY (p_state) THEN
         INSERT INTO millrace.completed (bucket, blk, queue, owner, at, kind, priority, attempt, max_attempts, ids,
                                         created_at, started_at, finished_at)
-        SELECT v_b_done, g.blk, g.q, p_owner, clock_timestamp(), millrace.squeeze(g.kd), millrace.squeeze(g.p),
-               millrace.squeeze(g.a), millrace.squeeze(g.m), g.ids, g.c, g.st, g.f
-        FROM (SELECT u.j / 32 AS blk, u.q, array_agg(u.j ORDER BY u.j) AS ids, array_agg(u.kd ORDER BY u.j) AS kd,
-                     array_agg(u.p ORDER BY u.j) AS p, array_agg(u.a ORDER BY u.j) AS a, array_agg(u.m ORDER BY u.j) AS m,
-                     array_agg(u.c ORDER BY u.j) AS c,
-                     array_agg(least(u.st + v_off, clock_timestamp()) ORDER BY u.j) AS st,
-                     array_agg(coalesce(least(u.f + v_off, clock_timestamp()), clock_timestamp()) ORDER BY u.j) AS f
-              FROM unnest(p_job, p_state, p_attempt, p_queue, p_kind, p_priority, p_max_attempts, p_created_at,
-                          p_started, p_finished) WITH ORDINALITY AS u(j, s, a, q, kd, p, m, c, st, f, i)
-              WHERE v_new[u.i] AND u.s = 1
-              GROUP BY u.j / 32, u.q) g;
+        SELECT v_b_done, u.j / 32, u.q, p_owner, clock_timestamp(),
+               CASE WHEN min(u.kd) = max(u.kd) THEN ARRAY[min(u.kd)] ELSE array_agg(u.kd) END,
+               CASE WHEN min(u.p) = max(u.p) THEN ARRAY[min(u.p)] ELSE array_agg(u.p) END,
+               CASE WHEN min(u.a) = max(u.a) THEN ARRAY[min(u.a)] ELSE array_agg(u.a) END,
+               CASE WHEN min(u.m) = max(u.m) THEN ARRAY[min(u.m)] ELSE array_agg(u.m) END,
+               array_agg(u.j), array_agg(u.c),
+               array_agg(least(u.st + v_off, clock_timestamp())),
+               array_agg(coalesce(least(u.f + v_off, clock_timestamp()), clock_timestamp()))
+        FROM unnest(p_job, p_state, p_attempt, p_queue, p_kind, p_priority, p_max_attempts, p_created_at,
+                    p_started, p_finished) WITH ORDINALITY AS u(j, s, a, q, kd, p, m, c, st, f, i)
+        WHERE v_new[u.i] AND u.s = 1
+        GROUP BY u.j / 32, u.q;
     END IF;
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, error, owner)

@@ -32,19 +32,7 @@ CREATE OR REPLACE FUNCTION millrace.pick(a anyarray, i bigint)
  IMMUTABLE
 AS $function$ SELECT a[CASE WHEN cardinality(a) = 1 THEN 1 ELSE i END] $function$;
 COMMENT ON FUNCTION millrace.pick(a anyarray, i bigint) IS
-    'pick is element i of a, or its only element: an array of a completed row (millrace.completed) holds one value when every job of the row has it. Plain SQL without settings, so it is inlined.';
-
-CREATE OR REPLACE FUNCTION millrace.squeeze(a anyarray)
- RETURNS anyarray
- LANGUAGE sql
- IMMUTABLE
-AS $function$
-    SELECT CASE WHEN cardinality(a) > 1 AND a[1] IS NOT NULL
-                     AND NOT EXISTS (SELECT 1 FROM unnest(a) x WHERE x IS DISTINCT FROM a[1])
-                THEN a[1:1] ELSE a END
-$function$;
-COMMENT ON FUNCTION millrace.squeeze(a anyarray) IS
-    'squeeze is a as pick reads it: its one value, once, when every element of a is that value (and not NULL).';
+    'pick is element i of a, or its only element: an array of a completed row (millrace.completed) holds one value when every job of the row has it (the flush writes it so). Plain SQL without settings, so it is inlined.';
 
 CREATE OR REPLACE FUNCTION millrace.history_bucket(p_state smallint, p_at timestamp with time zone)
  RETURNS smallint
@@ -183,12 +171,19 @@ BEGIN
     END IF;
     -- A completed job is found by its block in millrace.completed (a
     -- count, never LIMIT 1: see docs/architecture.md, "Probes, not
-    -- hashes"); its buckets are the completed ones of the list.
-    EXECUTE format('SELECT coalesce((SELECT h.state FROM millrace.finished h WHERE h.bucket = ANY (%L::smallint[]) AND h.id = $1'
-                   ' AND h.state IN (1, 3, 4) LIMIT 1), CASE WHEN (SELECT count(*) FROM millrace.completed c'
-                   ' WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = $1 / 32 AND $1 = ANY (c.ids)) > 0 THEN 1::smallint END)',
-                   v_b, ARRAY(SELECT b FROM unnest(v_b) b WHERE b < 36))
+    -- hashes"), in the completed buckets of the list; then a final row of
+    -- finished. Two simple statements plan faster than one that asks both
+    -- (62 and 105 us against 190 a call), and the first answers for most
+    -- finished jobs.
+    EXECUTE format('SELECT CASE WHEN count(*) > 0 THEN 1::smallint END FROM millrace.completed c'
+                   ' WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = $1 / 32 AND $1 = ANY (c.ids)',
+                   ARRAY(SELECT b FROM unnest(v_b) b WHERE b < 36))
     INTO v_s USING p_id;
+    IF v_s IS NULL THEN
+        EXECUTE format('SELECT h.state FROM millrace.finished h WHERE h.bucket = ANY (%L::smallint[]) AND h.id = $1'
+                       ' AND h.state IN (1, 3, 4) LIMIT 1', v_b)
+        INTO v_s USING p_id;
+    END IF;
     RETURN v_s;
 END $function$;
 COMMENT ON FUNCTION millrace.final_state(p_id bigint, p_since timestamp with time zone) IS
@@ -219,16 +214,17 @@ BEGIN
         END IF;
         RETURN;
     END IF;
-    EXECUTE format('SELECT h.state, coalesce(h.started_at, h.finished_at) FROM millrace.finished h WHERE h.bucket = ANY (%L::smallint[])'
-                   ' AND h.id = $1 AND h.state IN (1, 3, 4) LIMIT 1', v_b)
+    -- A completed job in a row of its block (version 11; an aggregate,
+    -- never LIMIT 1: see final_state), else a final row of finished: two
+    -- simple statements, as in final_state.
+    EXECUTE format('SELECT 1::smallint, max(coalesce(c.started_at[k], c.finished_at[k])) FROM millrace.completed c'
+                   ' CROSS JOIN LATERAL array_position(c.ids, $1) k'
+                   ' WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = $1 / 32 AND k IS NOT NULL HAVING count(*) > 0',
+                   ARRAY(SELECT b FROM unnest(v_b) b WHERE b < 36))
     INTO state, started_at USING p_id;
     IF state IS NULL THEN
-        -- completed, in a row of its block (version 11): an aggregate,
-        -- never LIMIT 1 (see final_state)
-        EXECUTE format('SELECT 1::smallint, max(coalesce(c.started_at[k], c.finished_at[k])) FROM millrace.completed c'
-                       ' CROSS JOIN LATERAL array_position(c.ids, $1) k'
-                       ' WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = $1 / 32 AND k IS NOT NULL HAVING count(*) > 0',
-                       ARRAY(SELECT b FROM unnest(v_b) b WHERE b < 36))
+        EXECUTE format('SELECT h.state, coalesce(h.started_at, h.finished_at) FROM millrace.finished h WHERE h.bucket = ANY (%L::smallint[])'
+                       ' AND h.id = $1 AND h.state IN (1, 3, 4) LIMIT 1', v_b)
         INTO state, started_at USING p_id;
     END IF;
 END $function$;
