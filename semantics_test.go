@@ -843,7 +843,7 @@ func TestHistoryRetention(t *testing.T) {
 	// into an old bucket, as the owner can.
 	if _, err := pool.Exec(ctx, `INSERT INTO millrace.completed (bucket, blk, queue, owner, at, kind, priority, attempt,
 		    max_attempts, ids, created_at, started_at, finished_at)
-		SELECT millrace.history_bucket(1::smallint, now() - interval '30 hours'), ($1 + 1000) / 32, c.queue, c.owner,
+		SELECT millrace.history_bucket(1::smallint, now() - interval '30 hours'), millrace.id_block($1 + 1000), c.queue, c.owner,
 		       now() - interval '30 hours', ARRAY[millrace.pick(c.kind, k)], ARRAY[millrace.pick(c.priority, k)],
 		       ARRAY[millrace.pick(c.attempt, k)], ARRAY[millrace.pick(c.max_attempts, k)], ARRAY[$1 + 1000],
 		       ARRAY[c.created_at[k]], ARRAY[c.started_at[k]], ARRAY[now() - interval '30 hours']

@@ -116,7 +116,7 @@ BEGIN
     IF 1 = ANY (p_state) THEN
         INSERT INTO millrace.completed (bucket, blk, queue, owner, at, kind, priority, attempt, max_attempts, ids,
                                         created_at, started_at, finished_at)
-        SELECT v_b_done, u.j / 32, u.q, p_owner, clock_timestamp(),
+        SELECT v_b_done, millrace.id_block(u.j), u.q, p_owner, clock_timestamp(),
                CASE WHEN min(u.kd) = max(u.kd) THEN ARRAY[min(u.kd)] ELSE array_agg(u.kd) END,
                CASE WHEN min(u.p) = max(u.p) THEN ARRAY[min(u.p)] ELSE array_agg(u.p) END,
                CASE WHEN min(u.a) = max(u.a) THEN ARRAY[min(u.a)] ELSE array_agg(u.a) END,
@@ -127,7 +127,7 @@ BEGIN
         FROM unnest(p_job, p_state, p_attempt, p_queue, p_kind, p_priority, p_max_attempts, p_created_at,
                     p_started, p_finished) WITH ORDINALITY AS u(j, s, a, q, kd, p, m, c, st, f, i)
         WHERE v_new[u.i] AND u.s = 1
-        GROUP BY u.j / 32, u.q;
+        GROUP BY millrace.id_block(u.j), u.q;
     END IF;
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, error, owner)

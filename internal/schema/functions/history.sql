@@ -34,6 +34,14 @@ AS $function$ SELECT a[CASE WHEN cardinality(a) = 1 THEN 1 ELSE i END] $function
 COMMENT ON FUNCTION millrace.pick(a anyarray, i bigint) IS
     'pick is element i of a, or its only element: an array of a completed row (millrace.completed) holds one value when every job of the row has it (the flush writes it so). Plain SQL without settings, so it is inlined.';
 
+CREATE OR REPLACE FUNCTION millrace.id_block(p_id bigint)
+ RETURNS bigint
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$ SELECT p_id / 32 $function$;
+COMMENT ON FUNCTION millrace.id_block(p_id bigint) IS
+    'id_block is the block of job id p_id: a row of millrace.completed holds jobs of one block (its blk), and a job is looked for there by its block. Plain SQL without settings, so it is inlined and the blk index is used.';
+
 CREATE OR REPLACE FUNCTION millrace.history_bucket(p_state smallint, p_at timestamp with time zone)
  RETURNS smallint
  LANGUAGE sql
@@ -144,7 +152,7 @@ DECLARE
     v_s smallint;
 BEGIN
     SELECT h.state INTO v_s FROM millrace.finished h WHERE h.id = p_id AND h.state IN (1, 3, 4) LIMIT 1;
-    IF v_s IS NULL AND (SELECT count(*) FROM millrace.completed c WHERE c.blk = p_id / 32 AND p_id = ANY (c.ids)) > 0 THEN
+    IF v_s IS NULL AND (SELECT count(*) FROM millrace.completed c WHERE c.blk = millrace.id_block(p_id) AND p_id = ANY (c.ids)) > 0 THEN
         v_s := 1;  -- completed, in a row of its block (version 11)
     END IF;
     RETURN v_s;
@@ -176,7 +184,7 @@ BEGIN
     -- (62 and 105 us against 190 a call), and the first answers for most
     -- finished jobs.
     EXECUTE format('SELECT CASE WHEN count(*) > 0 THEN 1::smallint END FROM millrace.completed c'
-                   ' WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = $1 / 32 AND $1 = ANY (c.ids)',
+                   ' WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = millrace.id_block($1) AND $1 = ANY (c.ids)',
                    ARRAY(SELECT b FROM unnest(v_b) b WHERE b < 36))
     INTO v_s USING p_id;
     IF v_s IS NULL THEN
@@ -209,7 +217,7 @@ BEGIN
         IF state IS NULL THEN
             SELECT 1::smallint, max(coalesce(c.started_at[k], c.finished_at[k])) INTO state, started_at
             FROM millrace.completed c CROSS JOIN LATERAL array_position(c.ids, p_id) k
-            WHERE c.blk = p_id / 32 AND k IS NOT NULL
+            WHERE c.blk = millrace.id_block(p_id) AND k IS NOT NULL
             HAVING count(*) > 0;
         END IF;
         RETURN;
@@ -219,7 +227,7 @@ BEGIN
     -- simple statements, as in final_state.
     EXECUTE format('SELECT 1::smallint, max(coalesce(c.started_at[k], c.finished_at[k])) FROM millrace.completed c'
                    ' CROSS JOIN LATERAL array_position(c.ids, $1) k'
-                   ' WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = $1 / 32 AND k IS NOT NULL HAVING count(*) > 0',
+                   ' WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = millrace.id_block($1) AND k IS NOT NULL HAVING count(*) > 0',
                    ARRAY(SELECT b FROM unnest(v_b) b WHERE b < 36))
     INTO state, started_at USING p_id;
     IF state IS NULL THEN
@@ -251,7 +259,7 @@ BEGIN
            millrace.pick(c.priority, k), millrace.pick(c.max_attempts, k), c.created_at[k], c.started_at[k], c.finished_at[k],
            NULL::text, c.owner
     FROM millrace.completed c CROSS JOIN LATERAL array_position(c.ids, p_id) k
-    WHERE c.blk = p_id / 32 AND k IS NOT NULL;
+    WHERE c.blk = millrace.id_block(p_id) AND k IS NOT NULL;
 END $function$;
 COMMENT ON FUNCTION millrace.job_history(p_id bigint) IS
     'job_history is job p_id''s rows of millrace.history (its finished attempts, while history keeps them), read by the job''s id: the view filtered by id reads every completed row.';

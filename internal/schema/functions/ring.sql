@@ -282,7 +282,7 @@ BEGIN
                                 WHERE h.bucket = ANY (%L::smallint[]) AND h.id = u.job_id AND h.state IN (1, 3, 4) LIMIT 1),
                                -- completed, in a row of its block (version 11)
                                CASE WHEN (SELECT count(*) FROM millrace.completed c
-                                          WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = u.job_id / 32
+                                          WHERE c.bucket = ANY (%L::smallint[]) AND c.blk = millrace.id_block(u.job_id)
                                             AND u.job_id = ANY (c.ids)) > 0 THEN 1::smallint END) AS state) f ON true
         WHERE u.slot = $1 AND (u.until IS NULL OR u.until > now())
           AND CASE f.state

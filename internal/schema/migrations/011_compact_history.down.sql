@@ -18,3 +18,4 @@ DROP TABLE millrace.completed;
 DROP FUNCTION IF EXISTS millrace.job_history(bigint);
 DROP FUNCTION IF EXISTS millrace.completed_since(timestamp with time zone);
 DROP FUNCTION IF EXISTS millrace.pick(anyarray, bigint);
+DROP FUNCTION IF EXISTS millrace.id_block(bigint);
