@@ -839,16 +839,25 @@ func TestHistoryRetention(t *testing.T) {
 	c := startClient(t, pool, countingWorkers(s, 0), millrace.Config{})
 	r := mustInsert(t, c, countArgs{N: 1}, nil)
 	waitFor(t, "completion", 10*time.Second, func() bool { return jobState(t, pool, r.ID) == millrace.JobCompleted })
+	// A completed job reads as completed from its ack before the flush
+	// writes its compact row: wait for the row.
+	waitFor(t, "the completed row", 10*time.Second, func() bool {
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM millrace.completed WHERE $1::bigint = ANY (ids)", r.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	})
 	// Age a copy of its completed row (a job 1000 ids later) by writing it
 	// into an old bucket, as the owner can.
-	if _, err := pool.Exec(ctx, `INSERT INTO millrace.completed (bucket, blk, queue, owner, at, kind, priority, attempt,
+	if tag, err := pool.Exec(ctx, `INSERT INTO millrace.completed (bucket, blk, queue, owner, at, kind, priority, attempt,
 		    max_attempts, ids, created_at, started_at, finished_at)
 		SELECT millrace.history_bucket(1::smallint, now() - interval '30 hours'), millrace.id_block($1 + 1000), c.queue, c.owner,
 		       now() - interval '30 hours', ARRAY[millrace.pick(c.kind, k)], ARRAY[millrace.pick(c.priority, k)],
 		       ARRAY[millrace.pick(c.attempt, k)], ARRAY[millrace.pick(c.max_attempts, k)], ARRAY[$1 + 1000],
 		       ARRAY[c.created_at[k]], ARRAY[c.started_at[k]], ARRAY[now() - interval '30 hours']
-		FROM millrace.completed c CROSS JOIN LATERAL array_position(c.ids, $1::bigint) k WHERE k IS NOT NULL`, r.ID); err != nil {
-		t.Fatal(err)
+		FROM millrace.completed c CROSS JOIN LATERAL array_position(c.ids, $1::bigint) k WHERE k IS NOT NULL`, r.ID); err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("aging a copy of the completed row: %d rows, %v", tag.RowsAffected(), err)
 	}
 	if st := jobState(t, pool, r.ID+1000); st != millrace.JobCompleted {
 		t.Fatalf("the aged copy reads %q; want completed until its bucket expires", st)
