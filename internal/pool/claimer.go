@@ -160,8 +160,20 @@ func (p *Pool) claim(q *queue) {
 					p.ack(b, storage.Ack{Batch: sb, Job: &j, State: storage.AckCancelled, Finished: p.cfg.Now()})
 					continue
 				}
-				it := item{batch: b, job: j, started: marked > 0}
-				marked--
+				it := item{batch: b, job: j}
+				if marked > 0 {
+					marked--
+					// Handed to a worker waiting now, it starts at once, as
+					// the claim recorded. None waits when a worker counted
+					// idle had just taken a job: then the job waits in the
+					// buffer and asks the marker, whose fence keeps it from
+					// starting if its batch is released meanwhile.
+					select {
+					case q.start <- item{batch: b, job: j, started: true}:
+						continue
+					default:
+					}
+				}
 				select {
 				case q.jobs <- it:
 				case <-ctx.Done():

@@ -26,6 +26,8 @@ func (p *Pool) work(q *queue) {
 		var it item
 		q.idle.Add(1)
 		select {
+		case it = <-q.start:
+			q.idle.Add(-1)
 		case it = <-q.jobs:
 			q.idle.Add(-1)
 			select {

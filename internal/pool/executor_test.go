@@ -116,8 +116,15 @@ func TestAPanicFailsTheAttempt(t *testing.T) {
 // TestAJobWhoseBatchWasReleasedDoesNotStart: a job waits in the process
 // for a busy worker; meanwhile its batch is released and another process
 // adopts it. When the worker is free, the marker finds the batch fenced:
-// the job does not start here, and OnFenced is told.
+// the job does not start here, and OnFenced is told. The same holds when
+// the claim counted the busy worker as idle (it had just taken a job and
+// not yet said so) and so recorded the job's start with the claim.
 func TestAJobWhoseBatchWasReleasedDoesNotStart(t *testing.T) {
+	t.Run("busy", func(t *testing.T) { testReleasedJobDoesNotStart(t, false) })
+	t.Run("counted idle", func(t *testing.T) { testReleasedJobDoesNotStart(t, true) })
+}
+
+func testReleasedJobDoesNotStart(t *testing.T, countedIdle bool) {
 	e := newEnv(t)
 	ctx := context.Background()
 	first := e.enqueue()
@@ -138,6 +145,11 @@ func TestAJobWhoseBatchWasReleasedDoesNotStart(t *testing.T) {
 	stop := e.start(p)
 	if got := next(t, started, "a job to start"); got != first {
 		t.Fatalf("job %d started, want %d", got, first)
+	}
+	if countedIdle {
+		// The window between a worker's taking a job and its count of idle
+		// workers going down, held open.
+		p.queues["q"].idle.Add(1)
 	}
 	second := e.enqueue()
 	p.Wake("q")

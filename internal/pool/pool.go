@@ -132,8 +132,9 @@ type Config struct {
 type item struct {
 	batch *batch
 	job   storage.Job
-	// started: the claim recorded this job's start (it went to an idle
-	// worker at once), so it needs no start mark of its own.
+	// started: the claim recorded this job's start and it went to a
+	// waiting worker at once (queue.start), so it needs no start mark of
+	// its own.
 	started bool
 }
 
@@ -160,7 +161,8 @@ type batch struct {
 type queue struct {
 	name    string
 	workers int
-	jobs    chan item
+	jobs    chan item     // claimed jobs waiting for a worker, one per worker at most
+	start   chan item     // unbuffered: a job whose start the claim recorded, to a worker waiting now
 	wake    chan struct{} // a wake-up to answer at once: a local insert, a reconnect
 	heard   chan struct{} // another process's announcement (WakeRemote)
 	taken   chan struct{} // a worker took a job from jobs
