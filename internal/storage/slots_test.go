@@ -410,3 +410,72 @@ func TestCompleteTxAcrossReclaims(t *testing.T) {
 		}
 	})
 }
+
+// TestKeysJudgedBeforeTheLocks: rotate judges a slot's unique keys before
+// it locks the slot, and the reclaim carries what that judgment kept plus
+// every key written since, judged under the locks: a key committed into
+// the slot between the two is not lost.
+func TestKeysJudgedBeforeTheLocks(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	uniq := func(key string) Inserted {
+		t.Helper()
+		r, err := insertOn(ctx, pool, []NewJob{{Queue: "u", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1, UniqueKey: key}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r[0]
+	}
+	early := uniq("early")
+	var slot int16
+	if err := pool.QueryRow(ctx, "SELECT slot FROM millrace.uniq WHERE key = 'early'").Scan(&slot); err != nil {
+		t.Fatal(err)
+	}
+	// The judgment rotate makes before the locks.
+	var judged []int64
+	var kept string
+	if err := pool.QueryRow(ctx, `SELECT coalesce(array_agg((j.u).job_id), '{}'), coalesce(array_agg(j.u) FILTER (WHERE j.blocks), '{}')::text
+		FROM millrace.uniq_judge($1) j`, slot).Scan(&judged, &kept); err != nil {
+		t.Fatal(err)
+	}
+	if len(judged) != 1 || judged[0] != early.ID {
+		t.Fatalf("judged %v before the locks; want [%d]", judged, early.ID)
+	}
+	late := uniq("late") // after the judgment, into the same slot
+	var lateSlot int16
+	if err := pool.QueryRow(ctx, "SELECT slot FROM millrace.uniq WHERE key = 'late'").Scan(&lateSlot); err != nil || lateSlot != slot {
+		t.Fatalf("the late key went to slot %d (%v); want %d", lateSlot, err, slot)
+	}
+	rotate(t, s, 0)
+	into := int16(-1)
+	if err := pool.QueryRow(ctx, "SELECT millrace.current_segment()").Scan(&into); err != nil || into == slot {
+		t.Fatalf("current slot %d (%v) after rotating away from %d", into, err, slot)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	lockSlot(t, tx, int(slot))
+	if _, err := tx.Exec(ctx, "SELECT millrace.reclaim_slot($1, $2, $2, $3::millrace.uniq[], $4)", slot, into, kept, judged); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var carried []int64
+	if err := pool.QueryRow(ctx, "SELECT coalesce(array_agg(job_id ORDER BY job_id), '{}') FROM millrace.uniq WHERE slot = $1", into).Scan(&carried); err != nil {
+		t.Fatal(err)
+	}
+	if len(carried) != 2 || carried[0] != early.ID || carried[1] != late.ID {
+		t.Fatalf("keys carried into slot %d: %v; want jobs %d (judged before the locks) and %d (written after)", into, carried, early.ID, late.ID)
+	}
+	for _, k := range []struct {
+		key string
+		id  int64
+	}{{"early", early.ID}, {"late", late.ID}} {
+		if again := uniq(k.key); !again.Duplicate || again.ID != k.id {
+			t.Fatalf("key %q after the reclaim: %+v; want a duplicate of job %d", k.key, again, k.id)
+		}
+	}
+}

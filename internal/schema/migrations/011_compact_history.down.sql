@@ -19,3 +19,6 @@ DROP FUNCTION IF EXISTS millrace.job_history(bigint);
 DROP FUNCTION IF EXISTS millrace.completed_since(timestamp with time zone);
 DROP FUNCTION IF EXISTS millrace.pick(anyarray, bigint);
 DROP FUNCTION IF EXISTS millrace.id_block(bigint);
+-- Version 11's reclaim signature and key judge: the older binary writes its own.
+DROP FUNCTION IF EXISTS millrace.reclaim_slot(smallint, smallint, smallint, millrace.uniq[], bigint[]);
+DROP FUNCTION IF EXISTS millrace.uniq_judge(smallint, bigint[]);

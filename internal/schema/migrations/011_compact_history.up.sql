@@ -63,3 +63,8 @@ SELECT u.id, c.attempt[CASE WHEN cardinality(c.attempt) = 1 THEN 1 ELSE u.i END]
        u.created_at, u.started_at, u.finished_at, NULL::text, c.owner
 FROM millrace.completed c
 CROSS JOIN LATERAL unnest(c.ids, c.created_at, c.started_at, c.finished_at) WITH ORDINALITY AS u(id, created_at, started_at, finished_at, i);
+
+-- The reclaim takes the unique keys its caller judged before locking the
+-- slot (uniq_judge replaces uniq_kept).
+DROP FUNCTION IF EXISTS millrace.reclaim_slot(smallint, smallint, smallint);
+DROP FUNCTION IF EXISTS millrace.uniq_kept(smallint);
