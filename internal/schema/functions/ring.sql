@@ -366,9 +366,20 @@ BEGIN
     WHERE t.slot = p_slot
       AND ((NOT t.carried AND t.tick_id = ANY (v_open))
            OR t.tick_id IN (
-               -- each lane's newest tick in this slot, if it is the lane's newest anywhere and the lane is not idle
-               SELECT l.tick_id FROM (SELECT DISTINCT ON (x.queue, x.priority) x.queue, x.priority, x.tick_id FROM millrace.tick x
-                                      WHERE x.slot = p_slot ORDER BY x.queue, x.priority, x.tick_id DESC) l
+               -- each lane's newest tick in this slot, if it is the lane's newest anywhere and the lane is not idle;
+               -- the slot's lanes by skip scan of its (queue, priority, tick_id) index, each lane's newest
+               -- from the same index (a sort of every tick of the slot was 6 ms of 8 at 800 jobs/s)
+               WITH RECURSIVE ls AS (
+                   (SELECT x.queue, x.priority FROM millrace.tick x WHERE x.slot = p_slot ORDER BY x.queue, x.priority LIMIT 1)
+                   UNION ALL
+                   SELECT n.queue, n.priority FROM ls
+                   CROSS JOIN LATERAL (SELECT x.queue, x.priority FROM millrace.tick x
+                                       WHERE x.slot = p_slot AND (x.queue, x.priority) > (ls.queue, ls.priority)
+                                       ORDER BY x.queue, x.priority LIMIT 1) n)
+               SELECT l.tick_id
+               FROM ls CROSS JOIN LATERAL (SELECT ls.queue, ls.priority, x.tick_id FROM millrace.tick x
+                                           WHERE x.slot = p_slot AND x.queue = ls.queue AND x.priority = ls.priority
+                                           ORDER BY x.tick_id DESC LIMIT 1) l
                WHERE l.tick_id = (SELECT n.tick_id FROM millrace.tick n WHERE n.queue = l.queue AND n.priority = l.priority
                                   ORDER BY n.tick_id DESC LIMIT 1)
                  AND EXISTS (SELECT 1 FROM millrace.job j WHERE j.slot <> p_slot AND j.queue = l.queue AND j.priority = l.priority)));
