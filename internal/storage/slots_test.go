@@ -479,3 +479,75 @@ func TestKeysJudgedBeforeTheLocks(t *testing.T) {
 		}
 	}
 }
+
+// TestReclaimCarriesLaneFrontiers: a reclaim carries forward each lane's
+// newest tick of the slot, as a frontier, when the lane has job rows in
+// another slot, and forgets the frontier of a lane that has none (an idle
+// lane starts again from nothing). The lane whose frontier was carried
+// then claims its new job, and only it.
+func TestReclaimCarriesLaneFrontiers(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	var from int16
+	if err := pool.QueryRow(ctx, "SELECT millrace.current_segment()").Scan(&from); err != nil {
+		t.Fatal(err)
+	}
+	a1, c1 := enqueue(t, s, pool, "a"), enqueue(t, s, pool, "c")
+	if got := finishAll(t, s, "a", 1, 0); got[a1] != 1 {
+		t.Fatalf("lane a finished %v", got)
+	}
+	if got := finishAll(t, s, "c", 1, 100); got[c1] != 1 {
+		t.Fatalf("lane c finished %v", got)
+	}
+	newest := func(queue string) (id int64) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, "SELECT max(tick_id) FROM millrace.tick WHERE queue = $1", queue).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	ta, tc := newest("a"), newest("c")
+	rotate(t, s, 0)
+	var into int16
+	if err := pool.QueryRow(ctx, "SELECT millrace.current_segment()").Scan(&into); err != nil || into == from {
+		t.Fatalf("current slot %d (%v), want one other than %d", into, err, from)
+	}
+	a2 := enqueue(t, s, pool, "a") // lane a has a row outside the slot reclaimed; lane c none
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	lockSlot(t, tx, int(from))
+	if _, err := tx.Exec(ctx, "SELECT millrace.reclaim_slot($1, $2, $2)", from, into); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	carried := map[int64]bool{}
+	rows, err := pool.Query(ctx, "SELECT tick_id, carried FROM millrace.tick WHERE slot = $1", into)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		var c bool
+		if err := rows.Scan(&id, &c); err != nil {
+			t.Fatal(err)
+		}
+		carried[id] = c
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := carried[ta]; !ok || !c {
+		t.Fatalf("ticks in slot %d after the reclaim: %v; want lane a's newest, %d, carried as its frontier", into, carried, ta)
+	}
+	if _, ok := carried[tc]; ok {
+		t.Fatalf("ticks in slot %d after the reclaim: %v; lane c's frontier %d carried, want it forgotten (the lane is idle)", into, carried, tc)
+	}
+	if got := claimAll(t, s, "a", 1, noLimit); len(got) != 1 || got[a2] != 1 {
+		t.Fatalf("lane a claimed %v after the reclaim; want job %d once", got, a2)
+	}
+}
