@@ -422,12 +422,14 @@ BEGIN
     WHERE NOT EXISTS (SELECT 1 FROM millrace.tally_round n WHERE n.round > r.round);
 
     -- A cancellation stays while a row of its job may still be claimed or
-    -- promoted: a job row in another slot, or a schedule row.
+    -- promoted: a job row in another slot, or a schedule row. The schedule
+    -- is probed first (two partitions; most cancellations are of scheduled
+    -- jobs), the job's rows only when it has none (five).
     INSERT INTO millrace.cancel (slot, job_id, at)
     SELECT p_into, c.job_id, c.at FROM millrace.cancel c
     WHERE c.slot = p_slot
-      AND (EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = c.job_id AND j.slot <> p_slot)
-           OR EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = c.job_id));
+      AND (EXISTS (SELECT 1 FROM millrace.sched s WHERE s.id = c.job_id)
+           OR EXISTS (SELECT 1 FROM millrace.job j WHERE j.id = c.job_id AND j.slot <> p_slot));
     GET DIAGNOSTICS v_n = ROW_COUNT;
     v_total := v_total + v_n;
 
