@@ -562,6 +562,44 @@ func TestUniqueJobsUnderConcurrentInserts(t *testing.T) {
 	}
 }
 
+// TestCancelledUniqueJobFreesItsKey: a unique job cancelled while it
+// waits (in the schedule, or due and not yet claimed) no longer blocks its
+// key, as any finished job whose state the key does not name; cancelling
+// it again says it finished. An insert and a cancel tell a waiting job
+// from a finished one by its live rows, and a cancelled job must go the
+// long way (its live rows still say it waits).
+func TestCancelledUniqueJobFreesItsKey(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	c, err := millrace.NewClient(pool, millrace.Config{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &millrace.UniqueOpts{ByArgs: true}
+	for _, tc := range []struct {
+		name string
+		opts *millrace.InsertOpts
+	}{
+		{"scheduled", &millrace.InsertOpts{Unique: u, RunAt: time.Now().Add(time.Hour)}},
+		{"available", &millrace.InsertOpts{Unique: u}},
+	} {
+		args := countArgs{N: 100 + len(tc.name)}
+		orig := mustInsert(t, c, args, tc.opts)
+		if dup := mustInsert(t, c, args, tc.opts); !dup.Duplicate || dup.ID != orig.ID {
+			t.Fatalf("%s: a waiting unique job does not block its key: %+v", tc.name, dup)
+		}
+		if r, err := millrace.Cancel(ctx, pool, orig.ID); err != nil || r != millrace.Cancelled {
+			t.Fatalf("%s: cancel: %v, %v; want cancelled", tc.name, r, err)
+		}
+		if r, err := millrace.Cancel(ctx, pool, orig.ID); err != nil || r != millrace.Finished {
+			t.Fatalf("%s: cancel again: %v, %v; want finished", tc.name, r, err)
+		}
+		if again := mustInsert(t, c, args, tc.opts); again.Duplicate || again.ID == orig.ID {
+			t.Fatalf("%s: a cancelled unique job still blocks its key: %+v", tc.name, again)
+		}
+	}
+}
+
 // TestDuplicateInsertCarriesTheExistingJob: an insert that a unique job
 // blocks returns that job as it is, its state and its real due time, in
 // Go (ScheduledAt was 0001-01-01 for a blocking job that was not

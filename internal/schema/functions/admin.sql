@@ -38,8 +38,16 @@ BEGIN
     -- the queue waits for: a finished job stays finished, and probing
     -- history's buckets takes milliseconds that claims must not wait. Under
     -- the lock only the live rows are read, which is what a claim changes.
-    IF millrace.final_state(p_id, millrace.live_since(p_id)) IS NOT NULL THEN
-        RETURN 'finished';
+    -- A job still waiting (in the schedule, or its newest row not yet
+    -- claimed) and never cancelled has not finished: its live rows say so
+    -- in a few index probes, where history's lookup plans two statements
+    -- over the buckets at each call (1.35 ms of a cancel's 4.9 ms in the
+    -- full mix at 800 jobs/s).
+    IF v_q IS NULL OR EXISTS (SELECT 1 FROM millrace.cancel c WHERE c.job_id = p_id)
+       OR coalesce(millrace.live_state(p_id) NOT IN ('scheduled', 'available'), true) THEN
+        IF millrace.final_state(p_id, millrace.live_since(p_id)) IS NOT NULL THEN
+            RETURN 'finished';
+        END IF;
     END IF;
     IF v_q IS NOT NULL THEN
         -- Cancels of one job wait for each other (the job's own key), and
