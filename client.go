@@ -416,7 +416,7 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	leader := maint.NewLeader(maint.Config{Store: c.store, Logger: c.cfg.Logger, Every: c.cfg.MaintenanceEvery,
 		RotateAfter: c.cfg.RotateAfter, StuckAfter: c.cfg.StuckAfter, MaxCarryBytes: c.cfg.MaxCarryBytes,
-		Periodic: periodic, LeaderLease: c.cfg.LeaderLease, RingReaderLimit: c.cfg.RingReaderLimit})
+		Periodic: periodic, LeaderLease: c.cfg.LeaderLease, RingReaderLimit: c.cfg.RingReaderLimit, Announce: c.notify})
 	// The client runs until Stop, whatever ctx does; ctx's values reach
 	// its jobs (and ErrorHandler).
 	c.base = context.WithoutCancel(ctx)

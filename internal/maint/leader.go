@@ -25,7 +25,9 @@ type Leader struct {
 // rounds).
 func NewLeader(cfg Config) *Leader {
 	cfg.defaults()
-	return &Leader{cfg: cfg, promoter: NewPromoter(cfg.Store, cfg.Logger)}
+	p := NewPromoter(cfg.Store, cfg.Logger)
+	p.Announce = cfg.Announce
+	return &Leader{cfg: cfg, promoter: p}
 }
 
 // Kick wakes the promoter: a job was scheduled or a retry queued to fall

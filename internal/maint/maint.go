@@ -50,6 +50,11 @@ type Config struct {
 	// Logger says what the leader did and what holds it back (default
 	// slog.Default()).
 	Logger *slog.Logger
+	// Announce tells the queue's claimers, in every process, that the
+	// promoter moved jobs into queue, once its round has committed (the
+	// client's notify: its own workers at once, the others by a NOTIFY).
+	// Nil: a NOTIFY from the store.
+	Announce func(queue string)
 	// Owner is the leading process and Term its leader term (0: an
 	// operator's rounds, not fenced, never renewed).
 	Owner int32

@@ -47,6 +47,9 @@ type Promoter struct {
 	// CompactMin is the least number of promotions between two compactions
 	// of the schedule (default 10000).
 	CompactMin int64
+	// Announce tells the claimers of queue that a round moved jobs into
+	// it, after the round's commit (nil: a NOTIFY from the Store).
+	Announce func(queue string)
 	kick       chan struct{}
 }
 
@@ -78,14 +81,21 @@ func (p *Promoter) Run(ctx context.Context, term int64) error {
 	for ctx.Err() == nil {
 		wait := p.MaxWait
 		began := time.Now()
-		if _, err := p.Store.Promote(ctx, term, p.CompactMin); lostLead(err) {
+		// One call: the round, the queues it moved jobs into, and the
+		// next due time. The round sends no NOTIFY: one in its transaction
+		// held the server's one notification lock through its durable
+		// commit, and every process's announcements waited behind it.
+		if r, err := p.Store.PromoteDue(ctx, term, p.CompactMin); lostLead(err) {
 			return ErrLostLead
 		} else if err != nil {
 			if ctx.Err() == nil {
 				p.Logger.Warn("millrace: promoting scheduled jobs failed", "err", err)
 			}
-		} else if next, err := p.Store.NextDue(ctx); err == nil && !next.IsZero() {
-			wait = min(wait, max(time.Until(next), time.Until(began.Add(p.MinGap)), time.Millisecond))
+		} else {
+			p.announce(ctx, r.Queues)
+			if !r.Next.IsZero() {
+				wait = min(wait, max(time.Until(r.Next), time.Until(began.Add(p.MinGap)), time.Millisecond))
+			}
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -109,4 +119,20 @@ func (p *Promoter) Run(ctx context.Context, term int64) error {
 		t.Stop()
 	}
 	return ctx.Err()
+}
+
+// announce tells the claimers of queues that a round moved jobs into them.
+func (p *Promoter) announce(ctx context.Context, queues []string) {
+	if len(queues) == 0 {
+		return
+	}
+	if p.Announce != nil {
+		for _, q := range queues {
+			p.Announce(q)
+		}
+		return
+	}
+	if err := p.Store.Announce(ctx, queues); err != nil && ctx.Err() == nil {
+		p.Logger.Warn("millrace: announcing promoted jobs failed; their claimers find them at their next poll", "queues", queues, "err", err)
+	}
 }

@@ -225,14 +225,34 @@ func (s *Store) Release(ctx context.Context, owner int32) (int, error) {
 	return n, err
 }
 
-// NextDue is when the next scheduled job not yet promoted is due (zero:
-// none is waiting).
-func (s *Store) NextDue(ctx context.Context) (time.Time, error) {
-	var t *time.Time
-	if err := s.tx(ctx, scanOne(&t), "SELECT millrace.next_due()"); err != nil || t == nil {
-		return time.Time{}, err
+// Promoted is what a promote round did (PromoteDue).
+type Promoted struct {
+	N      int64     // jobs promoted
+	Queues []string  // the queues they went to, to be announced
+	Next   time.Time // when the next job not yet promoted is due (zero: none)
+}
+
+// PromoteDue runs a promote round under leader term term (0: none) that
+// sends no NOTIFY (millrace.promote_due): the caller announces
+// Promoted.Queues once it returns, after the round's commit, and sleeps
+// until Promoted.Next. A NOTIFY in the round held the server's one
+// notification lock through the round's durable commit, and every
+// announcement waited behind it; the next due time came in a second call.
+func (s *Store) PromoteDue(ctx context.Context, term, compactMin int64) (Promoted, error) {
+	var p Promoted
+	var next *time.Time
+	err := s.tx(ctx, scanOne(&p.N, &p.Queues, &next), "SELECT promoted, queues, next_due FROM millrace.promote_due($1, $2)", compactMin, termArg(term))
+	if next != nil {
+		p.Next = *next
 	}
-	return *t, nil
+	return p, fenced(err)
+}
+
+// Announce sends one NOTIFY for each of queues, outside any transaction
+// of the protocol: their claimers, in every process, claim at once.
+func (s *Store) Announce(ctx context.Context, queues []string) error {
+	_, err := s.Pool.Exec(ctx, "SELECT pg_notify('millrace', q) FROM unnest($1::text[]) AS u(q)", queues)
+	return err
 }
 
 // ExpireHistory truncates the history buckets older than the retention

@@ -729,3 +729,79 @@ func TestFlushTakesNoNotificationLock(t *testing.T) {
 		t.Fatalf("the flush of a retry due now sent a NOTIFY on %s (%q) in its transaction; want none", n.Channel, n.Payload)
 	}
 }
+
+// TestPromoteDueSendsNoNotify: the promoter's round (promote_due) sends no
+// NOTIFY in its transaction, which would hold the server's one
+// notification lock through the round's durable commit and make every
+// other announcement wait; it returns the queues it moved jobs into, for
+// the promoter to announce after the commit, and the next due time, which
+// took a second call. promote, for a caller with no announcer of its own,
+// still notifies. Notifications come in commit order: a marker sent after
+// the round arrives first only if the round sent none.
+func TestPromoteDueSendsNoNotify(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, pool := newStore(t)
+	l, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if _, err := l.Exec(ctx, "LISTEN millrace"); err != nil {
+		t.Fatal(err)
+	}
+	scheduleIn := func(queue, in string) time.Time {
+		t.Helper()
+		var id int64
+		var due time.Time
+		if err := pool.QueryRow(ctx, "SELECT millrace.enqueue('k', '{}', $1, p_run_at => clock_timestamp() + $2::interval, p_notify => false)",
+			queue, in).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if err := pool.QueryRow(ctx, "SELECT s.due_at FROM millrace.sched s WHERE s.id = $1", id).Scan(&due); err != nil {
+			t.Fatal(err)
+		}
+		return due
+	}
+	schedule := func(queue, in string) time.Time {
+		t.Helper()
+		due := scheduleIn(queue, in)
+		testkit.WaitFor(t, "the job scheduled in "+queue+" to fall due", 10*time.Second, func() bool {
+			var past bool
+			return pool.QueryRow(ctx, "SELECT clock_timestamp() >= $1", due).Scan(&past) == nil && past
+		})
+		return due
+	}
+	later := scheduleIn("later", "1 hour")
+	first := func(what string) string {
+		t.Helper()
+		if _, err := pool.Exec(ctx, "SELECT pg_notify('millrace', 'marker')"); err != nil {
+			t.Fatal(err)
+		}
+		n, err := l.Conn().WaitForNotification(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return n.Payload
+	}
+
+	schedule("due", "50 ms")
+	r, err := s.PromoteDue(ctx, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.N != 1 || len(r.Queues) != 1 || r.Queues[0] != "due" || !r.Next.Equal(later) {
+		t.Fatalf("promote_due: %+v; want 1 job into queue due, next due %v", r, later)
+	}
+	if p := first("promote_due"); p != "marker" {
+		t.Fatalf("promote_due sent a NOTIFY (%q) in its transaction; want none", p)
+	}
+
+	schedule("sql", "50 ms")
+	if n, err := s.Promote(ctx, 0, 10000); err != nil || n != 1 {
+		t.Fatalf("promote: %d, %v; want 1 job", n, err)
+	}
+	if p := first("promote"); p != "sql" {
+		t.Fatalf("promote's first notification: %q; want one for queue sql, sent at its commit", p)
+	}
+}

@@ -53,6 +53,7 @@ BEGIN
             millrace.periodic_last(p_name text),
             millrace.periodic_run(p_name text, p_slot_at timestamp with time zone, p_kind text, p_args jsonb, p_queue text, p_priority integer, p_max_attempts integer, p_timeout_ms integer, p_term bigint),
             millrace.promote(p_compact_min bigint, p_term bigint),
+            millrace.promote_due(p_compact_min bigint, p_term bigint, OUT promoted bigint, OUT queues text[], OUT next_due timestamp with time zone),
             millrace.queue_counts(),
             millrace.queue_paused(p_queue text),
             millrace.queues_with_work(p_queues text[]),

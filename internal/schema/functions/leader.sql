@@ -337,28 +337,27 @@ CREATE OR REPLACE FUNCTION millrace.next_due()
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
--- PL/pgSQL for a plan cached for the session: the promoter asks after
--- every round.
+-- PL/pgSQL for a plan cached for the session.
 BEGIN
     RETURN (SELECT min(s.due_at) FROM millrace.sched s
             WHERE s.due_at > coalesce((SELECT p.upto FROM millrace.promote p ORDER BY p.round DESC LIMIT 1), '-infinity'));
 END $function$;
 COMMENT ON FUNCTION millrace.next_due() IS
-    'next_due is when the next scheduled job not yet promoted is due (NULL: none); the leader''s promoter sleeps until then, and at most 50 ms.';
+    'next_due is when the next scheduled job not yet promoted is due (NULL: none); promote_due returns the same after its round, and the leader''s promoter sleeps until then (at most a second).';
 
-CREATE OR REPLACE FUNCTION millrace.promote(p_compact_min bigint DEFAULT 10000, p_term bigint DEFAULT NULL::bigint)
- RETURNS bigint
+CREATE OR REPLACE FUNCTION millrace.promote_due(p_compact_min bigint DEFAULT 10000, p_term bigint DEFAULT NULL::bigint, OUT promoted bigint, OUT queues text[], OUT next_due timestamp with time zone)
+ RETURNS record
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
+#variable_conflict use_column
 DECLARE
     v_snap  pg_snapshot;
     v_now   timestamptz := clock_timestamp();
     v_last  millrace.promote;
     v_n     bigint := 0;
-    v_q     text;
     v_gen   millrace.sched_gen;
     v_copied bigint;
     v_queues text[];
@@ -408,9 +407,6 @@ BEGIN
             WHERE (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = due.id) = 0
             RETURNING job.queue)
         SELECT count(*), array_agg(DISTINCT ins.queue) INTO v_n, v_queues FROM ins;
-        FOR v_q IN SELECT unnest(v_queues) LOOP
-            PERFORM pg_notify('millrace', v_q);
-        END LOOP;
     END IF;
     IF v_n > 0 OR v_last IS NULL OR v_now - v_last.upto > interval '1 minute' THEN
         INSERT INTO millrace.promote (slot, round, upto, snap, total)
@@ -438,10 +434,33 @@ BEGIN
             NULL;  -- a producer is writing into it; compact at a later round
         END;
     END IF;
-    RETURN v_n;
+    promoted := v_n;
+    queues := coalesce(v_queues, '{}');
+    -- When the promoter should look again (next_due, in the same call).
+    next_due := (SELECT min(s.due_at) FROM millrace.sched s WHERE s.due_at > coalesce(v_last.upto, '-infinity'));
+END $function$;
+COMMENT ON FUNCTION millrace.promote_due(p_compact_min bigint, p_term bigint, OUT promoted bigint, OUT queues text[], OUT next_due timestamp with time zone) IS
+    'promote_due is a promote round that sends no NOTIFY: it returns how many jobs it promoted, the queues they went to (for the caller to announce once the round has committed) and when the next scheduled job not yet promoted is due (as next_due says after the round; NULL: none). A NOTIFY in the round''s transaction took the server''s one notification lock and held it through the round''s durable commit, so every announcement of every process waited behind each round; the leader''s promoter announces the queues itself, after the commit, and asks for the next due time in the same call.';
+
+CREATE OR REPLACE FUNCTION millrace.promote(p_compact_min bigint DEFAULT 10000, p_term bigint DEFAULT NULL::bigint)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+DECLARE
+    v record;
+    v_q text;
+BEGIN
+    SELECT * INTO v FROM millrace.promote_due(p_compact_min, p_term);
+    FOREACH v_q IN ARRAY v.queues LOOP
+        PERFORM pg_notify('millrace', v_q);
+    END LOOP;
+    RETURN v.promoted;
 END $function$;
 COMMENT ON FUNCTION millrace.promote(p_compact_min bigint, p_term bigint) IS
-    'promote moves scheduled jobs that are due into the current slot; a promoted job is ready from the time it was due. Every p_compact_min promotions it compacts the schedule into its other generation. p_term is the calling leader''s term (fence_leader).';
+    'promote moves scheduled jobs that are due into the current slot; a promoted job is ready from the time it was due. Every p_compact_min promotions it compacts the schedule into its other generation. p_term is the calling leader''s term (fence_leader). It is promote_due and one NOTIFY per queue that got jobs, sent at its commit: the leader''s promoter calls promote_due and announces after the commit instead.';
 
 CREATE OR REPLACE FUNCTION millrace.periodic_last(p_name text)
  RETURNS timestamp with time zone

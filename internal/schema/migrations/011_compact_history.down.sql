@@ -22,3 +22,5 @@ DROP FUNCTION IF EXISTS millrace.id_block(bigint);
 -- Version 11's reclaim signature and key judge: the older binary writes its own.
 DROP FUNCTION IF EXISTS millrace.reclaim_slot(smallint, smallint, smallint, millrace.uniq[], bigint[]);
 DROP FUNCTION IF EXISTS millrace.uniq_judge(smallint, bigint[]);
+-- Version 11's promote round without a NOTIFY (the older binary's promote sends its own).
+DROP FUNCTION IF EXISTS millrace.promote_due(bigint, bigint);
