@@ -50,7 +50,7 @@ type Promoter struct {
 	// Announce tells the claimers of queue that a round moved jobs into
 	// it, after the round's commit (nil: a NOTIFY from the Store).
 	Announce func(queue string)
-	kick       chan struct{}
+	kick     chan struct{}
 }
 
 // PromoterWait is the promoter's longest sleep (Promoter.MaxWait): a job

@@ -63,6 +63,9 @@ func (p *Pool) claim(q *queue) {
 	var yield time.Duration
 	retry := false
 	retryOwner := int32(0)
+	// peek: the claimer answers an announcement after a whole yield (it has
+	// been losing them): it asks first whether a claim would find anything.
+	peek := false
 	for ctx.Err() == nil {
 		// Claim only when the workers have room: the buffer holds at most
 		// one job per worker, and a new batch is taken once it has drained.
@@ -88,6 +91,24 @@ func (p *Pool) claim(q *queue) {
 		}
 		if retry && owner != retryOwner {
 			retry = false // the old identity's batches are released by the leader
+		}
+		if peek && !retry {
+			peek = false
+			// Most claims that answer a yielded announcement found the
+			// newest batch already taken and nothing past it: a peek
+			// (millrace.claim_peek) says so without the claim's lock,
+			// writes and transaction. A failed peek claims.
+			if by, err := p.cfg.Store.Peek(ctx, q.name); err == nil && by != 0 {
+				p.peeked.Fire(by)
+				if by != owner && p.cfg.Yield > 0 {
+					yield = min(max(2*yield, time.Millisecond), p.cfg.Yield)
+				}
+				var ok bool
+				if idle, ok, peek = p.idle(q, idle, yield); !ok {
+					return
+				}
+				continue
+			}
 		}
 		if !retry {
 			req++
@@ -122,7 +143,7 @@ func (p *Pool) claim(q *queue) {
 			// Nothing to claim: wait for a notification, polling as a
 			// fallback, less often the longer the queue stays idle.
 			var ok bool
-			if idle, ok = p.idle(q, idle, yield); !ok {
+			if idle, ok, peek = p.idle(q, idle, yield); !ok {
 				return
 			}
 			continue
@@ -183,7 +204,7 @@ func (p *Pool) claim(q *queue) {
 		}
 		if drained {
 			var ok bool
-			if idle, ok = p.idle(q, p.cfg.Poll, 0); !ok {
+			if idle, ok, peek = p.idle(q, p.cfg.Poll, 0); !ok {
 				return
 			}
 		}
@@ -199,8 +220,9 @@ func (p *Pool) claim(q *queue) {
 // starts again (doubled, up to MaxPoll) when it has none. 1,000 idle
 // queues cost one statement a second rather than a claim transaction
 // each every MaxPoll. It returns the wait to use after the next empty
-// claim, and false when the pool stops.
-func (p *Pool) idle(q *queue, wait, yield time.Duration) (time.Duration, bool) {
+// claim, false when the pool stops, and whether the wake-up was an
+// announcement answered after a whole yield (the claimer peeks first).
+func (p *Pool) idle(q *queue, wait, yield time.Duration) (time.Duration, bool, bool) {
 	ctx := p.claimCtx
 	maxWait := max(p.cfg.MaxPoll, p.cfg.Poll)
 	for {
@@ -209,61 +231,66 @@ func (p *Pool) idle(q *queue, wait, yield time.Duration) (time.Duration, bool) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return 0, false
+			return 0, false, false
 		case <-q.wake:
 			t.Stop()
-			return p.cfg.Poll, true
+			return p.cfg.Poll, true, false
 		case <-q.heard:
 			t.Stop()
-			return p.cfg.Poll, p.yield(q, yield)
+			ok, whole := p.yield(q, yield)
+			return p.cfg.Poll, ok, whole
 		case <-t.C:
 		}
 		ask := wait >= p.cfg.ProbeFrom
 		wait = min(wait*2, maxWait)
 		if !ask {
-			return wait, true
+			return wait, true, false
 		}
 		pr := probe{queue: q.name, work: make(chan bool, 1)}
 		select {
 		case <-ctx.Done():
-			return 0, false
+			return 0, false, false
 		case <-q.wake:
-			return p.cfg.Poll, true
+			return p.cfg.Poll, true, false
 		case <-q.heard:
-			return p.cfg.Poll, p.yield(q, yield)
+			ok, whole := p.yield(q, yield)
+			return p.cfg.Poll, ok, whole
 		case p.probes <- pr:
 		}
 		select {
 		case <-ctx.Done():
-			return 0, false
+			return 0, false, false
 		case <-q.wake:
-			return p.cfg.Poll, true
+			return p.cfg.Poll, true, false
 		case <-q.heard:
-			return p.cfg.Poll, p.yield(q, yield)
+			ok, whole := p.yield(q, yield)
+			return p.cfg.Poll, ok, whole
 		case work := <-pr.work:
 			if work {
-				return wait, true
+				return wait, true, false
 			}
 		}
 	}
 }
 
 // yield waits d before a claim answers another process's announcement
-// (a local wake-up ends it at once); false when the pool stops.
-func (p *Pool) yield(q *queue, d time.Duration) bool {
+// (a local wake-up ends it at once); false when the pool stops, and
+// whether it waited all of d (d > 0 and no local wake-up came).
+func (p *Pool) yield(q *queue, d time.Duration) (bool, bool) {
 	if d <= 0 {
-		return true
+		return true, false
 	}
 	p.yielded.Fire(d)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-p.claimCtx.Done():
-		return false
+		return false, false
 	case <-q.wake:
+		return true, false
 	case <-t.C:
+		return true, true
 	}
-	return true
 }
 
 // probe asks the prober whether queue may have work; the answer comes on

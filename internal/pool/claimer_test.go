@@ -288,6 +288,14 @@ func claimsBy(e *env, owner int32) int {
 	return n
 }
 
+// answersBy counts the claims of process owner and every peek: the
+// answers to announcements. Only the process that loses them peeks (a
+// claimer peeks only after a whole yield), so the tests that call it have
+// one loser, owner.
+func answersBy(e *env, owner int32) int {
+	return claimsBy(e, owner) + len(e.trace.calls("claim_peek"))
+}
+
 // TestALoserOfAnnouncementsYields: two processes hear every announcement
 // (WakeRemote) and the first claim takes the job. A claimer whose claims
 // keep finding the other's batch waits before it answers the next ones
@@ -337,8 +345,8 @@ func TestALoserOfAnnouncementsYields(t *testing.T) {
 				return len(e.trace.calls("claim_start")) >= before+jobs
 			})
 			claims := len(e.trace.calls("claim_start")) - before
-			t.Logf("%d announcements heard by two processes: %d claims (%d by the first, %d by the second)",
-				jobs, claims, claimsBy(e, e.owner), claimsBy(e, b.Owner()))
+			t.Logf("%d announcements heard by two processes: %d claims (%d by the first, %d by the second), %d peeks",
+				jobs, claims, claimsBy(e, e.owner), claimsBy(e, b.Owner()), len(e.trace.calls("claim_peek")))
 			// Measured under -race: 208-275 with a yield, 393-398 without.
 			if yield > 0 && claims > jobs*8/5 {
 				t.Fatalf("%d claims for %d announcements heard by two processes; want at most %d (the loser yields)", claims, jobs, jobs*8/5)
@@ -396,14 +404,14 @@ func TestAYieldingClaimerStillAnswers(t *testing.T) {
 	}
 	b.WakeRemote("q")
 	e.waitFor("b to claim after a", func() bool { return claimsBy(e, b.Owner()) >= 2 })
-	c := claimsBy(e, b.Owner())
+	c := answersBy(e, b.Owner())
 	b.WakeRemote("q")
 	if d := b.yielded.Wait(t, wait); d <= 0 {
 		t.Fatalf("b yielded %v", d)
 	}
-	// The claim that ends the yield, before any other job is enqueued
-	// (it would take it).
-	e.waitFor("b's claim after its yield", func() bool { return claimsBy(e, b.Owner()) > c })
+	// The answer (a peek) that ends the yield, before any other job is
+	// enqueued (it would take it).
+	e.waitFor("b's answer after its yield", func() bool { return answersBy(e, b.Owner()) > c })
 	// The second job takes a's other worker; the third waits in a's
 	// buffer.
 	second := e.enqueue()
@@ -425,9 +433,11 @@ func TestAYieldingClaimerStillAnswers(t *testing.T) {
 }
 
 // TestAYieldAbsorbsAnnouncements: a claimer that has lost announcements
-// many times waits its whole yield (Yield, here a second) before the
-// claim that answers the next one, and the announcements it hears
-// meanwhile cost no claim of their own.
+// many times waits its whole yield (Yield, here a second) before it
+// answers the next one, and the announcements it hears meanwhile cost no
+// answer of their own. An answer after a whole yield is a peek, not a
+// claim, when the other process's batch already holds the job: after its
+// first loss (no yield yet), b makes no claim at all.
 func TestAYieldAbsorbsAnnouncements(t *testing.T) {
 	e := newEnv(t)
 	ran := make(chan int64, 100)
@@ -444,18 +454,25 @@ func TestAYieldAbsorbsAnnouncements(t *testing.T) {
 	e.waitFor("b to find nothing", func() bool { return e.trace.emptyClaims() >= 2 })
 	// b loses eleven times: a takes each job, then b hears of it and
 	// finds a's batch. Its yield doubles each time, from 1 ms to the cap.
+	var claimed int
 	for i := range 11 {
 		id := e.enqueue()
 		a.WakeRemote("q")
 		if got := next(t, ran, "a to run the job"); got != id {
 			t.Fatalf("job %d ran, want %d", got, id)
 		}
-		before := claimsBy(e, b.Owner())
+		before := answersBy(e, b.Owner())
 		b.WakeRemote("q")
-		e.waitFor(fmt.Sprintf("b's claim %d", i), func() bool { return claimsBy(e, b.Owner()) > before })
+		e.waitFor(fmt.Sprintf("b's answer %d", i), func() bool { return answersBy(e, b.Owner()) > before })
+		if i == 0 {
+			claimed = claimsBy(e, b.Owner())
+		}
+	}
+	if n := claimsBy(e, b.Owner()) - claimed; n != 0 {
+		t.Fatalf("b claimed %d times to answer ten announcements after a yield, each already taken by a; want peeks only", n)
 	}
 	b.yielded.Arm()
-	before := claimsBy(e, b.Owner())
+	before := answersBy(e, b.Owner())
 	b.WakeRemote("q")
 	if d := b.yielded.Wait(t, wait); d != time.Second {
 		t.Fatalf("b's yield after eleven losses: %v, want the cap (1s)", d)
@@ -468,7 +485,7 @@ func TestAYieldAbsorbsAnnouncements(t *testing.T) {
 	if d := b.yielded.Wait(t, wait); d != time.Second {
 		t.Fatalf("b's next yield: %v", d)
 	}
-	if n := claimsBy(e, b.Owner()) - before; n != 1 {
-		t.Fatalf("b made %d claims for six announcements heard within a yield; want 1", n)
+	if n := answersBy(e, b.Owner()) - before; n != 1 {
+		t.Fatalf("b answered six announcements heard within a yield %d times; want 1", n)
 	}
 }

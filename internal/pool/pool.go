@@ -183,6 +183,9 @@ type Pool struct {
 	// found nothing (tests only).
 	idleWait testsignal.Signal[time.Duration]
 
+	// peeked fires with the process a claimer's peek found holding the
+	// queue's newest batch, when the peek took the place of a claim.
+	peeked testsignal.Signal[int32]
 	// yielded fires with each wait before a claim answers another
 	// process's announcement (tests only).
 	yielded testsignal.Signal[time.Duration]

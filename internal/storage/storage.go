@@ -254,6 +254,17 @@ func (s *Store) Claim(ctx context.Context, queue string, owner int32, req int64,
 	return batches, err
 }
 
+// Peek asks, without a claim's lock or writes, whether a claim of queue
+// would return nothing at once because the queue's newest batch already
+// holds every job committed before the call (millrace.claim_peek): it
+// returns the process that took that batch, or 0 when a claim may find
+// work. A claimer that keeps losing announcements asks it first: most of
+// its claims found nothing, and a peek costs a fraction of a claim.
+func (s *Store) Peek(ctx context.Context, queue string) (takenBy int32, err error) {
+	err = s.tx(ctx, scanOne(&takenBy), "SELECT millrace.claim_peek($1)", queue)
+	return takenBy, err
+}
+
 // claimedBySQL reads, in a claim's transaction, the process that took the
 // batch which left the claim nothing (millrace.claimed_by, set by the
 // claim's short cut; 0 when it was not taken).

@@ -359,6 +359,56 @@ END $function$;
 COMMENT ON FUNCTION millrace.lanes_waiting(p_queue text, p_snap pg_snapshot, p_from smallint, p_examine integer, p_want integer) IS
     'lanes_waiting looks at the lanes of p_queue from priority p_from on, in order (a skip scan of job_lane), at most p_examine of them, and stops once p_want have a job waiting in snapshot p_snap. It returns every lane it looked at with the ready time of the first job lane_take would take from it (NULL: none; found by a few index probes) and when it was last served (its newest tick''s time).';
 
+CREATE OR REPLACE FUNCTION millrace.claim_peek(p_queue text)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+-- PL/pgSQL for a plan cached for the session; VOLATILE, as claim: each
+-- statement takes its snapshot after its locks, later than v_asked.
+DECLARE
+    v_asked pg_snapshot := pg_current_snapshot();
+    v_lane  smallint;
+    v_lsnap pg_snapshot;
+    v_lmore boolean;
+    v_lowner integer;
+BEGIN
+    -- A released batch waits for a claim to adopt it.
+    IF EXISTS (SELECT 1 FROM millrace.lease l
+               WHERE l.queue = p_queue AND l.owner = 0
+                 AND NOT EXISTS (SELECT 1 FROM millrace.lease n WHERE n.tick_id = l.tick_id AND n.token > l.token)
+                 AND NOT EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = l.tick_id)) THEN
+        RETURN 0;
+    END IF;
+    -- The claim's short cut, with the same probes (see claim): a one-lane
+    -- queue whose newest batch was not cut at a cap and has no job that
+    -- v_asked sees past it.
+    SELECT j.priority INTO v_lane FROM millrace.job j WHERE j.queue = p_queue ORDER BY j.priority LIMIT 1;
+    IF NOT FOUND OR EXISTS (SELECT 1 FROM millrace.job j WHERE j.queue = p_queue AND j.priority > v_lane) THEN
+        RETURN 0;
+    END IF;
+    SELECT t.snap, t.more, t.owner INTO v_lsnap, v_lmore, v_lowner
+    FROM millrace.tick t WHERE t.queue = p_queue AND t.priority = v_lane ORDER BY t.tick_id DESC LIMIT 1;
+    IF FOUND AND NOT v_lmore
+       AND (SELECT j.id FROM millrace.job j WHERE j.queue = p_queue AND j.priority = v_lane
+              AND j.txid >= pg_snapshot_xmax(v_lsnap) AND j.txid < pg_snapshot_xmax(v_asked)
+              AND pg_visible_in_snapshot(j.txid, v_asked)
+            ORDER BY j.txid, j.id LIMIT 1) IS NULL
+       AND (SELECT f.id FROM pg_snapshot_xip(v_lsnap) xp(txid)
+            CROSS JOIN LATERAL (SELECT j.id FROM millrace.job j
+                                WHERE j.queue = p_queue AND j.priority = v_lane AND j.txid = xp.txid
+                                ORDER BY j.id LIMIT 1) f
+            WHERE pg_visible_in_snapshot(xp.txid, v_asked)
+            LIMIT 1) IS NULL THEN
+        RETURN coalesce(v_lowner, 0);
+    END IF;
+    RETURN 0;
+END $function$;
+COMMENT ON FUNCTION millrace.claim_peek(p_queue text) IS
+    'claim_peek says, without a claim''s lock or writes, whether a claim of p_queue would return nothing at once by its short cut: the process that took the queue''s newest batch when that batch already holds every job committed before the call (and no released batch waits), else 0 (a claim may find work: claim). A claimer that keeps losing announcements to another process asks it before it claims: most of its claims found nothing.';
+
 CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
  LANGUAGE plpgsql

@@ -24,3 +24,5 @@ DROP FUNCTION IF EXISTS millrace.reclaim_slot(smallint, smallint, smallint, mill
 DROP FUNCTION IF EXISTS millrace.uniq_judge(smallint, bigint[]);
 -- Version 11's promote round without a NOTIFY (the older binary's promote sends its own).
 DROP FUNCTION IF EXISTS millrace.promote_due(bigint, bigint);
+-- Version 11's peek before a claim.
+DROP FUNCTION IF EXISTS millrace.claim_peek(text);
