@@ -177,3 +177,88 @@ func TestClaimSeenNamesWhoTookTheBatch(t *testing.T) {
 		t.Fatalf("b's claim after a capped batch: %d jobs, taken by %d; want 0, 0 (it looked)", n, by)
 	}
 }
+
+// TestPeekAgreesWithTheClaim: claim_peek repeats the claim's short cut
+// outside its lock, so the two must agree. Before each claim a peek: when
+// it names a process, the claim returns nothing and names the same one;
+// when the claim returns jobs, or returns nothing without naming one, the
+// peek said 0. The states: a job waiting, the newest batch holding
+// everything (another's and one's own), a batch cut at its cap, a job in
+// flight when the newest batch was taken, a second lane, and a released
+// batch waiting to be adopted.
+func TestPeekAgreesWithTheClaim(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	a, err := s.Register(ctx, "a", "h", 1, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Register(ctx, "b", "h", 2, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := Limits{MaxJobs: 10, MaxBytes: 1 << 20, Start: 10}
+	req := int64(0)
+	claim := func(what string, owner int32, wantJobs bool) {
+		t.Helper()
+		peek, err := s.Peek(ctx, "q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		req++
+		bs, by, err := s.ClaimSeen(ctx, "q", owner, req, false, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, x := range bs {
+			n += len(x.Jobs)
+		}
+		if (n > 0) != wantJobs {
+			t.Fatalf("%s: the claim took %d jobs; want jobs: %v", what, n, wantJobs)
+		}
+		if n > 0 && peek != 0 || n == 0 && peek != by {
+			t.Fatalf("%s: the peek said %d, the claim took %d jobs and named %d", what, peek, n, by)
+		}
+	}
+	enqueue(t, s, pool, "q")
+	claim("a job waiting", a, true)
+	claim("another's batch holds everything", b, false)
+	claim("one's own batch holds everything", a, false)
+
+	lim.MaxJobs, lim.Start = 1, 1
+	enqueue(t, s, pool, "q")
+	enqueue(t, s, pool, "q")
+	claim("a job waiting", a, true)
+	claim("a batch cut at its cap", b, true)
+	claim("everything taken", a, false)
+	lim.MaxJobs, lim.Start = 10, 10
+
+	// A job whose transaction is in flight when the newest batch is taken.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enqueue(t, s, tx, "q")
+	enqueue(t, s, pool, "q")
+	claim("a job committed while another is in flight", b, true)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claim("the job in flight at the newest batch, committed", a, true)
+	claim("everything taken", b, false)
+
+	// A second lane: the claim looks.
+	if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), Priority: 2, MaxAttempts: 3}, false); err != nil {
+		t.Fatal(err)
+	}
+	claim("a job in a second lane", a, true)
+
+	// A batch released by its holder waits for a claim to adopt it.
+	enqueue(t, s, pool, "q")
+	claim("a job waiting", b, true)
+	if n, err := s.Release(ctx, b); err != nil || n == 0 {
+		t.Fatalf("release: %d, %v", n, err)
+	}
+	claim("a released batch", a, true)
+}
