@@ -126,9 +126,9 @@ func (e *env) waitFor(what string, cond func() bool) {
 	testkit.WaitFor(e.t, what, wait, cond)
 }
 
-// tracer records the statements of the protocol a store runs (each is
-// sent in a pipeline: see storage.RunTx), so that a test can wait for a
-// claim or a start mark rather than sleep.
+// tracer records the statements of the protocol a store runs (most are
+// sent in a pipeline, see storage.RunTx; a peek alone), so that a test can
+// wait for a claim or a start mark rather than sleep.
 type tracer struct {
 	mu   sync.Mutex
 	seen []traced
@@ -143,11 +143,19 @@ type traced struct {
 	err  error
 }
 
-func (tr *tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
+// queryKey keys the statement a TraceQueryStart saw in its context.
+type queryKey struct{}
+
+func (tr *tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	return context.WithValue(ctx, queryKey{}, d)
 }
 
-func (tr *tracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (tr *tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	q, _ := ctx.Value(queryKey{}).(pgx.TraceQueryStartData)
+	tr.mu.Lock()
+	tr.seen = append(tr.seen, traced{sql: q.SQL, args: q.Args, rows: d.CommandTag.RowsAffected(), err: d.Err})
+	tr.mu.Unlock()
+}
 
 func (tr *tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	return ctx

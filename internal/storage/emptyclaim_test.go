@@ -248,6 +248,22 @@ func TestPeekAgreesWithTheClaim(t *testing.T) {
 	claim("the job in flight at the newest batch, committed", a, true)
 	claim("everything taken", b, false)
 
+	// At a stricter default isolation the peek answers 0 (its statements
+	// would read with a snapshot taken before their locks): a claim decides.
+	if by, err := s.Peek(ctx, "q"); err != nil || by != a {
+		t.Fatalf("peek at READ COMMITTED after a's batch: %d, %v; want %d", by, err, a)
+	}
+	cfg := pool.Config().Copy()
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "repeatable read"
+	rr, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Close()
+	if by, err := (&Store{Pool: rr}).Peek(ctx, "q"); err != nil || by != 0 {
+		t.Fatalf("peek at a REPEATABLE READ default: %d, %v; want 0", by, err)
+	}
+
 	// A second lane: the claim looks.
 	if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), Priority: 2, MaxAttempts: 3}, false); err != nil {
 		t.Fatal(err)

@@ -259,9 +259,13 @@ func (s *Store) Claim(ctx context.Context, queue string, owner int32, req int64,
 // holds every job committed before the call (millrace.claim_peek): it
 // returns the process that took that batch, or 0 when a claim may find
 // work. A claimer that keeps losing announcements asks it first: most of
-// its claims found nothing, and a peek costs a fraction of a claim.
+// its claims found nothing. It is one statement, in no transaction of its
+// own, with the role's timeouts (an error only means a claim follows):
+// 0.18 ms of server CPU against 0.29 in a transaction with its settings and
+// 0.41 for the empty claim (pgbench). At a default isolation stricter than
+// READ COMMITTED it answers 0.
 func (s *Store) Peek(ctx context.Context, queue string) (takenBy int32, err error) {
-	err = s.tx(ctx, scanOne(&takenBy), "SELECT millrace.claim_peek($1)", queue)
+	err = s.Pool.QueryRow(ctx, "SELECT millrace.claim_peek($1)", queue).Scan(&takenBy)
 	return takenBy, err
 }
 

@@ -375,6 +375,13 @@ DECLARE
     v_lmore boolean;
     v_lowner integer;
 BEGIN
+    -- The caller sends it alone, outside a transaction of its own: at a
+    -- stricter default isolation its statements would read with the
+    -- snapshot of the first, taken before their locks (see ring_unmoved),
+    -- and a slot reclaimed meanwhile would hide a job. Then a claim decides.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RETURN 0;
+    END IF;
     -- A released batch waits for a claim to adopt it.
     IF EXISTS (SELECT 1 FROM millrace.lease l
                WHERE l.queue = p_queue AND l.owner = 0
@@ -407,7 +414,7 @@ BEGIN
     RETURN 0;
 END $function$;
 COMMENT ON FUNCTION millrace.claim_peek(p_queue text) IS
-    'claim_peek says, without a claim''s lock or writes, whether a claim of p_queue would return nothing at once by its short cut: the process that took the queue''s newest batch when that batch already holds every job committed before the call (and no released batch waits), else 0 (a claim may find work: claim). A claimer that keeps losing announcements to another process asks it before it claims: most of its claims found nothing.';
+    'claim_peek says, without a claim''s lock or writes, whether a claim of p_queue would return nothing at once by its short cut: the process that took the queue''s newest batch when that batch already holds every job committed before the call (and no released batch waits), else 0 (a claim may find work: claim). A claimer that keeps losing announcements to another process asks it before it claims: most of its claims found nothing. It answers 0 outside READ COMMITTED (its statements must take their snapshots after their locks).';
 
 CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
