@@ -77,6 +77,46 @@ func QueuePaused(ctx context.Context, db DB, queue string) (bool, error) {
 	return ops.Paused(ctx, db, queue)
 }
 
+// MaxLimit is the largest concurrency limit a queue takes.
+const MaxLimit = 1000000
+
+// SetLimit sets how many jobs of queue may run at once across every
+// process of the database (1 to MaxLimit; 0 clears the limit, and each
+// process's MaxWorkers is the only bound). A job counts from its claim
+// until its outcome is written, or until its process's lease runs out.
+// It takes effect at each process's next claim, without a restart, and
+// stays until changed; a limit below what runs now lets those jobs finish
+// and starts no other until the queue is under it. The role needs
+// millrace_worker's or millrace_admin's rights.
+func SetLimit(ctx context.Context, db DB, queue string, running int) error {
+	return actionErr(ops.SetLimit(ctx, db, queue, running))
+}
+
+// Limit is a queue's concurrency limit and what runs under it.
+type Limit struct {
+	Queue string
+	// Running is the limit: jobs of the queue running at once across
+	// every process.
+	Running int
+	// Held is what the live processes hold of the queue: jobs claimed
+	// whose outcome is not yet written, as each process counted them at
+	// its newest claim (never fewer than run).
+	Held int64
+}
+
+// Limits lists the queues that have a concurrency limit, by name.
+func Limits(ctx context.Context, db DB) ([]Limit, error) {
+	ls, err := ops.Limits(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Limit, len(ls))
+	for i, l := range ls {
+		out[i] = Limit{Queue: l.Queue, Running: l.Running, Held: l.Held}
+	}
+	return out, nil
+}
+
 // actionErr prefixes a failed action's error with the package's name.
 func actionErr(err error) error {
 	if err != nil {
@@ -93,6 +133,11 @@ func (c *Client) Cancel(ctx context.Context, id int64) (CancelResult, error) {
 // PauseQueue is the package function PauseQueue on the client's pool.
 func (c *Client) PauseQueue(ctx context.Context, queue string) error {
 	return PauseQueue(ctx, c.db, queue)
+}
+
+// SetLimit is the package function SetLimit on the client's pool.
+func (c *Client) SetLimit(ctx context.Context, queue string, running int) error {
+	return SetLimit(ctx, c.db, queue, running)
 }
 
 // ResumeQueue is the package function ResumeQueue on the client's pool.

@@ -26,6 +26,12 @@ type QueueConfig struct {
 	// MaxWorkers is the number of jobs of this queue the process runs at
 	// once.
 	MaxWorkers int
+	// MaxRunning, when not 0, is how many jobs of this queue may run at
+	// once across every process: Start sets it as the queue's limit (see
+	// SetLimit), which is shared by every process of the database and
+	// stays until changed; the newest setting wins. 0 leaves the queue's
+	// limit as it is.
+	MaxRunning int
 }
 
 // Config configures a Client. The zero value inserts jobs but works none.
@@ -261,6 +267,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		if q.MaxWorkers < 1 {
 			return cfg, fmt.Errorf("millrace: queue %q: MaxWorkers must be at least 1", name)
 		}
+		if q.MaxRunning < 0 || q.MaxRunning > MaxLimit {
+			return cfg, fmt.Errorf("millrace: queue %q: MaxRunning must be 0 (no change) to %d", name, MaxLimit)
+		}
 	}
 	for _, d := range []struct {
 		name string
@@ -398,6 +407,9 @@ func (c *Client) Start(ctx context.Context) error {
 	if err := c.applyRetention(ctx); err != nil {
 		return err
 	}
+	if err := c.applyLimits(ctx); err != nil {
+		return err
+	}
 	queues := map[string]int{}
 	for name, q := range c.cfg.Queues {
 		queues[name] = q.MaxWorkers
@@ -504,6 +516,36 @@ func (c *Client) applyRetention(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("millrace: setting history's retention: %w", err)
+	}
+	return nil
+}
+
+// applyLimits sets the queues' MaxRunning as their limits, where the
+// database holds another.
+func (c *Client) applyLimits(ctx context.Context) error {
+	var want []string
+	for name, q := range c.cfg.Queues {
+		if q.MaxRunning > 0 {
+			want = append(want, name)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	have, err := storage.QueueLimits(ctx, c.db)
+	if err != nil {
+		return fmt.Errorf("millrace: reading the queues' limits: %w", err)
+	}
+	cur := map[string]int{}
+	for _, l := range have {
+		cur[l.Queue] = l.Running
+	}
+	for _, name := range want {
+		if n := c.cfg.Queues[name].MaxRunning; cur[name] != n {
+			if err := storage.SetLimit(ctx, c.db, name, n); err != nil {
+				return fmt.Errorf("millrace: queue %q: setting MaxRunning: %w", name, err)
+			}
+		}
 	}
 	return nil
 }

@@ -291,6 +291,16 @@ func Resume(ctx context.Context, db DB, queue string) error {
 	return storage.ResumeQueue(ctx, db, queue)
 }
 
+// SetLimit sets queue's concurrency limit (0: none).
+func SetLimit(ctx context.Context, db DB, queue string, running int) error {
+	return storage.SetLimit(ctx, db, queue, running)
+}
+
+// Limits lists the queues with a concurrency limit.
+func Limits(ctx context.Context, db DB) ([]storage.QueueLimit, error) {
+	return storage.QueueLimits(ctx, db)
+}
+
 // Paused reports whether queue is paused.
 func Paused(ctx context.Context, db DB, queue string) (bool, error) {
 	return storage.QueuePaused(ctx, db, queue)

@@ -117,8 +117,10 @@ func (p *Pool) claim(q *queue) {
 		// The workers idle now start the first jobs of the claim at once
 		// (nothing else feeds them): the claim records their starts.
 		lim.Start = int(q.idle.Load())
+		held := int(q.held.Load())
+		lim.Held = &held
 		replay := retry
-		sbs, takenBy, err := p.cfg.Store.ClaimSeen(ctx, q.name, owner, req, retry, lim)
+		sbs, seen, err := p.cfg.Store.ClaimSeen(ctx, q.name, owner, req, retry, lim)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -135,8 +137,9 @@ func (p *Pool) claim(q *queue) {
 		}
 		backoff = 10 * time.Millisecond
 		retry = false
+		q.limited.Store(seen.Limit > 0)
 		if len(sbs) == 0 {
-			if takenBy != 0 && takenBy != owner && p.cfg.Yield > 0 {
+			if seen.TakenBy != 0 && seen.TakenBy != owner && p.cfg.Yield > 0 {
 				// Another process took what this claim was woken for.
 				yield = min(max(2*yield, time.Millisecond), p.cfg.Yield)
 			}
@@ -157,6 +160,7 @@ func (p *Pool) claim(q *queue) {
 				bytes += len(j.Args)
 			}
 		}
+		q.held.Add(int64(n))
 		// One new batch below both caps took all its queue had in the
 		// claim's snapshot: whatever commits after it wakes this claimer
 		// (the local insert's wake, or a notification after the commit).

@@ -1,6 +1,10 @@
 package storage
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // The operator actions (millrace.cancel, retry, pause, resume) and what
 // decides them: each takes a lock and then reads what its previous holder
@@ -56,6 +60,38 @@ func QueuePaused(ctx context.Context, q Querier, queue string) (bool, error) {
 	var p bool
 	err := q.QueryRow(ctx, "SELECT millrace.queue_paused($1)", queue).Scan(&p)
 	return p, err
+}
+
+// SetLimit sets how many jobs of queue may run at once across every
+// process (millrace.set_limit); running 0 clears the limit.
+func SetLimit(ctx context.Context, q Querier, queue string, running int) error {
+	var n *int
+	if running != 0 {
+		n = &running
+	}
+	var x *string
+	return ReadCommitted(ctx, q, "SELECT millrace.set_limit($1, $2)::text", []any{queue, n}, &x)
+}
+
+// QueueLimit is a queue's concurrency limit and what the live processes
+// hold of it (millrace.queue_limits).
+type QueueLimit struct {
+	Queue   string
+	Running int   // the limit: jobs running at once across every process
+	Held    int64 // claimed and not yet finished, as each process counted at its newest claim
+}
+
+// QueueLimits lists the queues with a concurrency limit, by name.
+func QueueLimits(ctx context.Context, q Querier) ([]QueueLimit, error) {
+	rows, err := q.Query(ctx, "SELECT queue, running_limit, running FROM millrace.queue_limits()")
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueLimit, error) {
+		var l QueueLimit
+		err := r.Scan(&l.Queue, &l.Running, &l.Held)
+		return l, err
+	})
 }
 
 // Rights says which operator functions the connected role may call.

@@ -147,7 +147,7 @@ func TestClaimSeenNamesWhoTookTheBatch(t *testing.T) {
 	lim := Limits{MaxJobs: 10, MaxBytes: 1 << 20, Start: 10}
 	claim := func(owner int32, req int64) (int, int32) {
 		t.Helper()
-		bs, by, err := s.ClaimSeen(ctx, "q", owner, req, false, lim)
+		bs, seen, err := s.ClaimSeen(ctx, "q", owner, req, false, lim)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func TestClaimSeenNamesWhoTookTheBatch(t *testing.T) {
 		for _, x := range bs {
 			n += len(x.Jobs)
 		}
-		return n, by
+		return n, seen.TakenBy
 	}
 	enqueue(t, s, pool, "q")
 	if n, by := claim(a, 1); n != 1 || by != 0 {
@@ -206,7 +206,7 @@ func TestPeekAgreesWithTheClaim(t *testing.T) {
 			t.Fatal(err)
 		}
 		req++
-		bs, by, err := s.ClaimSeen(ctx, "q", owner, req, false, lim)
+		bs, seen, err := s.ClaimSeen(ctx, "q", owner, req, false, lim)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,8 +217,8 @@ func TestPeekAgreesWithTheClaim(t *testing.T) {
 		if (n > 0) != wantJobs {
 			t.Fatalf("%s: the claim took %d jobs; want jobs: %v", what, n, wantJobs)
 		}
-		if n > 0 && peek != 0 || n == 0 && peek != by {
-			t.Fatalf("%s: the peek said %d, the claim took %d jobs and named %d", what, peek, n, by)
+		if n > 0 && peek != 0 || n == 0 && peek != seen.TakenBy {
+			t.Fatalf("%s: the peek said %d, the claim took %d jobs and named %d", what, peek, n, seen.TakenBy)
 		}
 	}
 	enqueue(t, s, pool, "q")

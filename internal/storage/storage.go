@@ -128,6 +128,11 @@ type Limits struct {
 	// cancelled) start at once: the claim records their start marks (see
 	// MarkStarted), so that they need none of their own.
 	Start int
+	// Held is what the caller holds of the queue: jobs it claimed whose
+	// outcome is not yet written. A queue with a concurrency limit
+	// (millrace.set_limit) is claimed up to the limit less what every
+	// live process holds; nil leaves the caller's newest count standing.
+	Held *int
 }
 
 // Store runs the protocol's statements on a pool.
@@ -231,7 +236,7 @@ func insertJobs(ctx context.Context, jobs []NewJob, notify bool, run func(scan f
 // commits asynchronously (see Claim).
 const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled
 	FROM millrace.claim_start(p_queue => $1, p_owner => $2, p_req => $3, p_retry => $4,
-		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8)`
+		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9)`
 
 // Claim takes the next batches of queue for process owner: the batches
 // whose reply an earlier call with the same req lost (when retry is set), a
@@ -271,17 +276,28 @@ func (s *Store) Peek(ctx context.Context, queue string) (takenBy int32, err erro
 
 // claimedBySQL reads, in a claim's transaction, the process that took the
 // batch which left the claim nothing (millrace.claimed_by, set by the
-// claim's short cut; 0 when it was not taken).
-const claimedBySQL = "SELECT coalesce(nullif(current_setting('millrace.claimed_by', true), ''), '0')::int"
+// claim's short cut; 0 when it was not taken), and the queue's
+// concurrency limit (millrace.limit; 0: none).
+const claimedBySQL = "SELECT coalesce(nullif(current_setting('millrace.claimed_by', true), ''), '0')::int, " +
+	"coalesce(nullif(current_setting('millrace.limit', true), ''), '0')::int"
 
-// ClaimSeen is Claim, and also says, when the claim returned nothing at
-// once because the queue's newest batch already held every job the call
-// could know of, which process took that batch (takenBy; 0 otherwise, or
-// when the claim returned jobs). A claimer that keeps finding another
-// process's batch there lost the race for each announcement, and may
-// answer them later (internal/pool). It costs one more statement in the
-// claim's round trip.
-func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req int64, retry bool, lim Limits) (batches []*Batch, takenBy int32, err error) {
+// Seen is what a claim saw besides its jobs.
+type Seen struct {
+	// TakenBy is, when the claim returned nothing at once because the
+	// queue's newest batch already held every job the call could know of,
+	// the process that took that batch (0 otherwise, or when the claim
+	// returned jobs).
+	TakenBy int32
+	// Limit is the queue's concurrency limit (0: none).
+	Limit int32
+}
+
+// ClaimSeen is Claim, and also says what the claim saw (Seen). A claimer
+// that keeps finding another process's batch at the queue's head lost
+// the race for each announcement, and may answer them later; one whose
+// queue is limited claims again as its jobs finish (internal/pool). It
+// costs one more statement in the claim's round trip.
+func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req int64, retry bool, lim Limits) (batches []*Batch, seen Seen, err error) {
 	starve := lim.Starve
 	if starve <= 0 {
 		starve = 5 * time.Second
@@ -310,19 +326,19 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 	}
 	c, err := s.Pool.Acquire(ctx)
 	if err != nil {
-		return nil, 0, err
+		return nil, Seen{}, err
 	}
 	defer c.Release()
 	err = runTx(ctx, c.Conn(), TxOpts{AsyncCommit: true},
-		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start}, scan: scan},
-		stmt{sql: claimedBySQL, scan: scanOne(&takenBy)})
+		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held}, scan: scan},
+		stmt{sql: claimedBySQL, scan: scanOne(&seen.TakenBy, &seen.Limit)})
 	if err != nil {
-		return nil, 0, err
+		return nil, Seen{}, err
 	}
 	if len(batches) > 0 {
-		takenBy = 0
+		seen.TakenBy = 0
 	}
-	return batches, takenBy, nil
+	return batches, seen, nil
 }
 
 // QueuesWithWork returns the queues of names that a claim might find

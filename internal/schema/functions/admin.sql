@@ -121,10 +121,11 @@ CREATE OR REPLACE FUNCTION millrace.pause(p_queue text)
 AS $function$
 BEGIN
     PERFORM millrace.check_job('pause', '{}', p_queue, 0, 1);
-    INSERT INTO millrace.queue_state (queue, paused) VALUES (p_queue, true);
+    INSERT INTO millrace.queue_state (queue, paused, running)
+    VALUES (p_queue, true, (SELECT s.running FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1));
 END $function$;
 COMMENT ON FUNCTION millrace.pause(p_queue text) IS
-    'pause stops every process claiming from p_queue (at their next claim); its jobs stay where they are, and rotation goes on.';
+    'pause stops every process claiming from p_queue (at their next claim); its jobs stay where they are, and rotation goes on. The queue''s limit stays.';
 
 CREATE OR REPLACE FUNCTION millrace.resume(p_queue text)
  RETURNS void
@@ -135,11 +136,51 @@ CREATE OR REPLACE FUNCTION millrace.resume(p_queue text)
 AS $function$
 BEGIN
     PERFORM millrace.check_job('resume', '{}', p_queue, 0, 1);
-    INSERT INTO millrace.queue_state (queue, paused) VALUES (p_queue, false);
+    INSERT INTO millrace.queue_state (queue, paused, running)
+    VALUES (p_queue, false, (SELECT s.running FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1));
     PERFORM pg_notify('millrace', p_queue);
 END $function$;
 COMMENT ON FUNCTION millrace.resume(p_queue text) IS
-    'resume lets p_queue be claimed again and wakes its claimers.';
+    'resume lets p_queue be claimed again and wakes its claimers. The queue''s limit stays.';
+
+CREATE OR REPLACE FUNCTION millrace.set_limit(p_queue text, p_running integer)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+BEGIN
+    PERFORM millrace.check_job('set_limit', '{}', p_queue, 0, 1);
+    IF p_running IS NOT NULL AND p_running NOT BETWEEN 1 AND 1000000 THEN
+        RAISE EXCEPTION 'millrace: a running limit must be 1 to 1000000 (NULL clears it), not %', p_running USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO millrace.queue_state (queue, paused, running)
+    VALUES (p_queue, coalesce((SELECT s.paused FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1), false),
+            p_running);
+    -- Claimers held back by a lower limit try again.
+    PERFORM pg_notify('millrace', p_queue);
+END $function$;
+COMMENT ON FUNCTION millrace.set_limit(p_queue text, p_running integer) IS
+    'set_limit sets how many jobs of queue p_queue may run at once across every process (1 to 1000000; NULL: no limit but each process''s workers). A job counts from its claim until its outcome is written, or until its process''s lease runs out; a process that claims the queue counts what it holds at each claim. It takes effect at the next claim of each process; a lower limit than what runs now lets the running jobs finish and starts none until the queue is under it. The newest call wins; a pause keeps it.';
+
+CREATE OR REPLACE FUNCTION millrace.queue_limits()
+ RETURNS TABLE(queue text, running_limit integer, running bigint)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT q.queue, q.running, coalesce((
+        SELECT sum(h.n) FROM millrace.process p
+        CROSS JOIN LATERAL (SELECT x.n FROM millrace.hold x WHERE x.queue = q.queue AND x.owner = p.id ORDER BY x.id DESC LIMIT 1) h
+        WHERE (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp()), 0)
+    FROM (SELECT DISTINCT ON (s.queue) s.queue, s.running FROM millrace.queue_state s ORDER BY s.queue, s.id DESC) q
+    WHERE q.running IS NOT NULL
+    ORDER BY q.queue
+$function$;
+COMMENT ON FUNCTION millrace.queue_limits() IS
+    'queue_limits lists the queues with a concurrency limit: the limit, and how many of their jobs the live processes hold (claimed and not yet finished, as each counted at its newest claim: an upper bound of what runs).';
 
 CREATE OR REPLACE FUNCTION millrace.cancel_space()
  RETURNS integer

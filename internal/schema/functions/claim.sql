@@ -416,7 +416,7 @@ END $function$;
 COMMENT ON FUNCTION millrace.claim_peek(p_queue text) IS
     'claim_peek says, without a claim''s lock or writes, whether a claim of p_queue would return nothing at once by its short cut: the process that took the queue''s newest batch when that batch already holds every job committed before the call (and no released batch waits), else 0 (a claim may find work: claim). A claimer that keeps losing announcements to another process asks it before it claims: most of its claims found nothing. It answers 0 outside READ COMMITTED (its statements must take their snapshots after their locks).';
 
-CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false, p_held integer DEFAULT NULL::integer)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -449,6 +449,12 @@ DECLARE
     v_lsnap pg_snapshot;            -- the lane's newest tick: its snapshot,
     v_lmore boolean;                -- whether it stopped at a cap,
     v_lowner integer;               -- and the process that took it
+    v_paused boolean;
+    v_limit  int;                   -- the queue's concurrency limit (NULL: none)
+    v_held   int;                   -- what this process holds of the queue (limited queues)
+    v_own    int;                   -- its newest count of it in millrace.hold
+    v_free   int;                   -- the limit less what the live processes hold
+    v_taken  int := 0;              -- jobs this call returns
 BEGIN
     IF p_max_jobs IS NULL OR p_max_jobs < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
         RAISE EXCEPTION 'millrace: claim limits must be positive' USING ERRCODE = '22023';
@@ -458,6 +464,8 @@ BEGIN
     -- committed after a pause is never claimed until the queue resumes.
     v_snap := pg_current_snapshot();
 
+    <<body>>
+    BEGIN
     IF p_retry THEN
         -- The batches an earlier call with this request id took: new ticks,
         -- or an adopted one (a lease with this owner and request id). The
@@ -477,14 +485,38 @@ BEGIN
             RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
                                 b.ready_at, b.timeout_ms, (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = b.id) > 0
                          FROM millrace.batch_jobs(v_tick) b;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            v_taken := v_taken + v_n;
         END LOOP;
         IF v_found THEN
-            RETURN;
+            EXIT body;
         END IF;
     END IF;
 
-    IF millrace.queue_paused(p_queue) THEN
-        RETURN;
+    -- The pause and the limit: the queue's newest state row (inline, not
+    -- queue_paused: a call with settings costs more than the probe).
+    SELECT s.paused, s.running INTO v_paused, v_limit
+    FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1;
+    IF v_limit IS NOT NULL THEN
+        -- A limited queue: this call takes at most the limit less what
+        -- every live process holds (each one's newest count; this one's
+        -- comes with the call, else its newest count stands). Counts only
+        -- fall between a process's claims, so the sum never understates
+        -- what runs. A process whose lease ran out holds nothing: its
+        -- batches go to whoever adopts them, and count there.
+        SELECT x.n INTO v_own FROM millrace.hold x WHERE x.queue = p_queue AND x.owner = p_owner ORDER BY x.id DESC LIMIT 1;
+        v_held := coalesce(p_held, v_own, 0);
+        v_free := v_limit - v_held - coalesce((
+            SELECT sum(h.n) FROM millrace.process p
+            CROSS JOIN LATERAL (SELECT x.n FROM millrace.hold x WHERE x.queue = p_queue AND x.owner = p.id
+                                ORDER BY x.id DESC LIMIT 1) h
+            WHERE p.id <> p_owner
+              AND (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp()), 0);
+        v_left := least(v_left, v_free);
+        PERFORM set_config('millrace.limit', v_limit::text, true);
+    END IF;
+    IF coalesce(v_paused, false) OR v_left <= 0 THEN
+        EXIT body;
     END IF;
 
     -- Adopt released batches; close any that turn out to be fully acked.
@@ -495,6 +527,12 @@ BEGIN
           AND NOT EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = l.tick_id)
         ORDER BY l.tick_id LIMIT 1;
         EXIT WHEN NOT FOUND;
+        -- Under a limit a released batch is adopted whole or not at all:
+        -- when it does not fit, nothing is taken until it does (or, for a
+        -- batch larger than a limit lowered since, until nothing runs).
+        IF v_limit IS NOT NULL AND v_free < v_limit AND (SELECT count(*) FROM millrace.batch_jobs(v_tick)) > v_free THEN
+            EXIT body;
+        END IF;
         PERFORM pg_advisory_xact_lock(millrace.fence_space(), (v_tick % 2147483647)::int);
         INSERT INTO millrace.lease (slot, queue, tick_id, token, owner, req)
         VALUES (millrace.current_segment(), p_queue, v_tick, nextval('millrace.tick_id_seq'), p_owner, p_req)
@@ -515,8 +553,10 @@ BEGIN
         SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
                b.ready_at, b.timeout_ms, b.cancelled
         FROM b;
-        IF FOUND THEN
-            RETURN;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        IF v_n > 0 THEN
+            v_taken := v_taken + v_n;
+            EXIT body;
         END IF;
         INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), p_queue, v_tick);
     END LOOP;
@@ -534,7 +574,7 @@ BEGIN
     -- One lane (the common case): no need to look at it first.
     SELECT j.priority INTO v_lane FROM millrace.job j WHERE j.queue = p_queue ORDER BY j.priority LIMIT 1;
     IF NOT FOUND THEN
-        RETURN;
+        EXIT body;
     END IF;
     IF NOT EXISTS (SELECT 1 FROM millrace.job j WHERE j.queue = p_queue AND j.priority > v_lane) THEN
         -- An empty claim's short cut (most claims of a queue that several
@@ -565,7 +605,7 @@ BEGIN
             -- keeps finding another's batch there answers announcements
             -- later (internal/pool, the yield).
             PERFORM set_config('millrace.claimed_by', v_lowner::text, true);
-            RETURN;
+            EXIT body;
         END IF;
         v_lanes := ARRAY[v_lane];
     ELSE
@@ -642,7 +682,9 @@ BEGIN
             SELECT v_tick, v_tick, r.id, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
                    r.ready_at, r.timeout_ms, r.id IN (SELECT x.job_id FROM x)
             FROM r ORDER BY r.ordinality;
-            RETURN;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            v_taken := v_taken + v_n;
+            EXIT body;
         END IF;
         v_n := 0;
         FOR v_r IN SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, p_start_all) LOOP
@@ -655,12 +697,21 @@ BEGIN
             RETURN NEXT;
         END LOOP;
         v_left := v_left - v_n;
+        v_taken := v_taken + v_n;
     END LOOP;
-END $function$;
-COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean) IS
-    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch.';
+    END body;
 
-CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer)
+    -- What this process now holds of a limited queue, for the next claims
+    -- of every process: written when it changed (a row per claim that took
+    -- jobs, or that follows jobs finished).
+    IF v_limit IS NOT NULL AND (v_taken > 0 OR v_held + v_taken IS DISTINCT FROM v_own) THEN
+        INSERT INTO millrace.hold (slot, queue, owner, n) VALUES (millrace.current_segment(), p_queue, p_owner, v_held + v_taken);
+    END IF;
+END $function$;
+COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer) IS
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a concurrency limit (set_limit) is claimed up to the limit less what the live processes hold of it: p_held is what the caller holds (claimed, not yet finished; NULL: its newest count stands), the others'' newest counts are read from millrace.hold, and the caller''s new count is written there; a released batch is adopted only whole. It then sets millrace.limit to the limit for the rest of the transaction.';
+
+CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer DEFAULT NULL::integer)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -676,7 +727,7 @@ BEGIN
         -- The claim's rows go out as they are, and an empty claim (most
         -- of the claims of a queue that several processes work) plans
         -- and runs no insert.
-        RETURN QUERY SELECT * FROM millrace.claim(p_queue, p_owner, p_req, false, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start > 0, false));
+        RETURN QUERY SELECT * FROM millrace.claim(p_queue, p_owner, p_req, false, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start > 0, false), p_held);
         RETURN;
     END IF;
     -- One statement: the claim's rows, numbered in the order it returns
@@ -690,7 +741,7 @@ BEGIN
     WITH c AS MATERIALIZED (
         SELECT x.tick_id, x.token, x.id, x.kind, x.args, x.priority, x.attempt, x.max_attempts, x.created_at,
                x.ready_at, x.timeout_ms, x.cancelled, x.n
-        FROM millrace.claim(p_queue, p_owner, p_req, p_retry, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start >= p_max_jobs, false))
+        FROM millrace.claim(p_queue, p_owner, p_req, p_retry, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start >= p_max_jobs, false), p_held)
              WITH ORDINALITY AS x(tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at,
                                   ready_at, timeout_ms, cancelled, n)),
     marked AS (
@@ -710,5 +761,5 @@ BEGIN
            c.ready_at, c.timeout_ms, c.cancelled
     FROM c ORDER BY c.n;
 END $function$;
-COMMENT ON FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer) IS
-    'claim_start is claim, and the start marks (mark_started) of the first p_start jobs it returns that are not cancelled: the claimer passes the number of its idle workers, which start those jobs at once, so that they need no mark of their own. With p_start at least p_max_jobs every job goes to an idle worker, and a new batch is marked started as a whole on its tick, with no start row. The jobs it hands to busy workers wait in the process and are marked when they start.';
+COMMENT ON FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer) IS
+    'claim_start is claim, and the start marks (mark_started) of the first p_start jobs it returns that are not cancelled: the claimer passes the number of its idle workers, which start those jobs at once, so that they need no mark of their own. With p_start at least p_max_jobs every job goes to an idle worker, and a new batch is marked started as a whole on its tick, with no start row. The jobs it hands to busy workers wait in the process and are marked when they start. p_held is claim''s: what the caller holds of a limited queue.';

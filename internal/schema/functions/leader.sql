@@ -195,10 +195,16 @@ BEGIN
         PERFORM pg_notify('millrace', v.queue);
         v_n := v_n + 1;
     END LOOP;
+    -- What it held of limited queues goes with its batches (an adopter
+    -- counts them).
+    INSERT INTO millrace.hold (slot, queue, owner, n)
+    SELECT millrace.current_segment(), h.queue, p_owner, 0
+    FROM (SELECT DISTINCT ON (x.queue) x.queue, x.n FROM millrace.hold x WHERE x.owner = p_owner ORDER BY x.queue, x.id DESC) h
+    WHERE h.n > 0;
     RETURN v_n;
 END $function$;
 COMMENT ON FUNCTION millrace.release(p_owner integer) IS
-    'release gives the open batches held by process p_owner back to any claimer of their queue at once (a stopping process calls it for the jobs it did not finish, a process declared dead for those of its old id), instead of waiting for the leader to see it gone. It charges no attempt: the caller is alive.';
+    'release gives the open batches held by process p_owner back to any claimer of their queue at once (a stopping process calls it for the jobs it did not finish, a process declared dead for those of its old id), instead of waiting for the leader to see it gone. It charges no attempt: the caller is alive. What the process held of limited queues is set to nothing.';
 
 CREATE OR REPLACE FUNCTION millrace.charge_started(p_tick bigint, p_token bigint, p_owner integer)
  RETURNS integer

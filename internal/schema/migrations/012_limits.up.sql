@@ -1,0 +1,40 @@
+-- millrace storage protocol, version 12: a concurrency limit per queue
+-- (issue 34), decided from insert-only facts.
+--
+-- A queue's limit is a column of its newest queue_state row (NULL: none),
+-- written by set_limit and carried by pause and resume, so that a claim
+-- reads the pause and the limit with one probe.
+--
+-- millrace.hold is what each process holds of a limited queue: the jobs
+-- it claimed and has not yet finished (acks committed), as it counted
+-- them at its newest claim of the queue. A claim of a limited queue takes
+-- at most the limit less what the live processes hold (each one's newest
+-- row; its own count comes with the call), and writes its own new count.
+-- A process's count only falls between its claims (its jobs finish), so
+-- the sum of the newest rows is never below what runs: the limit is
+-- exact. A row is written per claim of a limited queue only, never
+-- updated; the table rotates with the ring, each process's newest row
+-- carried forward.
+ALTER TABLE millrace.queue_state ADD COLUMN running integer;
+
+CREATE SEQUENCE millrace.hold_seq;
+CREATE TABLE millrace.hold (
+    slot  smallint NOT NULL,
+    id    bigint NOT NULL DEFAULT nextval('millrace.hold_seq'),
+    queue text NOT NULL,
+    owner int NOT NULL,
+    n     int NOT NULL,
+    at    timestamptz NOT NULL DEFAULT clock_timestamp()
+) PARTITION BY LIST (slot);
+CREATE INDEX hold_owner ON millrace.hold (queue, owner, id);
+DO $$
+BEGIN
+    FOR s IN 0 .. millrace.slots() - 1 LOOP
+        EXECUTE format('CREATE TABLE millrace.%I PARTITION OF millrace.hold FOR VALUES IN (%s)'
+                       ' WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false)', 'hold_' || s, s);
+    END LOOP;
+END $$;
+
+-- The claim takes what the caller holds of the queue (p_held).
+DROP FUNCTION IF EXISTS millrace.claim(text, integer, bigint, boolean, integer, bigint, interval, boolean);
+DROP FUNCTION IF EXISTS millrace.claim_start(text, integer, bigint, boolean, integer, bigint, interval, integer);
