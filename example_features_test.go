@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/millrace/millrace"
@@ -269,4 +270,59 @@ func ExampleInsertMiddleware() {
 	// start email job, attempt 1, priority 7
 	// working on ada@example.com
 	// end: <nil>
+}
+
+// A concurrency limit caps how many jobs of a queue run at once across
+// every process of the database, whatever each process's MaxWorkers:
+// here at most 2 of the "reports" queue, though each of two processes
+// has 5 workers. Set it in QueueConfig.MaxRunning, with SetLimit at run
+// time, or in SQL (SELECT millrace.set_limit('reports', 2)).
+func ExampleSetLimit() {
+	ctx := context.Background()
+	pool := exampleDatabase()
+	defer pool.Close()
+
+	var mu sync.Mutex
+	running, most, done := 0, 0, make(chan struct{}, 10)
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, job *millrace.Job[EmailArgs]) error {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		done <- struct{}{}
+		return nil
+	}))
+	var client *millrace.Client
+	for range 2 {
+		client, _ = millrace.NewClient(pool, millrace.Config{
+			Workers: workers,
+			Queues:  map[string]millrace.QueueConfig{"reports": {MaxWorkers: 5, MaxRunning: 2}},
+		})
+		client.Start(ctx)
+		defer client.Stop(ctx)
+	}
+	limits, _ := millrace.Limits(ctx, pool)
+	fmt.Printf("%s: at most %d running\n", limits[0].Queue, limits[0].Running)
+
+	for range 10 {
+		client.Insert(ctx, EmailArgs{Subject: "report"}, &millrace.InsertOpts{Queue: "reports"})
+	}
+	for range 10 {
+		<-done
+	}
+	fmt.Println("most running at once:", most)
+
+	// Raised at run time: every process takes it at its next claim.
+	millrace.SetLimit(ctx, pool, "reports", 4)
+	limits, _ = millrace.Limits(ctx, pool)
+	fmt.Printf("%s: at most %d running\n", limits[0].Queue, limits[0].Running)
+	// Output:
+	// reports: at most 2 running
+	// most running at once: 2
+	// reports: at most 4 running
 }

@@ -1,0 +1,87 @@
+package millrace_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/millrace/millrace"
+)
+
+// TestLimitCapsRunningAcrossProcesses: four processes of ten workers each
+// work one queue whose limit is 6. No more than 6 of its jobs ever run at
+// once (counted by the jobs themselves), every job runs once, and each
+// process's slots come back as its jobs finish: the queue drains.
+func TestLimitCapsRunningAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	const limit, jobs = 6, 300
+	var running, most atomic.Int64
+	var mu sync.Mutex
+	runs := map[int]int{}
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		n := running.Add(1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(2 * time.Millisecond) // the job's work: long enough for jobs to overlap
+		running.Add(-1)
+		mu.Lock()
+		runs[j.Args.N]++
+		mu.Unlock()
+		return nil
+	}))
+	var clients []*millrace.Client
+	for range 4 {
+		c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+			Queues: map[string]millrace.QueueConfig{"limited": {MaxWorkers: 10, MaxRunning: limit}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	params := make([]millrace.InsertManyParams, jobs)
+	for i := range params {
+		params[i] = millrace.InsertManyParams{Args: countArgs{N: i}, Opts: &millrace.InsertOpts{Queue: "limited"}}
+	}
+	if _, err := clients[0].InsertMany(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	done := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs) == jobs
+	}
+	waitFor(t, "every job to run", 60*time.Second, done)
+	ls, err := millrace.Limits(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 1 || ls[0].Queue != "limited" || ls[0].Running != limit {
+		t.Fatalf("Limits = %+v; want the queue's limit of %d", ls, limit)
+	}
+	for _, c := range clients {
+		if err := c.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := most.Load(); m > limit {
+		t.Fatalf("%d jobs ran at once under a limit of %d", m, limit)
+	} else {
+		t.Logf("at most %d jobs ran at once (limit %d)", m, limit)
+	}
+	for i := range jobs {
+		if runs[i] != 1 {
+			t.Fatalf("job %d ran %d times; want 1", i, runs[i])
+		}
+	}
+}
