@@ -2,6 +2,7 @@ package millrace_test
 
 import (
 	"context"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -83,5 +84,78 @@ func TestLimitCapsRunningAcrossProcesses(t *testing.T) {
 		if runs[i] != 1 {
 			t.Fatalf("job %d ran %d times; want 1", i, runs[i])
 		}
+	}
+}
+
+// TestLimitSlotsComeBackWhenAProcessIsKilled: a process holding a limited
+// queue's every slot is SIGKILLed. Until then another process takes
+// nothing (its claim records that it holds 0); once the killed one's lease
+// runs out its slots are free, its jobs run again in the other, and no
+// more than the limit ever run there at once.
+func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	const limit, jobs = 3, 10
+	if err := millrace.SetLimit(ctx, pool, "limq", limit); err != nil {
+		t.Fatal(err)
+	}
+	producer, err := millrace.NewClient(pool, millrace.Config{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range jobs {
+		if _, err := producer.Insert(ctx, countArgs{N: i}, &millrace.InsertOpts{Queue: "limq"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	child := startWorkerProcess(t, pool, "limq", limit, "MILLRACE_TEST_LEASE=2s")
+
+	var running, most atomic.Int64
+	var mu sync.Mutex
+	runs := map[int]int{}
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(5 * time.Millisecond)
+		running.Add(-1)
+		mu.Lock()
+		runs[j.Args.N]++
+		mu.Unlock()
+		return nil
+	}))
+	c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(), MaintenanceEvery: 50 * time.Millisecond,
+		Queues: map[string]millrace.QueueConfig{"limq": {MaxWorkers: 10}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	waitFor(t, "the second process's claim under the limit", 30*time.Second, func() bool {
+		var n int
+		pool.QueryRow(ctx, `SELECT count(*) FROM millrace.hold h JOIN millrace.process p ON p.id = h.owner
+			WHERE h.queue = 'limq' AND h.n = 0 AND p.pid = $1`, os.Getpid()).Scan(&n)
+		return n > 0
+	})
+	mu.Lock()
+	if len(runs) != 0 {
+		t.Fatalf("the second process ran %d jobs while the first held every slot", len(runs))
+	}
+	mu.Unlock()
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	waitFor(t, "every job to run in the second process", 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs) == jobs
+	})
+	t.Logf("every job ran %s after the kill (lease 2s)", time.Since(killed).Round(time.Millisecond))
+	if m := most.Load(); m > limit {
+		t.Fatalf("%d jobs ran at once under a limit of %d", m, limit)
 	}
 }

@@ -133,6 +133,10 @@ type StrategySummary struct {
 	PerProcessCompleted []int64 `json:"per_process_completed"`
 	// Stall describes the stall scenario's three stall sources.
 	Stall *StallStats `json:"stall,omitempty"`
+	// MostRunning is the most jobs the strategy's workers ran at once,
+	// counted by the bench's own handler (from each job's start to its
+	// end): under --limit running=N, at most N.
+	MostRunning int64 `json:"most_running"`
 	// Chaos is the chaos scenario's figures.
 	Chaos *ChaosStats `json:"chaos,omitempty"`
 	// Totals are the bench's own counts of the main stream over the whole

@@ -50,6 +50,8 @@ type Config struct {
 	// get cancelled while they wait, run later, or duplicate a unique job
 	// (--mix); the zero Mix offers plain jobs only.
 	Mix Mix
+	// Limit is --limit: the concurrency limit set on a Limiter's queue.
+	Limit Limit
 	// MixSchedMax, when not 0, replaces MixSchedMax as the longest delay
 	// of a scheduled job (short test runs).
 	MixSchedMax time.Duration
@@ -292,6 +294,9 @@ func (c *Config) Check() error {
 			return fmt.Errorf("strategy %q cannot run --mix (it has no scheduled, unique or cancellable jobs, no snooze and no retry backoff; %s supports it)",
 				n, strings.Join(mixers(), ", "))
 		}
+		if _, ok := s.(Limiter); !c.Limit.Zero() && !ok {
+			return fmt.Errorf("strategy %q cannot run --limit (it has no concurrency limit across processes)", n)
+		}
 		if _, ok := s.(Staller); c.Scenario == ScenarioStall && !ok {
 			return fmt.Errorf("strategy %q cannot run the %s scenario (it needs queues a worker does not serve and served on demand; %s supports it)",
 				n, ScenarioStall, strings.Join(stallers(), ", "))
@@ -451,8 +456,12 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	}
 	work := cfg.Work
 	workers := cfg.workersFor(s)
+	var running gauge
 	env := Env{URL: cmp.Or(cfg.PoolerURL, cfg.URL), Workers: workers, Processes: cfg.processes(), RotateAfter: cfg.RotateAfter,
+		Limit: cfg.Limit,
 		Handle: func(ctx context.Context, j Job) error {
+			running.enter()
+			defer running.leave()
 			n, kind := t.started(j.ID, j.ReadyAt)
 			if err := mixWork(n, kind, work); err != nil {
 				return err
@@ -642,6 +651,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	ss.Workers = workers
 	ss.WorkersWhy = cfg.workersWhy(s)
 	ss.DuplicateJobs = t.duplicates.Load()
+	ss.MostRunning = running.most.Load()
 	ss.PerProcessCompleted = t.perProcess()
 	ss.Totals = &RunTotals{Offered: t.offered.Load(), Enqueued: t.enqueued.Load(), Completed: t.completed.Load()}
 	if inst != nil {

@@ -59,6 +59,9 @@ type Env struct {
 	Processes int
 	// Handle performs one job's work.
 	Handle Handler
+	// Limit is --limit, for a Limiter: the strategy sets it on its queue
+	// before its workers claim.
+	Limit Limit
 	// ObserveClaim records the duration of the statement(s) that found and
 	// locked a job or batch; n is the number of jobs it returned (claims
 	// that return nothing are not recorded).

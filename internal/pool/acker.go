@@ -174,7 +174,6 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 		fenced, err := p.cfg.Store.Flush(ctx, owner, seq, attempt > 0, acks, done)
 		cancel()
 		if err == nil {
-			p.finished(acks)
 			if p.cfg.OnAcked != nil && len(acks) > 0 {
 				p.cfg.OnAcked(unfenced(acks, fenced))
 			}
@@ -194,25 +193,6 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 			return p.ackCtx.Err()
 		}
 		backoff = min(backoff*2, time.Second)
-	}
-}
-
-// finished counts the jobs of acks, whose outcomes are written (or were
-// fenced: their batches went to another process), out of what their
-// queues hold, and wakes the claimers of limited queues: the slots are
-// theirs to take again.
-func (p *Pool) finished(acks []storage.Ack) {
-	var last *queue
-	for _, a := range acks {
-		q := p.queues[a.Batch.Queue]
-		if q == nil {
-			continue
-		}
-		q.held.Add(-1)
-		if q != last && q.limited.Load() {
-			last = q
-			p.Wake(q.name)
-		}
 	}
 }
 

@@ -143,6 +143,14 @@ func (p *Pool) claim(q *queue) {
 				// Another process took what this claim was woken for.
 				yield = min(max(2*yield, time.Millisecond), p.cfg.Yield)
 			}
+			if seen.Full {
+				// The limit is held by other processes: an announcement
+				// (a job inserted, a batch released, the limit changed)
+				// is answered after a whole yield, not at once by every
+				// process held back; this one's own jobs ending wake it
+				// at once.
+				yield = p.cfg.Yield
+			}
 			// Nothing to claim: wait for a notification, polling as a
 			// fallback, less often the longer the queue stays idle.
 			var ok bool
@@ -183,6 +191,7 @@ func (p *Pool) claim(q *queue) {
 				if j.Cancelled {
 					// Cancelled before it ran: ack it so, never run it.
 					p.ack(b, storage.Ack{Batch: sb, Job: &j, State: storage.AckCancelled, Finished: p.cfg.Now()})
+					p.free(q)
 					continue
 				}
 				it := item{batch: b, job: j}

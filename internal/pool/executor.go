@@ -48,12 +48,28 @@ func (p *Pool) work(q *queue) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if it.batch.owner != p.Owner() {
-			continue // leased under a lost identity: released to other claimers
+			p.free(q) // leased under a lost identity: released to other claimers
+			continue
 		}
 		if !it.started && !p.markStarted(&it) {
-			continue // its batch was released meanwhile: it runs elsewhere
+			p.free(q) // its batch was released meanwhile: it runs elsewhere
+			continue
 		}
 		p.run(it)
+		p.free(q)
+	}
+}
+
+// free counts a job of q that no longer runs here (it ended, or will not
+// start) out of what the process holds of q, and wakes the claimer of a
+// limited queue: the slot is its to take again. A job that ended is no
+// longer running, whether or not its outcome is written yet; if the
+// process dies before that, the job runs again only once the process's
+// lease has run out, when the process holds nothing.
+func (p *Pool) free(q *queue) {
+	q.held.Add(-1)
+	if q.limited.Load() {
+		p.Wake(q.name)
 	}
 }
 

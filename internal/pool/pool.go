@@ -167,9 +167,9 @@ type queue struct {
 	heard   chan struct{} // another process's announcement (WakeRemote)
 	taken   chan struct{} // a worker took a job from jobs
 	idle    atomic.Int32  // workers waiting for a job
-	// held is what this process holds of the queue: jobs claimed whose
-	// outcome is not yet written (a flush committed). A claim of a queue
-	// with a concurrency limit sends it.
+	// held is what this process holds of the queue: jobs claimed that
+	// have not yet ended here. A claim of a queue with a concurrency limit
+	// sends it.
 	held atomic.Int64
 	// limited says the queue's last claim found a concurrency limit: the
 	// claimer claims again as soon as a flush frees some of what it held.

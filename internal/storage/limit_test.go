@@ -86,6 +86,9 @@ func TestLimitIsExactAcrossProcesses(t *testing.T) {
 	if n := count(claim(b)); n != 0 {
 		t.Fatalf("b took %d jobs while a held the whole limit", n)
 	}
+	if _, seen, err := s.ClaimSeen(ctx, "lim", b, 999, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Held: new(int)}); err != nil || !seen.Full {
+		t.Fatalf("b's claim at the limit: seen %+v, %v; want Full", seen, err)
+	}
 	// a finishes two: b may not take them until a says so at its claim.
 	finish(a, first[0], 2)
 	if n := count(claim(b)); n != 0 {

@@ -277,9 +277,10 @@ func (s *Store) Peek(ctx context.Context, queue string) (takenBy int32, err erro
 // claimedBySQL reads, in a claim's transaction, the process that took the
 // batch which left the claim nothing (millrace.claimed_by, set by the
 // claim's short cut; 0 when it was not taken), and the queue's
-// concurrency limit (millrace.limit; 0: none).
+// concurrency limit (millrace.limit; 0: none), and whether the limit left
+// the claim nothing to take (millrace.full).
 const claimedBySQL = "SELECT coalesce(nullif(current_setting('millrace.claimed_by', true), ''), '0')::int, " +
-	"coalesce(nullif(current_setting('millrace.limit', true), ''), '0')::int"
+	"coalesce(nullif(current_setting('millrace.limit', true), ''), '0')::int, coalesce(current_setting('millrace.full', true), '') = '1'"
 
 // Seen is what a claim saw besides its jobs.
 type Seen struct {
@@ -290,6 +291,9 @@ type Seen struct {
 	TakenBy int32
 	// Limit is the queue's concurrency limit (0: none).
 	Limit int32
+	// Full says the limit left the claim nothing to take: the live
+	// processes hold all of it.
+	Full bool
 }
 
 // ClaimSeen is Claim, and also says what the claim saw (Seen). A claimer
@@ -331,7 +335,7 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 	defer c.Release()
 	err = runTx(ctx, c.Conn(), TxOpts{AsyncCommit: true},
 		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held}, scan: scan},
-		stmt{sql: claimedBySQL, scan: scanOne(&seen.TakenBy, &seen.Limit)})
+		stmt{sql: claimedBySQL, scan: scanOne(&seen.TakenBy, &seen.Limit, &seen.Full)})
 	if err != nil {
 		return nil, Seen{}, err
 	}

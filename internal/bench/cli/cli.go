@@ -114,6 +114,7 @@ func Bench(ctx context.Context, args []string) (err error) {
 		pgSettings = append(pgSettings, name+"="+strings.Trim(value, "'"))
 		return nil
 	})
+	limitFlag := fs.String("limit", "", "a concurrency limit on the strategy's queue across every process: running=N (millrace);\nsummary.json's most_running is the most jobs the bench saw running at once")
 	pooler := fs.String("pooler", "", "run the strategies' connections through a connection pooler the bench starts: pgbouncer-transaction\n(PgBouncer in transaction mode; millrace's session connection goes to the server directly; millrace only)")
 	watchQueues := fs.Duration("watch-queues", 0, "read the queues as the dashboard's queues page does (every queue's counts, oldest waiting job and rate;\nthe last second's activity), at this interval, on a connection of the bench's own while millrace runs: what looking costs (0: off)")
 	readers := fs.Int("readers", bench.DefaultReaders, "analytics scenario: reader sessions running reports")
@@ -148,6 +149,9 @@ func Bench(ctx context.Context, args []string) (err error) {
 		return &Error{Msg: err.Error(), Code: 2}
 	}
 	cfg.Mix = mix
+	if cfg.Limit, err = bench.ParseLimit(*limitFlag); err != nil {
+		return &Error{Msg: err.Error(), Code: 2}
+	}
 	if *rate != "max" {
 		r, err := strconv.ParseFloat(*rate, 64)
 		if err != nil || r <= 0 {

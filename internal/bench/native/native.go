@@ -89,7 +89,12 @@ type Strategy struct {
 	// rotateAfter is the clients' RotateAfter (Env.RotateAfter; 0: the
 	// library's default), set by Work.
 	rotateAfter time.Duration
+	// limit is Env.Limit, set by Work: the clients' QueueConfig.MaxRunning.
+	limit bench.Limit
 }
+
+// Limits says the strategy runs under --limit (bench.Limiter).
+func (s *Strategy) Limits() bool { return true }
 
 // Instrument makes every client of the strategy export millraceprom's
 // metrics into reg.
@@ -335,6 +340,7 @@ func (s *Strategy) Enqueue(ctx context.Context, jobs []bench.Job) error {
 func (s *Strategy) Work(ctx context.Context, env bench.Env) error {
 	n := max(env.Processes, 1)
 	s.rotateAfter = env.RotateAfter
+	s.limit = env.Limit
 	if env.Workers < n {
 		return fmt.Errorf("millrace: %d workers cannot make %d processes", env.Workers, n)
 	}
@@ -431,7 +437,7 @@ func (s *Strategy) newClientLeases(pool *pgxpool.Pool, queue string, workers, pr
 		ProcessLease: leases.Process,
 		LeaderLease:  leases.Leader,
 		RotateAfter:  s.rotateAfter,
-		Queues:       map[string]millrace.QueueConfig{queue: {MaxWorkers: workers}},
+		Queues:       map[string]millrace.QueueConfig{queue: {MaxWorkers: workers, MaxRunning: s.limit.Running}},
 		Logger:       lostWatcher(leases.Lost),
 		OnClaim: func(_ string, d time.Duration, n int) {
 			if observe != nil {
