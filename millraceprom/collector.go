@@ -25,6 +25,7 @@ type dbCollector struct {
 
 	leader, dropped                          *prometheus.Desc
 	queueJobs, queuePaused, countsDuration   *prometheus.Desc
+	queueLimit, queueHeld                    *prometheus.Desc
 	ringSlot, ringRotations, ringReclaims    *prometheus.Desc
 	ringRotatedAt, ringReclaimedAt           *prometheus.Desc
 	ringRotationAge, ringReclaimAge, slotBys *prometheus.Desc
@@ -34,6 +35,7 @@ type dbCollector struct {
 
 	depthAt   time.Time // when depth was last read (or tried)
 	depth     []millrace.QueueCount
+	limits    []millrace.Limit
 	depthOK   bool
 	depthTook time.Duration
 
@@ -68,7 +70,11 @@ func newDBCollector(opts Options) *dbCollector {
 		queueJobs: d("millrace_queue_jobs",
 			"Jobs per queue and state from millrace.QueueCounts: available, running and scheduled; completed and discarded while history keeps them. Read at most once per DepthInterval.",
 			"queue", "state"),
-		queuePaused:    d("millrace_queue_paused", "1 if the queue is paused, else 0.", "queue"),
+		queuePaused: d("millrace_queue_paused", "1 if the queue is paused, else 0.", "queue"),
+		queueLimit: d("millrace_queue_running_limit",
+			"The queue's concurrency limit across every process (millrace.SetLimit); only queues that have one.", "queue"),
+		queueHeld: d("millrace_queue_running_held",
+			"Jobs of a limited queue the live processes hold (claimed, not yet ended): never fewer than run, at most the limit.", "queue"),
 		countsDuration: d("millrace_queue_counts_duration_seconds", "How long the last read of queue depth took."),
 		ringSlot:       d("millrace_ring_current_slot", "The slot of the ring producers write into now."),
 		ringRotations:  d("millrace_ring_rotations_total", "Rotations of the ring since the schema was installed (database-wide)."),
@@ -114,7 +120,7 @@ func (c *dbCollector) sources() []*attachment {
 }
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.leader, c.dropped, c.queueJobs, c.queuePaused, c.countsDuration,
+	for _, d := range []*prometheus.Desc{c.leader, c.dropped, c.queueJobs, c.queuePaused, c.countsDuration, c.queueLimit, c.queueHeld,
 		c.ringSlot, c.ringRotations, c.ringReclaims, c.ringRotatedAt, c.ringReclaimedAt,
 		c.ringRotationAge, c.ringReclaimAge, c.slotBys} {
 		ch <- d
@@ -156,6 +162,10 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 				ch <- prometheus.MustNewConstMetric(c.queuePaused, prometheus.GaugeValue, b2f(q.Paused), q.Queue)
 			}
+			for _, l := range c.limits {
+				ch <- prometheus.MustNewConstMetric(c.queueLimit, prometheus.GaugeValue, float64(l.Running), l.Queue)
+				ch <- prometheus.MustNewConstMetric(c.queueHeld, prometheus.GaugeValue, float64(l.Held), l.Queue)
+			}
 			ch <- prometheus.MustNewConstMetric(c.countsDuration, prometheus.GaugeValue, c.depthTook.Seconds())
 		}
 	}
@@ -191,13 +201,17 @@ func (c *dbCollector) readDepth(pool *pgxpool.Pool) {
 	defer cancel()
 	start := time.Now()
 	counts, err := millrace.QueueCounts(ctx, pool)
+	var limits []millrace.Limit
+	if err == nil {
+		limits, err = millrace.Limits(ctx, pool)
+	}
 	c.depthAt = time.Now()
 	if err != nil {
 		c.depthOK = false
 		c.readErrors.WithLabelValues(readQueueCounts).Inc()
 		return
 	}
-	c.depth, c.depthOK, c.depthTook = counts, true, c.depthAt.Sub(start)
+	c.depth, c.limits, c.depthOK, c.depthTook = counts, limits, true, c.depthAt.Sub(start)
 }
 
 // slotSizesSQL sums pg_total_relation_size over the partitions of every

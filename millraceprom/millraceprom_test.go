@@ -300,6 +300,19 @@ func TestCountsMatch(t *testing.T) {
 	if v, ok := value(t, reg, "millrace_queue_paused", map[string]string{"queue": "uq"}); !ok || v != 0 {
 		t.Errorf("millrace_queue_paused{queue=uq} = %v (present %v), want 0", v, ok)
 	}
+	// A concurrency limit, and what is held of it: only limited queues.
+	if _, ok := value(t, reg, "millrace_queue_running_limit", map[string]string{"queue": "uq"}); ok {
+		t.Error("millrace_queue_running_limit{queue=uq} is present without a limit")
+	}
+	if err := millrace.SetLimit(ctx, pool, "uq", 7); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := value(t, reg, "millrace_queue_running_limit", map[string]string{"queue": "uq"}); !ok || v != 7 {
+		t.Errorf("millrace_queue_running_limit{queue=uq} = %v (present %v), want 7", v, ok)
+	}
+	if v, ok := value(t, reg, "millrace_queue_running_held", map[string]string{"queue": "uq"}); !ok || v != 0 {
+		t.Errorf("millrace_queue_running_held{queue=uq} = %v (present %v), want 0", v, ok)
+	}
 	// The ring: four slots with a size, a current slot, ages that make
 	// sense.
 	for s := range 4 {

@@ -332,6 +332,38 @@ func TestBrowserPauseResume(t *testing.T) {
 	}
 }
 
+// A limit set and cleared in the page changes the database, and the page
+// shows it as held / limit.
+func TestBrowserLimit(t *testing.T) {
+	needChromium(t)
+	pool := testkit.DB(t)
+	testkit.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+	srv := httptest.NewServer(ui.New(pool, ui.Options{}))
+	t.Cleanup(srv.Close)
+	b := newBrowser(t) // after the server: its cleanup runs first
+	ctx := context.Background()
+	input := `#queues tr[data-queue="email"] form.limit input[name="running"]`
+	button := `button[data-action="limit"][data-queue="email"]`
+	b.do(t, "queues page", chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(input)),
+		chromedp.SetValue(chromedp.CSS(input), "40"),
+		chromedp.Click(chromedp.CSS(button)),
+		chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	if ls, err := ops.Limits(ctx, pool); err != nil || len(ls) != 1 || ls[0].Running != 40 {
+		t.Fatalf("setting a limit of 40 in the page: limits %+v, %v", ls, err)
+	}
+	b.waitJS(t, "the page shows the limit", `(document.querySelector('#queues tr[data-queue="email"] [data-col="limit"]') || {}).textContent === '0 / 40'`, 5*time.Second)
+	b.screenshot(t, "limit")
+	b.do(t, "clear", chromedp.WaitVisible(chromedp.CSS(input)),
+		chromedp.SetValue(chromedp.CSS(input), ""),
+		chromedp.Click(chromedp.CSS(button)))
+	testkit.WaitFor(t, "the limit cleared from the page", 10*time.Second, func() bool {
+		ls, err := ops.Limits(ctx, pool)
+		return err == nil && len(ls) == 0
+	})
+	b.waitJSAcrossLoads(t, "the page shows no limit", `(document.querySelector('#queues tr[data-queue="email"] [data-col="limit"]') || {}).textContent === '–'`, 5*time.Second)
+}
+
 // Cancel and retry, clicked on the job's page, change the database.
 func TestBrowserCancelRetry(t *testing.T) {
 	needChromium(t)

@@ -124,6 +124,7 @@ func New(pool *pgxpool.Pool, opts Options) http.Handler {
 	m.HandleFunc("POST /jobs/{id}/retry", h.jobAction)
 	m.HandleFunc("POST /queue/pause", h.queueAction)
 	m.HandleFunc("POST /queue/resume", h.queueAction)
+	m.HandleFunc("POST /queue/limit", h.limitAction)
 	m.Handle("GET /assets/", h.static)
 	return h
 }
@@ -662,6 +663,47 @@ func (h *handler) queueAction(w http.ResponseWriter, r *http.Request) {
 	h.live.invalidate()
 	past := map[string]string{"pause": "paused", "resume": "resumed"}[action]
 	seeOther(w, "../?msg="+url.QueryEscape("queue "+redact(q)+" "+past))
+}
+
+// limitAction is POST queue/limit with the form fields queue and running
+// (a number from 1 to 1000000, or empty to clear the limit); it redirects
+// to the queues page.
+func (h *handler) limitAction(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.PostFormValue("queue")
+	if q == "" {
+		http.Error(w, "missing form field queue", http.StatusBadRequest)
+		return
+	}
+	running := 0
+	if v := strings.TrimSpace(r.PostFormValue("running")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000000 {
+			http.Error(w, "running: want a whole number from 1 to 1000000, or nothing to clear the limit", http.StatusBadRequest)
+			return
+		}
+		running = n
+	}
+	can, err := h.can(ctx)
+	if err != nil {
+		h.actionError(w, r, "limit", err)
+		return
+	}
+	if !can.Limit {
+		http.Error(w, "this dashboard may not set limits (read-only, or the database role is not an operator: millrace_admin)", http.StatusForbidden)
+		return
+	}
+	if err := ops.SetLimit(ctx, h.pool, q, running); err != nil {
+		h.actionError(w, r, "limit queue "+redact(q), err)
+		return
+	}
+	h.log.Info("ui: limit", "queue", redact(q), "running", running)
+	h.live.invalidate()
+	msg := "queue " + redact(q) + ": no limit"
+	if running > 0 {
+		msg = fmt.Sprintf("queue %s: at most %d running", redact(q), running)
+	}
+	seeOther(w, "../?msg="+url.QueryEscape(msg))
 }
 
 func (h *handler) horizonPage(w http.ResponseWriter, r *http.Request) {

@@ -170,18 +170,29 @@ func TestActionsFollowTheRole(t *testing.T) {
 	defer ro.Close()
 
 	_, body := get(t, ws.URL+"/api/overview")
-	if !strings.Contains(body, `"can":{"cancel":false,"retry":false,"pause":false,"resume":false}`) {
+	if !strings.Contains(body, `"can":{"cancel":false,"retry":false,"pause":false,"resume":false,"limit":false}`) {
 		t.Errorf("worker role: %s", body)
 	}
 	if resp := post(t, ws.URL+"/queue/pause", url.Values{"queue": {"mail"}}); resp.StatusCode != 403 {
 		t.Errorf("worker pause: %d, want 403", resp.StatusCode)
+	}
+	// The worker role may call set_limit (a process's MaxRunning), but
+	// the dashboard leaves limits to operators.
+	if resp := post(t, ws.URL+"/queue/limit", url.Values{"queue": {"mail"}, "running": {"3"}}); resp.StatusCode != 403 {
+		t.Errorf("worker limit: %d, want 403", resp.StatusCode)
+	}
+	if resp := post(t, as.URL+"/queue/limit", url.Values{"queue": {"mail"}, "running": {"0"}}); resp.StatusCode != 400 {
+		t.Errorf("admin limit of 0: %d, want 400", resp.StatusCode)
+	}
+	if ls, _ := ops.Limits(context.Background(), pool); len(ls) != 0 {
+		t.Errorf("refused limits set %+v", ls)
 	}
 	_, body = get(t, ws.URL+fmt.Sprintf("/jobs/%d", id))
 	if strings.Contains(body, `id="cancel"`) {
 		t.Error("the worker role is offered cancel")
 	}
 	_, body = get(t, as.URL+"/api/overview")
-	if !strings.Contains(body, `"pause":true,"resume":true`) {
+	if !strings.Contains(body, `"pause":true,"resume":true,"limit":true`) {
 		t.Errorf("admin role: %s", body)
 	}
 	_, body = get(t, as.URL+fmt.Sprintf("/jobs/%d", id))
@@ -189,7 +200,7 @@ func TestActionsFollowTheRole(t *testing.T) {
 		t.Error("the admin role is not offered cancel of a waiting job")
 	}
 	_, body = get(t, ro.URL+"/api/overview")
-	if !strings.Contains(body, `"can":{"cancel":false,"retry":false,"pause":false,"resume":false}`) {
+	if !strings.Contains(body, `"can":{"cancel":false,"retry":false,"pause":false,"resume":false,"limit":false}`) {
 		t.Errorf("read-only: %s", body)
 	}
 	if resp := post(t, ro.URL+"/queue/pause", url.Values{"queue": {"mail"}}); resp.StatusCode != 403 {

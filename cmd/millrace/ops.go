@@ -25,7 +25,7 @@ import (
 func init() {
 	register(&command{name: "queues", summary: "list queues: depth, rate, oldest waiting job, paused", run: runQueues})
 	register(&command{name: "jobs", summary: "list, show, cancel or retry jobs (list|show|cancel|retry)", run: runJobs})
-	register(&command{name: "queue", summary: "pause or resume a queue (pause|resume NAME)", run: runQueue})
+	register(&command{name: "queue", summary: "pause or resume a queue, or set its concurrency limit (pause|resume|limit NAME)", run: runQueue})
 }
 
 const opsApplicationName = "millrace-cli"
@@ -97,8 +97,9 @@ func runQueues(ctx context.Context, args []string) error {
 
 Lists every queue: jobs available, running, scheduled and discarded, the
 completed and cancelled jobs still in history, completions per second over the last
-minute, how long the oldest available job has waited, and whether the
-queue is paused.`)
+minute, how long the oldest available job has waited, whether the
+queue is paused, and its concurrency limit (HELD/LIMIT: jobs the live
+processes hold of it, claimed and not yet ended, over the limit; - for none).`)
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args)
@@ -131,14 +132,18 @@ queue is paused.`)
 		return nil
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tDISCARDED\tCOMPLETED\tCANCELLED\tRATE/S\tOLDEST WAITING\tPAUSED")
+	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tDISCARDED\tCOMPLETED\tCANCELLED\tRATE/S\tOLDEST WAITING\tPAUSED\tHELD/LIMIT")
 	for _, q := range qs {
 		paused := "no"
 		if q.Paused {
 			paused = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\n", cmdline.Escape(q.Name), q.Available, q.Running, q.Scheduled, q.Discarded,
-			q.Completed, q.Cancelled, q.Rate, dur(q.OldestWaiting), paused)
+		limit := "-"
+		if q.Limit > 0 {
+			limit = fmt.Sprintf("%d/%d", q.Held, q.Limit)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\t%s\n", cmdline.Escape(q.Name), q.Available, q.Running, q.Scheduled, q.Discarded,
+			q.Completed, q.Cancelled, q.Rate, dur(q.OldestWaiting), paused, limit)
 	}
 	return tw.Flush()
 }
@@ -555,16 +560,22 @@ func queueUsage() {
 	fmt.Fprintln(os.Stderr, `Usage:
   millrace queue pause NAME --yes [--create]   stop handing out the queue's jobs (those running finish)
   millrace queue resume NAME                   hand them out again
+  millrace queue limit NAME [--running N | --clear] [--create]
+                                               at most N of its jobs running at once
+                                               across every process (no flag: show it)
 
 NAME must be a queue the database knows (millrace queues lists them);
---create pauses a queue ahead of its first job. Both take --database-url
-(default $DATABASE_URL).`)
+--create pauses a queue, or limits it, ahead of its first job. A limit
+takes effect at each process's next claim; running jobs finish. Every
+action takes --database-url (default $DATABASE_URL).`)
 }
 
 func runQueue(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("queue", flag.ContinueOnError)
 	f := newOpFlags(fs, true)
-	create := fs.Bool("create", false, "queue pause: pause a queue that has no job yet, ahead of its first job")
+	create := fs.Bool("create", false, "queue pause, queue limit: act on a queue that has no job yet, ahead of its first job")
+	running := fs.Int("running", 0, "queue limit: at most this many of the queue's jobs running at once across every process (1 to 1000000)")
+	clearLimit := fs.Bool("clear", false, "queue limit: remove the queue's limit")
 	fs.Usage = func() { queueUsage(); fs.PrintDefaults() }
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -572,16 +583,27 @@ func runQueue(ctx context.Context, args []string) error {
 	}
 	if len(pos) < 1 {
 		queueUsage()
-		return errors.New("missing action: pause or resume")
+		return errors.New("missing action: pause, resume or limit")
 	}
 	action := pos[0]
 	switch action {
-	case "pause", "resume":
+	case "pause", "resume", "limit":
 	case "help":
 		queueUsage()
 		return flag.ErrHelp
 	default:
-		return unknownCommand(action, []string{"pause", "resume"})
+		return unknownCommand(action, []string{"pause", "resume", "limit"})
+	}
+	if action != "limit" && (*running != 0 || *clearLimit) {
+		return errors.New("--running and --clear belong to queue limit")
+	}
+	if action == "limit" && *clearLimit && *running != 0 {
+		return errors.New("queue limit: give --running N or --clear, not both")
+	}
+	runningGiven := false
+	fs.Visit(func(fl *flag.Flag) { runningGiven = runningGiven || fl.Name == "running" })
+	if action == "limit" && (*running < 0 || *running > 1000000 || runningGiven && *running == 0) {
+		return fmt.Errorf("queue limit: --running %d: want 1 to 1000000 (or --clear)", *running)
 	}
 	pos = pos[1:]
 	if len(pos) != 1 {
@@ -605,10 +627,13 @@ func runQueue(ctx context.Context, args []string) error {
 	// A typo must not create a queue: acting on a queue the database does
 	// not know is an error, but for pausing one ahead of its first job,
 	// asked for with --create.
-	if !(action == "pause" && *create) {
+	if !((action == "pause" || action == "limit") && *create) {
 		hint := ""
-		if action == "pause" {
+		switch action {
+		case "pause":
 			hint = "pass --create to pause it ahead of its first job"
+		case "limit":
+			hint = "pass --create to limit it ahead of its first job"
 		}
 		if err := checkQueue(ctx, pool, name, hint); err != nil {
 			return err
@@ -616,6 +641,9 @@ func runQueue(ctx context.Context, args []string) error {
 	}
 	// Asked once the queue is known to be there (or --create said to
 	// make it).
+	if action == "limit" {
+		return queueLimit(ctx, pool, name, *running, *clearLimit, *f.json)
+	}
 	if action == "pause" && !*f.yes {
 		return fmt.Errorf("queue pause %s stops every worker from taking its jobs until it is resumed: pass --yes to confirm", cmdline.Escape(name))
 	}
@@ -639,5 +667,35 @@ func runQueue(ctx context.Context, args []string) error {
 		return printJSON(os.Stdout, map[string]any{"queue": name, "paused": paused})
 	}
 	fmt.Printf("queue %s: %s\n", cmdline.Escape(name), state)
+	return nil
+}
+
+// queueLimit sets (running > 0), clears, or shows queue's concurrency
+// limit, and prints it.
+func queueLimit(ctx context.Context, db ops.DB, name string, running int, clear, asJSON bool) error {
+	if running > 0 || clear {
+		if err := ops.SetLimit(ctx, db, name, running); err != nil {
+			return err
+		}
+	}
+	ls, err := ops.Limits(ctx, db)
+	if err != nil {
+		return err
+	}
+	var limit int
+	var held int64
+	for _, l := range ls {
+		if l.Queue == name {
+			limit, held = l.Running, l.Held
+		}
+	}
+	if asJSON {
+		return printJSON(os.Stdout, map[string]any{"queue": name, "limit": limit, "held": held})
+	}
+	if limit == 0 {
+		fmt.Printf("queue %s: no limit (each process runs up to its workers)\n", cmdline.Escape(name))
+		return nil
+	}
+	fmt.Printf("queue %s: at most %d running across every process (%d held now)\n", cmdline.Escape(name), limit, held)
 	return nil
 }

@@ -68,7 +68,7 @@ func TestQueuesAndPauseCommands(t *testing.T) {
 	if len(lines) != 3 || !strings.Contains(lines[0], "OLDEST WAITING") || !strings.HasPrefix(strings.TrimSpace(lines[1]), "email") {
 		t.Fatalf("queues:\n%s", out)
 	}
-	if f := strings.Fields(lines[1]); f[1] != "2" || f[len(f)-1] != "no" {
+	if f := strings.Fields(lines[1]); f[1] != "2" || f[len(f)-2] != "no" || f[len(f)-1] != "-" {
 		t.Errorf("email row: %q", lines[1])
 	}
 
@@ -548,5 +548,59 @@ func TestTook(t *testing.T) {
 		if got := took(d); got != want {
 			t.Errorf("took(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestQueueLimitCommand: queue limit sets, shows and clears a queue's
+// concurrency limit; queues shows it as HELD/LIMIT; bad values and a
+// queue the database does not know are refused and change nothing.
+func TestQueueLimitCommand(t *testing.T) {
+	pool := testkit.DB(t)
+	u := pool.Config().ConnString()
+	ctx := context.Background()
+	testkit.Enqueue(t, pool, "email.send", "email", `{}`, 0)
+
+	for _, bad := range [][]string{
+		{"queue", "limit", "email", "--running", "3", "--clear"},
+		{"queue", "limit", "email", "--running", "0"},
+		{"queue", "limit", "email", "--running", "-3"},
+		{"queue", "limit", "email", "--running", "1000001"},
+		{"queue", "pause", "email", "--running", "3", "--yes"},
+		{"queue", "limit", "emial", "--running", "3"},
+	} {
+		code, _, errs := millrace(t, append(bad, "--database-url", u)...)
+		if code == 0 {
+			t.Errorf("%q: exit 0", bad)
+		}
+		oneLineErr(t, errs, "")
+	}
+	if ls, err := ops.Limits(ctx, pool); err != nil || len(ls) != 0 {
+		t.Fatalf("after refused commands: limits %+v, %v", ls, err)
+	}
+	code, out, errs := millrace(t, "queue", "limit", "email", "--running", "40", "--database-url", u)
+	if code != 0 || strings.TrimSpace(out) != "queue email: at most 40 running across every process (0 held now)" {
+		t.Fatalf("queue limit --running 40: exit %d %q %s", code, out, errs)
+	}
+	code, out, _ = millrace(t, "queues", "--database-url", u)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if f := strings.Fields(lines[len(lines)-1]); code != 0 || f[len(f)-1] != "0/40" {
+		t.Fatalf("queues after the limit:\n%s", out)
+	}
+	code, out, _ = millrace(t, "queue", "limit", "email", "--json", "--database-url", u)
+	var got struct {
+		Queue string `json:"queue"`
+		Limit int    `json:"limit"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Limit != 40 {
+		t.Fatalf("queue limit --json: exit %d %s", code, out)
+	}
+	code, out, _ = millrace(t, "queue", "limit", "email", "--clear", "--database-url", u)
+	if code != 0 || !strings.Contains(out, "no limit") {
+		t.Fatalf("queue limit --clear: exit %d %q", code, out)
+	}
+	// Ahead of a queue's first job, with --create.
+	code, out, errs = millrace(t, "queue", "limit", "later", "--running", "2", "--create", "--database-url", u)
+	if code != 0 || !strings.Contains(out, "at most 2 running") {
+		t.Fatalf("queue limit --create: exit %d %q %s", code, out, errs)
 	}
 }

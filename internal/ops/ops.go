@@ -37,6 +37,11 @@ type Queue struct {
 	OldestWaiting time.Duration
 	// Rate is jobs completed per second over the last minute.
 	Rate float64
+	// Limit is the queue's concurrency limit across every process (0:
+	// none), and Held what the live processes hold of it (claimed, not
+	// yet ended; see millrace.queue_limits).
+	Limit int
+	Held  int64
 }
 
 // MarshalJSON writes durations in seconds and the counts by name.
@@ -52,7 +57,10 @@ func (q Queue) MarshalJSON() ([]byte, error) {
 		Paused         bool    `json:"paused"`
 		OldestWaitingS float64 `json:"oldest_waiting_s"`
 		Rate           float64 `json:"rate_per_s"`
-	}{q.Name, q.Available, q.Running, q.Scheduled, q.Discarded, q.Completed, q.Cancelled, q.Paused, q.OldestWaiting.Seconds(), q.Rate})
+		Limit          int     `json:"limit"`
+		Held           int64   `json:"held"`
+	}{q.Name, q.Available, q.Running, q.Scheduled, q.Discarded, q.Completed, q.Cancelled, q.Paused, q.OldestWaiting.Seconds(), q.Rate,
+		q.Limit, q.Held})
 }
 
 // Queues lists every queue: its jobs by state, whether it is paused, its
@@ -74,17 +82,29 @@ func QueueCounts(ctx context.Context, db DB) ([]Queue, error) {
 }
 
 func queues(ctx context.Context, db DB, rate bool) ([]Queue, error) {
-	return queueRows(storage.Queues(ctx, db, rate))
+	rows, err := storage.Queues(ctx, db, rate)
+	return queueRows(ctx, db, rows, err)
 }
 
-// queueRows converts storage's rows.
-func queueRows(rows []storage.QueueRow, err error) ([]Queue, error) {
+// queueRows converts storage's rows, with each queue's limit.
+func queueRows(ctx context.Context, db DB, rows []storage.QueueRow, err error) ([]Queue, error) {
 	if err != nil {
 		return nil, err
 	}
+	ls, err := storage.QueueLimits(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	limits := make(map[string]storage.QueueLimit, len(ls))
+	for _, l := range ls {
+		limits[l.Queue] = l
+	}
 	qs := make([]Queue, len(rows))
 	for i, r := range rows {
-		qs[i] = Queue(r)
+		l := limits[r.Name]
+		qs[i] = Queue{Name: r.Name, Available: r.Available, Running: r.Running, Scheduled: r.Scheduled, Discarded: r.Discarded,
+			Completed: r.Completed, Cancelled: r.Cancelled, Paused: r.Paused, OldestWaiting: r.OldestWaiting, Rate: r.Rate,
+			Limit: l.Running, Held: l.Held}
 	}
 	return qs, nil
 }
@@ -95,7 +115,8 @@ func queueRows(rows []storage.QueueRow, err error) ([]Queue, error) {
 // (millrace.live_counts). The dashboard reads it every second, and the
 // counts of history every ten.
 func LiveCounts(ctx context.Context, db DB) ([]Queue, error) {
-	return queueRows(storage.LiveCounts(ctx, db))
+	rows, err := storage.LiveCounts(ctx, db)
+	return queueRows(ctx, db, rows, err)
 }
 
 // LiveStates are the states of a job not yet finished (millrace.jobs);
@@ -313,10 +334,13 @@ type Privileges struct {
 	Retry  bool `json:"retry"`
 	Pause  bool `json:"pause"`
 	Resume bool `json:"resume"`
+	// Limit: set a queue's concurrency limit (an operator's right:
+	// millrace_admin).
+	Limit bool `json:"limit"`
 }
 
 // Any reports whether any action is allowed.
-func (p Privileges) Any() bool { return p.Cancel || p.Retry || p.Pause || p.Resume }
+func (p Privileges) Any() bool { return p.Cancel || p.Retry || p.Pause || p.Resume || p.Limit }
 
 // Can reads the connected role's privileges on the operator functions
 // (has_function_privilege, and USAGE on the schema).

@@ -100,6 +100,10 @@ type Rights struct {
 	Retry  bool
 	Pause  bool
 	Resume bool
+	// Limit: the role may set a queue's concurrency limit as an operator
+	// (set_limit, and pause: a worker role may set a limit for its own
+	// queues' MaxRunning, not as an operator).
+	Limit bool
 }
 
 // OperatorRights reads the connected role's rights on the operator
@@ -111,8 +115,10 @@ func OperatorRights(ctx context.Context, q Querier) (Rights, error) {
 SELECT coalesce(u AND has_function_privilege(to_regprocedure('millrace.cancel(bigint)'), 'EXECUTE'), false),
        coalesce(u AND has_function_privilege(to_regprocedure('millrace.retry(bigint)'), 'EXECUTE'), false),
        coalesce(u AND has_function_privilege(to_regprocedure('millrace.pause(text)'), 'EXECUTE'), false),
-       coalesce(u AND has_function_privilege(to_regprocedure('millrace.resume(text)'), 'EXECUTE'), false)
+       coalesce(u AND has_function_privilege(to_regprocedure('millrace.resume(text)'), 'EXECUTE'), false),
+       coalesce(u AND has_function_privilege(to_regprocedure('millrace.set_limit(text,integer)'), 'EXECUTE')
+                  AND has_function_privilege(to_regprocedure('millrace.pause(text)'), 'EXECUTE'), false)
 FROM (SELECT coalesce(has_schema_privilege(to_regnamespace('millrace'), 'USAGE'), false) AS u) s`).
-		Scan(&r.Cancel, &r.Retry, &r.Pause, &r.Resume)
+		Scan(&r.Cancel, &r.Retry, &r.Pause, &r.Resume, &r.Limit)
 	return r, err
 }

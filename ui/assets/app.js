@@ -133,6 +133,16 @@ function queueRow(q, can) {
   const name = el("td"); name.appendChild(a); tr.appendChild(name);
   for (const k of ["available", "running", "scheduled", "discarded", "completed", "cancelled", "oldest", "rate"]) tr.appendChild(el("td", { class: "num", "data-col": k }));
   const st = el("td"); st.appendChild(el("span", { class: "state " + (q.paused ? "s-paused" : "s-active"), "data-col": "paused" }, q.paused ? "paused" : "active")); tr.appendChild(st);
+  tr.appendChild(el("td", { class: "num", "data-col": "limit", title: "held / limit: jobs the live processes hold (claimed, not yet ended) over the queue's concurrency limit across every process" }));
+  if (can.limit) {
+    const td = el("td");
+    const f = el("form", { method: "post", action: "queue/limit", class: "limit" });
+    f.appendChild(el("input", { type: "hidden", name: "queue", value: q.name }));
+    f.appendChild(el("input", { type: "number", name: "running", min: "1", max: "1000000", placeholder: "none", "aria-label": "limit of " + q.name, value: q.limit > 0 ? String(q.limit) : "" }));
+    f.appendChild(el("button", { class: "small", "data-action": "limit", "data-queue": q.name }, "Set limit"));
+    td.appendChild(f);
+    tr.appendChild(td);
+  }
   if (can.pause || can.resume) {
     const td = el("td");
     const act = q.paused ? "resume" : "pause";
@@ -150,12 +160,13 @@ function queueRow(q, can) {
 }
 
 function rowSig(q, can) {
-  return [q.paused, can.pause, can.resume].join(",");
+  return [q.paused, can.pause, can.resume, can.limit, q.limit].join(",");
 }
 
 function fillRow(tr, q) {
   const v = { available: fmt(q.available), running: fmt(q.running), scheduled: fmt(q.scheduled), discarded: fmt(q.discarded),
-    completed: fmt(q.completed), cancelled: fmt(q.cancelled), oldest: human(q.oldest_waiting_s), rate: fmt(q.rate_per_s) };
+    completed: fmt(q.completed), cancelled: fmt(q.cancelled), oldest: human(q.oldest_waiting_s), rate: fmt(q.rate_per_s),
+    limit: q.limit > 0 ? fmt(q.held) + " / " + fmt(q.limit) : "–" };
   for (const k in v) {
     const td = tr.querySelector('td[data-col="' + k + '"]');
     if (td.textContent !== v[k]) td.textContent = v[k];
@@ -184,7 +195,7 @@ function fillQueues(tbody, queues, can) {
   if (queues.length === 0) {
     const msg = "No queue has a job yet.";
     if (empty) empty.firstChild.textContent = msg;
-    else tbody.appendChild(el("tr")).appendChild(el("td", { colspan: 10, class: "empty" }, msg));
+    else tbody.appendChild(el("tr")).appendChild(el("td", { colspan: 11, class: "empty" }, msg));
   }
 }
 

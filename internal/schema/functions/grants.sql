@@ -5,9 +5,11 @@
 --   millrace_producer  enqueue and read the schema version
 --   millrace_worker    what a worker process needs: claim, start marks, flush,
 --                      register and heartbeats, release, leadership and
---                      maintenance when it leads, the read surface
+--                      maintenance when it leads, the read surface, and a
+--                      queue's concurrency limit (set_limit: QueueConfig.MaxRunning)
 --   millrace_admin     the worker's rights, plus reading every table and the
---                      operator actions (cancel, pause, resume, retry, set_retention)
+--                      operator actions (cancel, pause, resume, retry, set_retention,
+--                      set_limit)
 
 REVOKE ALL ON ALL TABLES IN SCHEMA millrace FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA millrace FROM PUBLIC;
