@@ -77,42 +77,76 @@ func QueuePaused(ctx context.Context, db DB, queue string) (bool, error) {
 	return ops.Paused(ctx, db, queue)
 }
 
-// MaxLimit is the largest concurrency limit a queue takes.
+// MaxLimit is the largest running limit, and the most starts per period,
+// a queue takes.
 const MaxLimit = 1000000
 
-// SetLimit sets how many jobs of queue may run at once across every
-// process of the database (1 to MaxLimit; 0 clears the limit, and each
-// process's MaxWorkers is the only bound). A job counts from its claim
-// until its outcome is written, or until its process's lease runs out.
-// It takes effect at each process's next claim, without a restart, and
-// stays until changed; a limit below what runs now lets those jobs finish
-// and starts no other until the queue is under it. The role needs
-// millrace_worker's or millrace_admin's rights.
-func SetLimit(ctx context.Context, db DB, queue string, running int) error {
-	return actionErr(ops.SetLimit(ctx, db, queue, running))
-}
-
-// Limit is a queue's concurrency limit and what runs under it.
+// Limit is a queue's limits across every process of the database; 0
+// leaves one out.
 type Limit struct {
-	Queue string
-	// Running is the limit: jobs of the queue running at once across
-	// every process.
+	// Running is how many of the queue's jobs may run at once (1 to
+	// MaxLimit). A job counts from its claim until it ends in the process
+	// that runs it, or until that process's lease runs out.
 	Running int
-	// Held is what the live processes hold of the queue: jobs claimed
-	// whose outcome is not yet written, as each process counted them at
-	// its newest claim (never fewer than run).
-	Held int64
+	// Rate is how many of the queue's jobs may start per Per (1 to
+	// MaxLimit per 10ms to 24h), counted at their claims on the
+	// database's clock over a window of Per and a tenth of it (at most a
+	// second more): the time a job takes from its claim to its start in
+	// a process, so that starts measured there keep to the rate too.
+	Rate int
+	Per  time.Duration
 }
 
-// Limits lists the queues that have a concurrency limit, by name.
-func Limits(ctx context.Context, db DB) ([]Limit, error) {
+// check says what is wrong with l, if anything (nil: no limit given).
+func (l *Limit) check() error {
+	switch {
+	case l == nil:
+		return nil
+	case l.Running < 0 || l.Running > MaxLimit:
+		return fmt.Errorf("the running limit must be 0 (none) to %d, not %d", MaxLimit, l.Running)
+	case (l.Rate == 0) != (l.Per == 0):
+		return errors.New("a rate limit needs both Rate and Per (or neither)")
+	case l.Rate < 0 || l.Rate > MaxLimit || l.Rate > 0 && (l.Per < 10*time.Millisecond || l.Per > 24*time.Hour):
+		return fmt.Errorf("a rate limit must be 1 to %d starts per 10ms to 24h, not %d per %s", MaxLimit, l.Rate, l.Per)
+	}
+	return nil
+}
+
+// SetLimit replaces queue's limits (the zero Limit clears them: each
+// process's MaxWorkers is then the only bound). They take effect at each
+// process's next claim, without a restart, and stay until changed; a
+// running limit below what runs now lets those jobs finish and starts no
+// other until the queue is under it. The role needs millrace_worker's or
+// millrace_admin's rights.
+func SetLimit(ctx context.Context, db DB, queue string, l Limit) error {
+	if err := l.check(); err != nil {
+		return fmt.Errorf("millrace: %w", err)
+	}
+	return actionErr(ops.SetLimit(ctx, db, queue, storage.Limit(l)))
+}
+
+// QueueLimit is a queue's limits and what runs under them.
+type QueueLimit struct {
+	Queue string
+	Limit Limit
+	// Held is, under a running limit, what the live processes hold of the
+	// queue: jobs claimed that have not ended, as each process counted
+	// them at its newest claim (never fewer than run).
+	Held int64
+	// Started is, under a rate limit, how many jobs the claims of the
+	// current window took.
+	Started int64
+}
+
+// Limits lists the queues that have a limit, by name.
+func Limits(ctx context.Context, db DB) ([]QueueLimit, error) {
 	ls, err := ops.Limits(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Limit, len(ls))
+	out := make([]QueueLimit, len(ls))
 	for i, l := range ls {
-		out[i] = Limit{Queue: l.Queue, Running: l.Running, Held: l.Held}
+		out[i] = QueueLimit{Queue: l.Queue, Limit: Limit(l.Limit), Held: l.Held, Started: l.Started}
 	}
 	return out, nil
 }
@@ -136,8 +170,8 @@ func (c *Client) PauseQueue(ctx context.Context, queue string) error {
 }
 
 // SetLimit is the package function SetLimit on the client's pool.
-func (c *Client) SetLimit(ctx context.Context, queue string, running int) error {
-	return SetLimit(ctx, c.db, queue, running)
+func (c *Client) SetLimit(ctx context.Context, queue string, l Limit) error {
+	return SetLimit(ctx, c.db, queue, l)
 }
 
 // ResumeQueue is the package function ResumeQueue on the client's pool.

@@ -26,12 +26,13 @@ type QueueConfig struct {
 	// MaxWorkers is the number of jobs of this queue the process runs at
 	// once.
 	MaxWorkers int
-	// MaxRunning, when not 0, is how many jobs of this queue may run at
-	// once across every process: Start sets it as the queue's limit (see
-	// SetLimit), which is shared by every process of the database and
-	// stays until changed; the newest setting wins. 0 leaves the queue's
-	// limit as it is.
-	MaxRunning int
+	// Limit, when set, is the queue's limits across every process: how
+	// many of its jobs may run at once, and start per period (see
+	// SetLimit). Start writes them when the database holds others; they
+	// are shared by every process of the database and stay until changed,
+	// and the newest setting wins, whichever process or operator wrote
+	// it. nil leaves the queue's limits as they are; &Limit{} clears them.
+	Limit *Limit
 }
 
 // Config configures a Client. The zero value inserts jobs but works none.
@@ -267,8 +268,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		if q.MaxWorkers < 1 {
 			return cfg, fmt.Errorf("millrace: queue %q: MaxWorkers must be at least 1", name)
 		}
-		if q.MaxRunning < 0 || q.MaxRunning > MaxLimit {
-			return cfg, fmt.Errorf("millrace: queue %q: MaxRunning must be 0 (no change) to %d", name, MaxLimit)
+		if err := q.Limit.check(); err != nil {
+			return cfg, fmt.Errorf("millrace: queue %q: Limit: %w", name, err)
 		}
 	}
 	for _, d := range []struct {
@@ -520,12 +521,12 @@ func (c *Client) applyRetention(ctx context.Context) error {
 	return nil
 }
 
-// applyLimits sets the queues' MaxRunning as their limits, where the
-// database holds another.
+// applyLimits writes the queues' configured limits where the database
+// holds others.
 func (c *Client) applyLimits(ctx context.Context) error {
 	var want []string
 	for name, q := range c.cfg.Queues {
-		if q.MaxRunning > 0 {
+		if q.Limit != nil {
 			want = append(want, name)
 		}
 	}
@@ -536,14 +537,14 @@ func (c *Client) applyLimits(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("millrace: reading the queues' limits: %w", err)
 	}
-	cur := map[string]int{}
+	cur := map[string]storage.Limit{}
 	for _, l := range have {
-		cur[l.Queue] = l.Running
+		cur[l.Queue] = l.Limit
 	}
 	for _, name := range want {
-		if n := c.cfg.Queues[name].MaxRunning; cur[name] != n {
-			if err := storage.SetLimit(ctx, c.db, name, n); err != nil {
-				return fmt.Errorf("millrace: queue %q: setting MaxRunning: %w", name, err)
+		if l := storage.Limit(*c.cfg.Queues[name].Limit); cur[name] != l {
+			if err := storage.SetLimit(ctx, c.db, name, l); err != nil {
+				return fmt.Errorf("millrace: queue %q: setting its Limit: %w", name, err)
 			}
 		}
 	}

@@ -418,8 +418,8 @@ func (semArgs) Kind() string { return "sem" }
 // priorities, snooze, cancel and discard from a worker, cancel from
 // outside (queued, scheduled and running), unique inserts and their
 // duplicates, pause and resume, transactional completion, periodic slots,
-// retry of a discarded job, tally rounds of history counts and the expiry
-// of history.
+// retry of a discarded job, tally rounds of history counts, the expiry
+// of history, and a queue's running and rate limits.
 func semanticPaths(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
@@ -464,7 +464,11 @@ func semanticPaths(t *testing.T, pool *pgxpool.Pool) {
 	}))
 	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[tickArgs]) error { return nil }))
 	c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(), Name: "semantic",
-		Queues:           map[string]millrace.QueueConfig{"sem": {MaxWorkers: 4}, millrace.DefaultQueue: {MaxWorkers: 1}},
+		Queues: map[string]millrace.QueueConfig{
+			// Limits (version 12): every claim of sem reads and writes what
+			// the process holds and what it took.
+			"sem":                 {MaxWorkers: 4, Limit: &millrace.Limit{Running: 3, Rate: 1000, Per: time.Second}},
+			millrace.DefaultQueue: {MaxWorkers: 1}},
 		MaintenanceEvery: 50 * time.Millisecond, StarveAfter: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

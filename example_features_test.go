@@ -275,8 +275,8 @@ func ExampleInsertMiddleware() {
 // A concurrency limit caps how many jobs of a queue run at once across
 // every process of the database, whatever each process's MaxWorkers:
 // here at most 2 of the "reports" queue, though each of two processes
-// has 5 workers. Set it in QueueConfig.MaxRunning, with SetLimit at run
-// time, or in SQL (SELECT millrace.set_limit('reports', 2)).
+// has 5 workers. Set it in QueueConfig.Limit, with SetLimit at run time,
+// or in SQL (SELECT millrace.set_limit('reports', 2)).
 func ExampleSetLimit() {
 	ctx := context.Background()
 	pool := exampleDatabase()
@@ -301,13 +301,13 @@ func ExampleSetLimit() {
 	for range 2 {
 		client, _ = millrace.NewClient(pool, millrace.Config{
 			Workers: workers,
-			Queues:  map[string]millrace.QueueConfig{"reports": {MaxWorkers: 5, MaxRunning: 2}},
+			Queues:  map[string]millrace.QueueConfig{"reports": {MaxWorkers: 5, Limit: &millrace.Limit{Running: 2}}},
 		})
 		client.Start(ctx)
 		defer client.Stop(ctx)
 	}
 	limits, _ := millrace.Limits(ctx, pool)
-	fmt.Printf("%s: at most %d running\n", limits[0].Queue, limits[0].Running)
+	fmt.Printf("%s: at most %d running\n", limits[0].Queue, limits[0].Limit.Running)
 
 	for range 10 {
 		client.Insert(ctx, EmailArgs{Subject: "report"}, &millrace.InsertOpts{Queue: "reports"})
@@ -318,9 +318,9 @@ func ExampleSetLimit() {
 	fmt.Println("most running at once:", most)
 
 	// Raised at run time: every process takes it at its next claim.
-	millrace.SetLimit(ctx, pool, "reports", 4)
+	millrace.SetLimit(ctx, pool, "reports", millrace.Limit{Running: 4})
 	limits, _ = millrace.Limits(ctx, pool)
-	fmt.Printf("%s: at most %d running\n", limits[0].Queue, limits[0].Running)
+	fmt.Printf("%s: at most %d running\n", limits[0].Queue, limits[0].Limit.Running)
 	// Output:
 	// reports: at most 2 running
 	// most running at once: 2

@@ -3,6 +3,7 @@ package millrace_test
 import (
 	"context"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,7 +42,7 @@ func TestLimitCapsRunningAcrossProcesses(t *testing.T) {
 	var clients []*millrace.Client
 	for range 4 {
 		c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
-			Queues: map[string]millrace.QueueConfig{"limited": {MaxWorkers: 10, MaxRunning: limit}}})
+			Queues: map[string]millrace.QueueConfig{"limited": {MaxWorkers: 10, Limit: &millrace.Limit{Running: limit}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func TestLimitCapsRunningAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ls) != 1 || ls[0].Queue != "limited" || ls[0].Running != limit {
+	if len(ls) != 1 || ls[0].Queue != "limited" || ls[0].Limit.Running != limit {
 		t.Fatalf("Limits = %+v; want the queue's limit of %d", ls, limit)
 	}
 	for _, c := range clients {
@@ -96,7 +97,7 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
 	const limit, jobs = 3, 10
-	if err := millrace.SetLimit(ctx, pool, "limq", limit); err != nil {
+	if err := millrace.SetLimit(ctx, pool, "limq", millrace.Limit{Running: limit}); err != nil {
 		t.Fatal(err)
 	}
 	producer, err := millrace.NewClient(pool, millrace.Config{Logger: quietLogger()})
@@ -157,5 +158,89 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 	t.Logf("every job ran %s after the kill (lease 2s)", time.Since(killed).Round(time.Millisecond))
 	if m := most.Load(); m > limit {
 		t.Fatalf("%d jobs ran at once under a limit of %d", m, limit)
+	}
+}
+
+// TestRateLimitAcrossProcesses: two processes of ten workers each work a
+// queue limited to 20 starts per second. Counted from the jobs' own start
+// times, no second holds more than 20 starts, and every job runs once.
+func TestRateLimitAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	const rate, jobs = 20, 50
+	var mu sync.Mutex
+	var starts []time.Time
+	runs := map[int]int{}
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		runs[j.Args.N]++
+		mu.Unlock()
+		return nil
+	}))
+	var clients []*millrace.Client
+	for range 2 {
+		c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+			Queues: map[string]millrace.QueueConfig{"rated": {MaxWorkers: 10, Limit: &millrace.Limit{Rate: rate, Per: time.Second}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop(ctx)
+		clients = append(clients, c)
+	}
+	params := make([]millrace.InsertManyParams, jobs)
+	for i := range params {
+		params[i] = millrace.InsertManyParams{Args: countArgs{N: i}, Opts: &millrace.InsertOpts{Queue: "rated"}}
+	}
+	if _, err := clients[0].InsertMany(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every job to run", 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs) == jobs
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	most := 0
+	for i, lo := 0, 0; i < len(starts); i++ {
+		for starts[i].Sub(starts[lo]) >= time.Second {
+			lo++
+		}
+		most = max(most, i-lo+1)
+	}
+	if most > rate {
+		t.Fatalf("%d jobs started within one second under a limit of %d per second", most, rate)
+	}
+	t.Logf("at most %d starts in any second (limit %d)", most, rate)
+	for i := range jobs {
+		if runs[i] != 1 {
+			t.Fatalf("job %d ran %d times; want 1", i, runs[i])
+		}
+	}
+}
+
+// TestLimitRefusesBadValues: a limit out of range is refused with a clear
+// error, by SetLimit and by NewClient, and changes nothing.
+func TestLimitRefusesBadValues(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	for _, l := range []millrace.Limit{{Running: -1}, {Running: millrace.MaxLimit + 1}, {Rate: 10}, {Per: time.Second},
+		{Rate: 10, Per: time.Millisecond}, {Rate: 10, Per: 25 * time.Hour}, {Rate: -1, Per: time.Second}} {
+		if err := millrace.SetLimit(ctx, pool, "q", l); err == nil {
+			t.Errorf("SetLimit(%+v) was accepted", l)
+		}
+		if _, err := millrace.NewClient(pool, millrace.Config{Workers: millrace.NewWorkers(),
+			Queues: map[string]millrace.QueueConfig{"q": {MaxWorkers: 1, Limit: &l}}}); err == nil {
+			t.Errorf("NewClient with Limit %+v was accepted", l)
+		}
+	}
+	if ls, err := millrace.Limits(ctx, pool); err != nil || len(ls) != 0 {
+		t.Fatalf("refused limits left %+v, %v", ls, err)
 	}
 }

@@ -42,7 +42,7 @@ var forbidden = []string{
 	`CREATE TABLE millrace.intruder (x int)`,
 	`DROP TABLE millrace.finished`,
 	`TRUNCATE millrace.finished_0`,
-	`DROP FUNCTION millrace.claim(text, int, bigint, boolean, int, bigint, interval, boolean)`,
+	`DROP FUNCTION millrace.claim(text, int, bigint, boolean, int, bigint, interval, boolean, int)`,
 }
 
 // adminOnly are operator actions only millrace_admin may take.
@@ -76,6 +76,8 @@ func TestRoles(t *testing.T) {
 				`SELECT millrace.register('x', 'h', 1)`,
 				`SELECT * FROM millrace.jobs`,
 				`SELECT * FROM millrace.job`,
+				`SELECT millrace.set_limit('default', 3)`,
+				`SELECT * FROM millrace.queue_limits()`,
 			}, append(adminOnly, forbidden...)...)},
 		{"millrace_worker",
 			[]string{
@@ -92,11 +94,14 @@ func TestRoles(t *testing.T) {
 				`SELECT millrace.retried_as(1)`,
 				`SELECT millrace.expire_history()`,
 				`SELECT * FROM millrace.retention()`,
+				`SELECT millrace.set_limit('q', 3, 100, '1s')`,
+				`SELECT * FROM millrace.queue_limits()`,
 			},
 			append([]string{`SELECT * FROM millrace.job`}, append(adminOnly, forbidden...)...)},
 		{"millrace_admin",
 			[]string{`SELECT count(*) FROM millrace.job`, `SELECT count(*) FROM millrace.claim('default', 1, 2)`,
 				`SELECT millrace.pause('q')`, `SELECT millrace.resume('q')`, `SELECT millrace.cancel(1)`, `SELECT millrace.retry(1)`,
+				`SELECT millrace.set_limit('q')`,
 				`SELECT count(*) FROM millrace.history`},
 			forbidden},
 	} {

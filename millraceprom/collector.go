@@ -26,6 +26,7 @@ type dbCollector struct {
 	leader, dropped                          *prometheus.Desc
 	queueJobs, queuePaused, countsDuration   *prometheus.Desc
 	queueLimit, queueHeld                    *prometheus.Desc
+	rateLimit, rateStarted                   *prometheus.Desc
 	ringSlot, ringRotations, ringReclaims    *prometheus.Desc
 	ringRotatedAt, ringReclaimedAt           *prometheus.Desc
 	ringRotationAge, ringReclaimAge, slotBys *prometheus.Desc
@@ -35,7 +36,7 @@ type dbCollector struct {
 
 	depthAt   time.Time // when depth was last read (or tried)
 	depth     []millrace.QueueCount
-	limits    []millrace.Limit
+	limits    []millrace.QueueLimit
 	depthOK   bool
 	depthTook time.Duration
 
@@ -73,6 +74,10 @@ func newDBCollector(opts Options) *dbCollector {
 		queuePaused: d("millrace_queue_paused", "1 if the queue is paused, else 0.", "queue"),
 		queueLimit: d("millrace_queue_running_limit",
 			"The queue's concurrency limit across every process (millrace.SetLimit); only queues that have one.", "queue"),
+		rateLimit: d("millrace_queue_rate_limit_per_second",
+			"The queue's rate limit across every process (starts per period, as per second); only queues that have one.", "queue"),
+		rateStarted: d("millrace_queue_rate_started",
+			"Jobs of a rate-limited queue claimed in its current window (the period and a slack; see millrace.rate_window).", "queue"),
 		queueHeld: d("millrace_queue_running_held",
 			"Jobs of a limited queue the live processes hold (claimed, not yet ended): never fewer than run, at most the limit.", "queue"),
 		countsDuration: d("millrace_queue_counts_duration_seconds", "How long the last read of queue depth took."),
@@ -120,7 +125,7 @@ func (c *dbCollector) sources() []*attachment {
 }
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.leader, c.dropped, c.queueJobs, c.queuePaused, c.countsDuration, c.queueLimit, c.queueHeld,
+	for _, d := range []*prometheus.Desc{c.leader, c.dropped, c.queueJobs, c.queuePaused, c.countsDuration, c.queueLimit, c.queueHeld, c.rateLimit, c.rateStarted,
 		c.ringSlot, c.ringRotations, c.ringReclaims, c.ringRotatedAt, c.ringReclaimedAt,
 		c.ringRotationAge, c.ringReclaimAge, c.slotBys} {
 		ch <- d
@@ -163,8 +168,14 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(c.queuePaused, prometheus.GaugeValue, b2f(q.Paused), q.Queue)
 			}
 			for _, l := range c.limits {
-				ch <- prometheus.MustNewConstMetric(c.queueLimit, prometheus.GaugeValue, float64(l.Running), l.Queue)
-				ch <- prometheus.MustNewConstMetric(c.queueHeld, prometheus.GaugeValue, float64(l.Held), l.Queue)
+				if l.Limit.Running > 0 {
+					ch <- prometheus.MustNewConstMetric(c.queueLimit, prometheus.GaugeValue, float64(l.Limit.Running), l.Queue)
+					ch <- prometheus.MustNewConstMetric(c.queueHeld, prometheus.GaugeValue, float64(l.Held), l.Queue)
+				}
+				if l.Limit.Rate > 0 {
+					ch <- prometheus.MustNewConstMetric(c.rateLimit, prometheus.GaugeValue, float64(l.Limit.Rate)/l.Limit.Per.Seconds(), l.Queue)
+					ch <- prometheus.MustNewConstMetric(c.rateStarted, prometheus.GaugeValue, float64(l.Started), l.Queue)
+				}
 			}
 			ch <- prometheus.MustNewConstMetric(c.countsDuration, prometheus.GaugeValue, c.depthTook.Seconds())
 		}
@@ -201,7 +212,7 @@ func (c *dbCollector) readDepth(pool *pgxpool.Pool) {
 	defer cancel()
 	start := time.Now()
 	counts, err := millrace.QueueCounts(ctx, pool)
-	var limits []millrace.Limit
+	var limits []millrace.QueueLimit
 	if err == nil {
 		limits, err = millrace.Limits(ctx, pool)
 	}

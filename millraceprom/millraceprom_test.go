@@ -304,7 +304,7 @@ func TestCountsMatch(t *testing.T) {
 	if _, ok := value(t, reg, "millrace_queue_running_limit", map[string]string{"queue": "uq"}); ok {
 		t.Error("millrace_queue_running_limit{queue=uq} is present without a limit")
 	}
-	if err := millrace.SetLimit(ctx, pool, "uq", 7); err != nil {
+	if err := millrace.SetLimit(ctx, pool, "uq", millrace.Limit{Running: 7}); err != nil {
 		t.Fatal(err)
 	}
 	if v, ok := value(t, reg, "millrace_queue_running_limit", map[string]string{"queue": "uq"}); !ok || v != 7 {

@@ -343,19 +343,22 @@ func TestBrowserLimit(t *testing.T) {
 	b := newBrowser(t) // after the server: its cleanup runs first
 	ctx := context.Background()
 	input := `#queues tr[data-queue="email"] form.limit input[name="running"]`
+	rate := `#queues tr[data-queue="email"] form.limit input[name="rate"]`
 	button := `button[data-action="limit"][data-queue="email"]`
 	b.do(t, "queues page", chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(input)),
 		chromedp.SetValue(chromedp.CSS(input), "40"),
+		chromedp.SetValue(chromedp.CSS(rate), "10/1s"),
 		chromedp.Click(chromedp.CSS(button)),
 		chromedp.WaitVisible(chromedp.CSS(`#msg`)))
-	if ls, err := ops.Limits(ctx, pool); err != nil || len(ls) != 1 || ls[0].Running != 40 {
-		t.Fatalf("setting a limit of 40 in the page: limits %+v, %v", ls, err)
+	if ls, err := ops.Limits(ctx, pool); err != nil || len(ls) != 1 || ls[0].Running != 40 || ls[0].Rate != 10 || ls[0].Per != time.Second {
+		t.Fatalf("setting limits of 40 running and 10/1s in the page: limits %+v, %v", ls, err)
 	}
-	b.waitJS(t, "the page shows the limit", `(document.querySelector('#queues tr[data-queue="email"] [data-col="limit"]') || {}).textContent === '0 / 40'`, 5*time.Second)
+	b.waitJS(t, "the page shows the limits", `(document.querySelector('#queues tr[data-queue="email"] [data-col="limit"]') || {}).textContent === '0 / 40, 0 / 10/1s'`, 5*time.Second)
 	b.screenshot(t, "limit")
 	b.do(t, "clear", chromedp.WaitVisible(chromedp.CSS(input)),
-		chromedp.SetValue(chromedp.CSS(input), ""),
+		chromedp.Clear(chromedp.CSS(rate)),
+		chromedp.Clear(chromedp.CSS(input)),
 		chromedp.Click(chromedp.CSS(button)))
 	testkit.WaitFor(t, "the limit cleared from the page", 10*time.Second, func() bool {
 		ls, err := ops.Limits(ctx, pool)

@@ -665,9 +665,10 @@ func (h *handler) queueAction(w http.ResponseWriter, r *http.Request) {
 	seeOther(w, "../?msg="+url.QueryEscape("queue "+redact(q)+" "+past))
 }
 
-// limitAction is POST queue/limit with the form fields queue and running
-// (a number from 1 to 1000000, or empty to clear the limit); it redirects
-// to the queues page.
+// limitAction is POST queue/limit with the form fields queue, running (a
+// number from 1 to 1000000; empty: none) and rate (N/PERIOD; empty:
+// none): the queue's limits become those; it redirects to the queues
+// page.
 func (h *handler) limitAction(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.PostFormValue("queue")
@@ -675,14 +676,19 @@ func (h *handler) limitAction(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "missing form field queue", http.StatusBadRequest)
 		return
 	}
-	running := 0
+	var l ops.Limit
 	if v := strings.TrimSpace(r.PostFormValue("running")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000000 {
-			http.Error(w, "running: want a whole number from 1 to 1000000, or nothing to clear the limit", http.StatusBadRequest)
+			http.Error(w, "running: want a whole number from 1 to 1000000, or nothing for no running limit", http.StatusBadRequest)
 			return
 		}
-		running = n
+		l.Running = n
+	}
+	var err error
+	if l.Rate, l.Per, err = ops.ParseRate(r.PostFormValue("rate")); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	can, err := h.can(ctx)
 	if err != nil {
@@ -693,15 +699,22 @@ func (h *handler) limitAction(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this dashboard may not set limits (read-only, or the database role is not an operator: millrace_admin)", http.StatusForbidden)
 		return
 	}
-	if err := ops.SetLimit(ctx, h.pool, q, running); err != nil {
+	if err := ops.SetLimit(ctx, h.pool, q, l); err != nil {
 		h.actionError(w, r, "limit queue "+redact(q), err)
 		return
 	}
-	h.log.Info("ui: limit", "queue", redact(q), "running", running)
+	h.log.Info("ui: limit", "queue", redact(q), "running", l.Running, "rate", l.Rate, "per", l.Per)
 	h.live.invalidate()
+	var said []string
+	if l.Running > 0 {
+		said = append(said, fmt.Sprintf("at most %d running", l.Running))
+	}
+	if l.Rate > 0 {
+		said = append(said, fmt.Sprintf("at most %d starting per %s", l.Rate, l.Per))
+	}
 	msg := "queue " + redact(q) + ": no limit"
-	if running > 0 {
-		msg = fmt.Sprintf("queue %s: at most %d running", redact(q), running)
+	if len(said) > 0 {
+		msg = "queue " + redact(q) + ": " + strings.Join(said, ", ")
 	}
 	seeOther(w, "../?msg="+url.QueryEscape(msg))
 }

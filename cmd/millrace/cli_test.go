@@ -29,7 +29,7 @@ func TestUnknownSubcommandSuggests(t *testing.T) {
 	for args, want := range map[string]string{
 		"guard chek":     `millrace guard: unknown command "chek": did you mean "check"? (want watch or check)`,
 		"jobs lsit":      `millrace jobs: unknown command "lsit": did you mean "list"? (want list, show, cancel or retry)`,
-		"queue pase x":   `millrace queue: unknown command "pase": did you mean "pause"? (want pause or resume)`,
+		"queue pase x":   `millrace queue: unknown command "pase": did you mean "pause"? (want pause, resume or limit)`,
 		"migrate stauts": `millrace migrate: unknown command "stauts": did you mean "status"? (want up, down or status)`,
 		"jbos":           `millrace: unknown command "jbos": did you mean "jobs"? (millrace help lists the commands)`,
 		"guard zzz":      `millrace guard: unknown command "zzz" (want watch or check)`,

@@ -98,8 +98,10 @@ func runQueues(ctx context.Context, args []string) error {
 Lists every queue: jobs available, running, scheduled and discarded, the
 completed and cancelled jobs still in history, completions per second over the last
 minute, how long the oldest available job has waited, whether the
-queue is paused, and its concurrency limit (HELD/LIMIT: jobs the live
-processes hold of it, claimed and not yet ended, over the limit; - for none).`)
+queue is paused, and its limits (LIMITS: for a running limit, the jobs
+the live processes hold of it, claimed and not yet ended, over the limit;
+for a rate limit, the jobs started in the current window over the rate;
+- for none).`)
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args)
@@ -132,7 +134,7 @@ processes hold of it, claimed and not yet ended, over the limit; - for none).`)
 		return nil
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tDISCARDED\tCOMPLETED\tCANCELLED\tRATE/S\tOLDEST WAITING\tPAUSED\tHELD/LIMIT")
+	fmt.Fprintln(tw, "QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tDISCARDED\tCOMPLETED\tCANCELLED\tRATE/S\tOLDEST WAITING\tPAUSED\tLIMITS")
 	for _, q := range qs {
 		paused := "no"
 		if q.Paused {
@@ -141,6 +143,9 @@ processes hold of it, claimed and not yet ended, over the limit; - for none).`)
 		limit := "-"
 		if q.Limit > 0 {
 			limit = fmt.Sprintf("%d/%d", q.Held, q.Limit)
+		}
+		if q.RateLimit > 0 {
+			limit = strings.TrimPrefix(limit+fmt.Sprintf(",%d/%d per %s", q.Started, q.RateLimit, q.Per), "-,")
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\t%s\n", cmdline.Escape(q.Name), q.Available, q.Running, q.Scheduled, q.Discarded,
 			q.Completed, q.Cancelled, q.Rate, dur(q.OldestWaiting), paused, limit)
@@ -560,22 +565,26 @@ func queueUsage() {
 	fmt.Fprintln(os.Stderr, `Usage:
   millrace queue pause NAME --yes [--create]   stop handing out the queue's jobs (those running finish)
   millrace queue resume NAME                   hand them out again
-  millrace queue limit NAME [--running N | --clear] [--create]
-                                               at most N of its jobs running at once
-                                               across every process (no flag: show it)
+  millrace queue limit NAME [--running N] [--rate N/PERIOD] [--clear] [--create]
+                                               at most N of its jobs running at once, or
+                                               starting per PERIOD (100/1s, 60/1m), across
+                                               every process (no flag: show the limits)
 
 NAME must be a queue the database knows (millrace queues lists them);
---create pauses a queue, or limits it, ahead of its first job. A limit
-takes effect at each process's next claim; running jobs finish. Every
-action takes --database-url (default $DATABASE_URL).`)
+--create pauses a queue, or limits it, ahead of its first job. queue limit
+changes the limits it is given and keeps the other (--running 0 or --rate
+0 removes one, --clear both); a limit takes effect at each process's next
+claim, and running jobs finish. Every action takes --database-url
+(default $DATABASE_URL).`)
 }
 
 func runQueue(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("queue", flag.ContinueOnError)
 	f := newOpFlags(fs, true)
 	create := fs.Bool("create", false, "queue pause, queue limit: act on a queue that has no job yet, ahead of its first job")
-	running := fs.Int("running", 0, "queue limit: at most this many of the queue's jobs running at once across every process (1 to 1000000)")
-	clearLimit := fs.Bool("clear", false, "queue limit: remove the queue's limit")
+	running := fs.Int("running", 0, "queue limit: at most this many of the queue's jobs running at once across every process (1 to 1000000; 0: none)")
+	rate := fs.String("rate", "", "queue limit: at most N of the queue's jobs starting per PERIOD across every process, as N/PERIOD (100/1s; 0: none)")
+	clearLimit := fs.Bool("clear", false, "queue limit: remove the queue's limits")
 	fs.Usage = func() { queueUsage(); fs.PrintDefaults() }
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -594,16 +603,23 @@ func runQueue(ctx context.Context, args []string) error {
 	default:
 		return unknownCommand(action, []string{"pause", "resume", "limit"})
 	}
-	if action != "limit" && (*running != 0 || *clearLimit) {
-		return errors.New("--running and --clear belong to queue limit")
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	if action != "limit" && (given["running"] || given["rate"] || given["clear"]) {
+		return errors.New("--running, --rate and --clear belong to queue limit")
 	}
-	if action == "limit" && *clearLimit && *running != 0 {
-		return errors.New("queue limit: give --running N or --clear, not both")
+	if action == "limit" && *clearLimit && (given["running"] || given["rate"]) {
+		return errors.New("queue limit: give --running or --rate, or --clear, not both")
 	}
-	runningGiven := false
-	fs.Visit(func(fl *flag.Flag) { runningGiven = runningGiven || fl.Name == "running" })
-	if action == "limit" && (*running < 0 || *running > 1000000 || runningGiven && *running == 0) {
-		return fmt.Errorf("queue limit: --running %d: want 1 to 1000000 (or --clear)", *running)
+	if action == "limit" && (*running < 0 || *running > 1000000) {
+		return fmt.Errorf("queue limit: --running %d: want 1 to 1000000 (0: none)", *running)
+	}
+	var rateN int
+	var ratePer time.Duration
+	if action == "limit" && given["rate"] {
+		if rateN, ratePer, err = ops.ParseRate(*rate); err != nil {
+			return fmt.Errorf("queue limit: --%w", err)
+		}
 	}
 	pos = pos[1:]
 	if len(pos) != 1 {
@@ -642,7 +658,8 @@ func runQueue(ctx context.Context, args []string) error {
 	// Asked once the queue is known to be there (or --create said to
 	// make it).
 	if action == "limit" {
-		return queueLimit(ctx, pool, name, *running, *clearLimit, *f.json)
+		return queueLimit(ctx, pool, name, limitChange{running: *running, rate: rateN, per: ratePer,
+			setRunning: given["running"], setRate: given["rate"], clear: *clearLimit}, *f.json)
 	}
 	if action == "pause" && !*f.yes {
 		return fmt.Errorf("queue pause %s stops every worker from taking its jobs until it is resumed: pass --yes to confirm", cmdline.Escape(name))
@@ -670,32 +687,68 @@ func runQueue(ctx context.Context, args []string) error {
 	return nil
 }
 
-// queueLimit sets (running > 0), clears, or shows queue's concurrency
-// limit, and prints it.
-func queueLimit(ctx context.Context, db ops.DB, name string, running int, clear, asJSON bool) error {
-	if running > 0 || clear {
-		if err := ops.SetLimit(ctx, db, name, running); err != nil {
+// limitChange is what queue limit was asked to change.
+type limitChange struct {
+	running, rate       int
+	per                 time.Duration
+	setRunning, setRate bool
+	clear               bool
+}
+
+// queueLimit changes queue's limits as asked (none: it shows them), and
+// prints them.
+func queueLimit(ctx context.Context, db ops.DB, name string, ch limitChange, asJSON bool) error {
+	current := func() (ops.QueueLimit, error) {
+		ls, err := ops.Limits(ctx, db)
+		for _, l := range ls {
+			if l.Queue == name {
+				return l, err
+			}
+		}
+		return ops.QueueLimit{Queue: name}, err
+	}
+	if ch.setRunning || ch.setRate || ch.clear {
+		cur, err := current()
+		if err != nil {
+			return err
+		}
+		l := cur.Limit
+		if ch.setRunning {
+			l.Running = ch.running
+		}
+		if ch.setRate {
+			l.Rate, l.Per = ch.rate, ch.per
+		}
+		if ch.clear {
+			l = ops.Limit{}
+		}
+		if err := ops.SetLimit(ctx, db, name, l); err != nil {
 			return err
 		}
 	}
-	ls, err := ops.Limits(ctx, db)
+	cur, err := current()
 	if err != nil {
 		return err
 	}
-	var limit int
-	var held int64
-	for _, l := range ls {
-		if l.Queue == name {
-			limit, held = l.Running, l.Held
-		}
-	}
 	if asJSON {
-		return printJSON(os.Stdout, map[string]any{"queue": name, "limit": limit, "held": held})
+		return printJSON(os.Stdout, map[string]any{"queue": name, "running_limit": cur.Running, "held": cur.Held,
+			"rate_limit": cur.Rate, "rate_period_s": cur.Per.Seconds(), "started": cur.Started})
 	}
-	if limit == 0 {
-		fmt.Printf("queue %s: no limit (each process runs up to its workers)\n", cmdline.Escape(name))
-		return nil
-	}
-	fmt.Printf("queue %s: at most %d running across every process (%d held now)\n", cmdline.Escape(name), limit, held)
+	fmt.Printf("queue %s: %s\n", cmdline.Escape(name), describeLimits(cur))
 	return nil
+}
+
+// describeLimits says a queue's limits in words.
+func describeLimits(l ops.QueueLimit) string {
+	var parts []string
+	if l.Running > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d running across every process (%d held now)", l.Running, l.Held))
+	}
+	if l.Rate > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d starting per %s (%d in the current window)", l.Rate, l.Per, l.Started))
+	}
+	if len(parts) == 0 {
+		return "no limit (each process runs up to its workers)"
+	}
+	return strings.Join(parts, "; ")
 }

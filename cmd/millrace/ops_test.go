@@ -562,7 +562,10 @@ func TestQueueLimitCommand(t *testing.T) {
 
 	for _, bad := range [][]string{
 		{"queue", "limit", "email", "--running", "3", "--clear"},
-		{"queue", "limit", "email", "--running", "0"},
+		{"queue", "limit", "email", "--running", "-1"},
+		{"queue", "limit", "email", "--rate", "100"},
+		{"queue", "limit", "email", "--rate", "100/1ms"},
+		{"queue", "limit", "email", "--rate", "1/1s", "--clear"},
 		{"queue", "limit", "email", "--running", "-3"},
 		{"queue", "limit", "email", "--running", "1000001"},
 		{"queue", "pause", "email", "--running", "3", "--yes"},
@@ -586,12 +589,18 @@ func TestQueueLimitCommand(t *testing.T) {
 	if f := strings.Fields(lines[len(lines)-1]); code != 0 || f[len(f)-1] != "0/40" {
 		t.Fatalf("queues after the limit:\n%s", out)
 	}
+	// A rate keeps the running limit.
+	code, out, errs = millrace(t, "queue", "limit", "email", "--rate", "100/1s", "--database-url", u)
+	if code != 0 || strings.TrimSpace(out) != "queue email: at most 40 running across every process (0 held now); at most 100 starting per 1s (0 in the current window)" {
+		t.Fatalf("queue limit --rate 100/1s: exit %d %q %s", code, out, errs)
+	}
 	code, out, _ = millrace(t, "queue", "limit", "email", "--json", "--database-url", u)
 	var got struct {
 		Queue string `json:"queue"`
-		Limit int    `json:"limit"`
+		Limit int    `json:"running_limit"`
+		Rate  int    `json:"rate_limit"`
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Limit != 40 {
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Limit != 40 || got.Rate != 100 {
 		t.Fatalf("queue limit --json: exit %d %s", code, out)
 	}
 	code, out, _ = millrace(t, "queue", "limit", "email", "--clear", "--database-url", u)

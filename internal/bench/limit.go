@@ -2,9 +2,12 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Limit is --limit: the concurrency limit the bench sets on the strategy's
@@ -13,6 +16,9 @@ type Limit struct {
 	// Running is the most jobs of the queue that may run at once across
 	// every process (0: none).
 	Running int `json:"running,omitempty"`
+	// Rate is the most jobs that may start per Per (0: none).
+	Rate int           `json:"rate,omitempty"`
+	Per  time.Duration `json:"per_ns,omitempty"`
 }
 
 // Zero reports whether no limit is set.
@@ -20,15 +26,20 @@ func (l Limit) Zero() bool { return l == Limit{} }
 
 // String is the limit in --limit syntax.
 func (l Limit) String() string {
-	if l.Running == 0 {
-		return ""
+	var parts []string
+	if l.Running != 0 {
+		parts = append(parts, fmt.Sprintf("running=%d", l.Running))
 	}
-	return fmt.Sprintf("running=%d", l.Running)
+	if l.Rate != 0 {
+		parts = append(parts, fmt.Sprintf("rate=%d/%s", l.Rate, l.Per))
+	}
+	return strings.Join(parts, ",")
 }
 
-// ParseLimit parses --limit: running=N, the most jobs of the queue running
-// at once across every process (1 to 1,000,000). An empty string is no
-// limit.
+// ParseLimit parses --limit: comma-separated running=N, the most jobs of
+// the queue running at once across every process (1 to 1,000,000), and
+// rate=N/PERIOD, the most jobs starting per PERIOD (a Go duration, 10ms to
+// 24h). An empty string is no limit.
 func ParseLimit(s string) (Limit, error) {
 	var l Limit
 	if strings.TrimSpace(s) == "" {
@@ -49,8 +60,19 @@ func ParseLimit(s string) (Limit, error) {
 				return Limit{}, fmt.Errorf("--limit %q: running given twice", s)
 			}
 			l.Running = n
+		case "rate":
+			ns, ps, ok := strings.Cut(strings.TrimSpace(v), "/")
+			n, err := strconv.Atoi(ns)
+			per, perr := time.ParseDuration(ps)
+			if !ok || err != nil || perr != nil || n < 1 || n > 1000000 || per < 10*time.Millisecond || per > 24*time.Hour {
+				return Limit{}, fmt.Errorf("--limit %q: rate=%q: want N/PERIOD, N from 1 to 1000000 and PERIOD from 10ms to 24h (e.g. 100/1s)", s, v)
+			}
+			if l.Rate != 0 {
+				return Limit{}, fmt.Errorf("--limit %q: rate given twice", s)
+			}
+			l.Rate, l.Per = n, per
 		default:
-			return Limit{}, fmt.Errorf("--limit %q: unknown key %q (have: running)", s, k)
+			return Limit{}, fmt.Errorf("--limit %q: unknown key %q (have: running, rate)", s, k)
 		}
 	}
 	return l, nil
@@ -81,3 +103,38 @@ func (g *gauge) enter() {
 
 // leave counts a job that ends.
 func (g *gauge) leave() { g.now.Add(-1) }
+
+// startLog records when jobs start, to find the most that started in any
+// window of a rate's period (--limit rate=N/PERIOD); it records nothing
+// when per is 0.
+type startLog struct {
+	per   time.Duration
+	mu    sync.Mutex
+	times []time.Time
+}
+
+// add records a start.
+func (l *startLog) add(t time.Time) {
+	if l.per <= 0 {
+		return
+	}
+	l.mu.Lock()
+	l.times = append(l.times, t)
+	l.mu.Unlock()
+}
+
+// most is the most starts within any window of per.
+func (l *startLog) most() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ts := slices.Clone(l.times)
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	most := 0
+	for i, lo := 0, 0; i < len(ts); i++ {
+		for ts[i].Sub(ts[lo]) >= l.per {
+			lo++
+		}
+		most = max(most, i-lo+1)
+	}
+	return int64(most)
+}

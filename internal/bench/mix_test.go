@@ -161,3 +161,18 @@ func TestMixLedger(t *testing.T) {
 		t.Errorf("completed %d after defective runs, want still 6", got)
 	}
 }
+
+func TestStartLogMost(t *testing.T) {
+	l := &startLog{per: time.Second}
+	t0 := time.Now()
+	for _, ms := range []int{0, 100, 900, 999, 1000, 1500, 1999, 2000, 2001} {
+		l.add(t0.Add(time.Duration(ms) * time.Millisecond))
+	}
+	// [900, 1900): 900, 999, 1000, 1500; [1000, 2000): 1000, 1500, 1999 ...
+	if got := l.most(); got != 4 {
+		t.Fatalf("most = %d; want 4", got)
+	}
+	if (&startLog{}).most() != 0 {
+		t.Fatal("an empty log has a start")
+	}
+}

@@ -137,6 +137,9 @@ type StrategySummary struct {
 	// counted by the bench's own handler (from each job's start to its
 	// end): under --limit running=N, at most N.
 	MostRunning int64 `json:"most_running"`
+	// MostStarted is, under --limit rate=N/PERIOD, the most jobs the
+	// bench's own handler saw start within any window of PERIOD: at most N.
+	MostStarted int64 `json:"most_started,omitempty"`
 	// Chaos is the chaos scenario's figures.
 	Chaos *ChaosStats `json:"chaos,omitempty"`
 	// Totals are the bench's own counts of the main stream over the whole

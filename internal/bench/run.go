@@ -457,10 +457,12 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	work := cfg.Work
 	workers := cfg.workersFor(s)
 	var running gauge
+	started := &startLog{per: cfg.Limit.Per}
 	env := Env{URL: cmp.Or(cfg.PoolerURL, cfg.URL), Workers: workers, Processes: cfg.processes(), RotateAfter: cfg.RotateAfter,
 		Limit: cfg.Limit,
 		Handle: func(ctx context.Context, j Job) error {
 			running.enter()
+			started.add(time.Now())
 			defer running.leave()
 			n, kind := t.started(j.ID, j.ReadyAt)
 			if err := mixWork(n, kind, work); err != nil {
@@ -652,6 +654,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	ss.WorkersWhy = cfg.workersWhy(s)
 	ss.DuplicateJobs = t.duplicates.Load()
 	ss.MostRunning = running.most.Load()
+	ss.MostStarted = started.most()
 	ss.PerProcessCompleted = t.perProcess()
 	ss.Totals = &RunTotals{Offered: t.offered.Load(), Enqueued: t.enqueued.Load(), Completed: t.completed.Load()}
 	if inst != nil {

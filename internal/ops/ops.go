@@ -14,6 +14,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -42,6 +44,11 @@ type Queue struct {
 	// yet ended; see millrace.queue_limits).
 	Limit int
 	Held  int64
+	// RateLimit is the queue's rate limit, starts per Per (0: none), and
+	// Started the jobs claimed in its current window.
+	RateLimit int
+	Per       time.Duration
+	Started   int64
 }
 
 // MarshalJSON writes durations in seconds and the counts by name.
@@ -59,8 +66,11 @@ func (q Queue) MarshalJSON() ([]byte, error) {
 		Rate           float64 `json:"rate_per_s"`
 		Limit          int     `json:"limit"`
 		Held           int64   `json:"held"`
+		RateLimit      int     `json:"rate_limit"`
+		RatePeriodS    float64 `json:"rate_period_s"`
+		Started        int64   `json:"started"`
 	}{q.Name, q.Available, q.Running, q.Scheduled, q.Discarded, q.Completed, q.Cancelled, q.Paused, q.OldestWaiting.Seconds(), q.Rate,
-		q.Limit, q.Held})
+		q.Limit, q.Held, q.RateLimit, q.Per.Seconds(), q.Started})
 }
 
 // Queues lists every queue: its jobs by state, whether it is paused, its
@@ -104,7 +114,7 @@ func queueRows(ctx context.Context, db DB, rows []storage.QueueRow, err error) (
 		l := limits[r.Name]
 		qs[i] = Queue{Name: r.Name, Available: r.Available, Running: r.Running, Scheduled: r.Scheduled, Discarded: r.Discarded,
 			Completed: r.Completed, Cancelled: r.Cancelled, Paused: r.Paused, OldestWaiting: r.OldestWaiting, Rate: r.Rate,
-			Limit: l.Running, Held: l.Held}
+			Limit: l.Running, Held: l.Held, RateLimit: l.Rate, Per: l.Per, Started: l.Started}
 	}
 	return qs, nil
 }
@@ -312,9 +322,31 @@ func Resume(ctx context.Context, db DB, queue string) error {
 	return storage.ResumeQueue(ctx, db, queue)
 }
 
-// SetLimit sets queue's concurrency limit (0: none).
-func SetLimit(ctx context.Context, db DB, queue string, running int) error {
-	return storage.SetLimit(ctx, db, queue, running)
+// Limit is a queue's limits; QueueLimit those and what runs under them.
+type (
+	Limit      = storage.Limit
+	QueueLimit = storage.QueueLimit
+)
+
+// ParseRate parses a rate limit written N/PERIOD (100/1s, 60/1m): N from
+// 1 to 1000000 starts per PERIOD from 10ms to 24h; "0" or "" is none.
+func ParseRate(s string) (n int, per time.Duration, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" {
+		return 0, 0, nil
+	}
+	ns, ps, ok := strings.Cut(s, "/")
+	n, nerr := strconv.Atoi(strings.TrimSpace(ns))
+	per, perr := time.ParseDuration(strings.TrimSpace(ps))
+	if !ok || nerr != nil || perr != nil || n < 1 || n > 1000000 || per < 10*time.Millisecond || per > 24*time.Hour {
+		return 0, 0, fmt.Errorf("rate %q: want N/PERIOD, N from 1 to 1000000 and PERIOD from 10ms to 24h (100/1s, 60/1m), or 0 for none", s)
+	}
+	return n, per, nil
+}
+
+// SetLimit replaces queue's limits (the zero Limit: none).
+func SetLimit(ctx context.Context, db DB, queue string, l storage.Limit) error {
+	return storage.SetLimit(ctx, db, queue, l)
 }
 
 // Limits lists the queues with a concurrency limit.

@@ -52,7 +52,8 @@ func (p *Pool) claim(q *queue) {
 	ctx := p.claimCtx
 	backoff := 10 * time.Millisecond
 	idle := p.cfg.Poll // the wait after a claim that found nothing
-	lim := storage.Limits{MaxJobs: min(p.cfg.MaxBatchJobs, q.workers), MaxBytes: p.cfg.MaxBatchBytes, Starve: p.cfg.Starve}
+	maxJobs := min(p.cfg.MaxBatchJobs, q.workers)
+	lim := storage.Limits{MaxJobs: maxJobs, MaxBytes: p.cfg.MaxBatchBytes, Starve: p.cfg.Starve}
 	// req numbers this claimer's calls. After an error the same req is
 	// sent again with retry set: if the failed call committed and only its
 	// reply was lost, its batch comes back instead of being stranded.
@@ -117,6 +118,21 @@ func (p *Pool) claim(q *queue) {
 		// The workers idle now start the first jobs of the claim at once
 		// (nothing else feeds them): the claim records their starts.
 		lim.Start = int(q.idle.Load())
+		lim.MaxJobs = maxJobs
+		if q.rated.Load() {
+			// Under a rate limit a job counts as started at its claim: the
+			// claim takes only what the idle workers start at once.
+			if lim.Start < 1 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-q.wake:
+				case <-time.After(p.cfg.Poll):
+				}
+				continue
+			}
+			lim.MaxJobs = min(maxJobs, lim.Start)
+		}
 		held := int(q.held.Load())
 		lim.Held = &held
 		replay := retry
@@ -138,24 +154,35 @@ func (p *Pool) claim(q *queue) {
 		backoff = 10 * time.Millisecond
 		retry = false
 		q.limited.Store(seen.Limit > 0)
+		q.rated.Store(seen.Rate > 0)
 		if len(sbs) == 0 {
 			if seen.TakenBy != 0 && seen.TakenBy != owner && p.cfg.Yield > 0 {
 				// Another process took what this claim was woken for.
 				yield = min(max(2*yield, time.Millisecond), p.cfg.Yield)
 			}
+			wait := idle
 			if seen.Full {
-				// The limit is held by other processes: an announcement
-				// (a job inserted, a batch released, the limit changed)
-				// is answered after a whole yield, not at once by every
-				// process held back; this one's own jobs ending wake it
-				// at once.
+				// The limit is held by other processes, or the rate's
+				// window is full: an announcement (a job inserted, a
+				// batch released, the limit changed) is answered after a
+				// whole yield, not at once by every process held back;
+				// this one's own jobs ending wake it at once, and the
+				// rate's window has room again after RetryIn.
 				yield = p.cfg.Yield
+				if seen.RetryIn > 0 {
+					wait = min(seen.RetryIn, p.cfg.Poll)
+				}
 			}
 			// Nothing to claim: wait for a notification, polling as a
 			// fallback, less often the longer the queue stays idle.
 			var ok bool
-			if idle, ok, peek = p.idle(q, idle, yield); !ok {
+			next, ok, pk := p.idle(q, wait, yield)
+			if !ok {
 				return
+			}
+			peek = pk
+			if wait == idle {
+				idle = next
 			}
 			continue
 		}

@@ -68,7 +68,7 @@ func (p *Pool) work(q *queue) {
 // lease has run out, when the process holds nothing.
 func (p *Pool) free(q *queue) {
 	q.held.Add(-1)
-	if q.limited.Load() {
+	if q.limited.Load() || q.rated.Load() {
 		p.Wake(q.name)
 	}
 }

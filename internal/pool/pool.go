@@ -172,8 +172,12 @@ type queue struct {
 	// sends it.
 	held atomic.Int64
 	// limited says the queue's last claim found a concurrency limit: the
-	// claimer claims again as soon as a flush frees some of what it held.
+	// claimer claims again as soon as one of its jobs ends.
 	limited atomic.Bool
+	// rated says it found a rate limit: a claim takes no more jobs than
+	// there are workers idle, so that each starts at its claim, and the
+	// claimer claims again as soon as a job ends.
+	rated atomic.Bool
 }
 
 // Pool is a running set of claimers, workers and the acker.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -62,34 +63,53 @@ func QueuePaused(ctx context.Context, q Querier, queue string) (bool, error) {
 	return p, err
 }
 
-// SetLimit sets how many jobs of queue may run at once across every
-// process (millrace.set_limit); running 0 clears the limit.
-func SetLimit(ctx context.Context, q Querier, queue string, running int) error {
-	var n *int
-	if running != 0 {
-		n = &running
+// Limit is a queue's limits across every process (0: none).
+type Limit struct {
+	// Running is how many of its jobs may run at once.
+	Running int
+	// Rate is how many of its jobs may start per Per.
+	Rate int
+	Per  time.Duration
+}
+
+// SetLimit replaces queue's limits (millrace.set_limit); the zero Limit
+// clears them.
+func SetLimit(ctx context.Context, q Querier, queue string, l Limit) error {
+	var running, rate *int
+	var per *time.Duration
+	if l.Running != 0 {
+		running = &l.Running
+	}
+	if l.Rate != 0 || l.Per != 0 {
+		rate, per = &l.Rate, &l.Per
 	}
 	var x *string
-	return ReadCommitted(ctx, q, "SELECT millrace.set_limit($1, $2)::text", []any{queue, n}, &x)
+	return ReadCommitted(ctx, q, "SELECT millrace.set_limit(p_queue => $1, p_running => $2, p_rate => $3, p_per => $4)::text", []any{queue, running, rate, per}, &x)
 }
 
-// QueueLimit is a queue's concurrency limit and what the live processes
-// hold of it (millrace.queue_limits).
+// QueueLimit is a queue's limits and what runs under them
+// (millrace.queue_limits).
 type QueueLimit struct {
-	Queue   string
-	Running int   // the limit: jobs running at once across every process
-	Held    int64 // claimed and not yet finished, as each process counted at its newest claim
+	Queue string
+	Limit
+	// Held is what the live processes hold of a queue with a running
+	// limit: claimed and not yet ended, as each process counted at its
+	// newest claim (never fewer than run).
+	Held int64
+	// Started is, for a rate limit, the jobs the claims of the current
+	// window took.
+	Started int64
 }
 
-// QueueLimits lists the queues with a concurrency limit, by name.
+// QueueLimits lists the queues with a limit, by name.
 func QueueLimits(ctx context.Context, q Querier) ([]QueueLimit, error) {
-	rows, err := q.Query(ctx, "SELECT queue, running_limit, running FROM millrace.queue_limits()")
+	rows, err := q.Query(ctx, "SELECT queue, coalesce(running_limit, 0), running, coalesce(rate, 0), coalesce(rate_per, '0'), coalesce(started, 0) FROM millrace.queue_limits()")
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueLimit, error) {
 		var l QueueLimit
-		err := r.Scan(&l.Queue, &l.Running, &l.Held)
+		err := r.Scan(&l.Queue, &l.Running, &l.Held, &l.Rate, &l.Per, &l.Started)
 		return l, err
 	})
 }
@@ -116,7 +136,7 @@ SELECT coalesce(u AND has_function_privilege(to_regprocedure('millrace.cancel(bi
        coalesce(u AND has_function_privilege(to_regprocedure('millrace.retry(bigint)'), 'EXECUTE'), false),
        coalesce(u AND has_function_privilege(to_regprocedure('millrace.pause(text)'), 'EXECUTE'), false),
        coalesce(u AND has_function_privilege(to_regprocedure('millrace.resume(text)'), 'EXECUTE'), false),
-       coalesce(u AND has_function_privilege(to_regprocedure('millrace.set_limit(text,integer)'), 'EXECUTE')
+       coalesce(u AND has_function_privilege((SELECT p.oid FROM pg_proc p WHERE p.proname = 'set_limit' AND p.pronamespace = to_regnamespace('millrace') LIMIT 1), 'EXECUTE')
                   AND has_function_privilege(to_regprocedure('millrace.pause(text)'), 'EXECUTE'), false)
 FROM (SELECT coalesce(has_schema_privilege(to_regnamespace('millrace'), 'USAGE'), false) AS u) s`).
 		Scan(&r.Cancel, &r.Retry, &r.Pause, &r.Resume, &r.Limit)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // TestLimitIsExactAcrossProcesses: a queue's running limit caps what the
@@ -26,7 +28,7 @@ func TestLimitIsExactAcrossProcesses(t *testing.T) {
 	for range 12 {
 		enqueue(t, s, pool, "lim")
 	}
-	if err := SetLimit(ctx, pool, "lim", 3); err != nil {
+	if err := SetLimit(ctx, pool, "lim", Limit{Running: 3}); err != nil {
 		t.Fatal(err)
 	}
 	req := int64(0)
@@ -101,7 +103,7 @@ func TestLimitIsExactAcrossProcesses(t *testing.T) {
 		t.Fatalf("the live processes hold %d; want 3", h)
 	}
 	// A raised limit: b takes the difference at its next claim.
-	if err := SetLimit(ctx, pool, "lim", 5); err != nil {
+	if err := SetLimit(ctx, pool, "lim", Limit{Running: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(claim(b)); n != 2 {
@@ -129,7 +131,7 @@ func TestLimitIsExactAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := SetLimit(ctx, pool, "lim", 6); err != nil {
+	if err := SetLimit(ctx, pool, "lim", Limit{Running: 6}); err != nil {
 		t.Fatal(err)
 	}
 	if n := count(claim(c)); n != 1 {
@@ -143,7 +145,7 @@ func TestLimitIsExactAcrossProcesses(t *testing.T) {
 		t.Fatalf("b took %d jobs once c was dead; want its slot", n)
 	}
 	// Cleared: the queue runs as its workers allow.
-	if err := SetLimit(ctx, pool, "lim", 0); err != nil {
+	if err := SetLimit(ctx, pool, "lim", Limit{Running: 0}); err != nil {
 		t.Fatal(err)
 	}
 	h := held[b]
@@ -161,11 +163,127 @@ func TestSetLimitRefusesBadValues(t *testing.T) {
 	ctx := context.Background()
 	_, pool := newStore(t)
 	for _, n := range []int{-1, 1000001} {
-		if err := SetLimit(ctx, pool, "q", n); err == nil {
+		if err := SetLimit(ctx, pool, "q", Limit{Running: n}); err == nil {
 			t.Errorf("SetLimit(%d) was accepted", n)
 		}
 	}
-	if err := SetLimit(ctx, pool, "", 3); err == nil {
+	if err := SetLimit(ctx, pool, "", Limit{Running: 3}); err == nil {
 		t.Error("SetLimit of an empty queue name was accepted")
+	}
+}
+
+// TestRateLimitCountsClaimsInItsWindow: a queue limited to 3 starts per
+// 200ms is claimed 3 jobs at a time, never more within a window
+// (rate_window: 220ms) on the server's clock, and a claim of a full
+// window says when it has room again.
+func TestRateLimitCountsClaimsInItsWindow(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	a, err := s.Register(ctx, "a", "h", 1, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		enqueue(t, s, pool, "rl")
+	}
+	if err := SetLimit(ctx, pool, "rl", Limit{Rate: 3, Per: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	req := int64(0)
+	claim := func() (int, Seen) {
+		t.Helper()
+		req++
+		bs, seen, err := s.ClaimSeen(ctx, "rl", a, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Held: new(int)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, b := range bs {
+			n += len(b.Jobs)
+		}
+		return n, seen
+	}
+	if n, seen := claim(); n != 3 || seen.Rate != 3 {
+		t.Fatalf("the first claim took %d jobs (rate seen %d); want 3", n, seen.Rate)
+	}
+	n, seen := claim()
+	if n != 0 || !seen.Full || seen.RetryIn <= 0 || seen.RetryIn > 220*time.Millisecond {
+		t.Fatalf("a claim in the full window took %d jobs, seen %+v; want none, full, room again within 220ms", n, seen)
+	}
+	got := 3
+	testkit.WaitFor(t, "every job to be claimed", 30*time.Second, func() bool {
+		n, _ := claim()
+		got += n
+		return got == 10
+	})
+	// On the server's clock: no window of 220ms holds more than 3.
+	var worst int
+	if err := pool.QueryRow(ctx, `SELECT max(w) FROM (SELECT (SELECT sum(y.took) FROM millrace.hold y
+		WHERE y.queue = 'rl' AND y.at >= x.at AND y.at < x.at + interval '220 milliseconds') AS w
+		FROM millrace.hold x WHERE x.queue = 'rl' AND x.took > 0) z`).Scan(&worst); err != nil {
+		t.Fatal(err)
+	}
+	if worst != 3 {
+		t.Fatalf("the most jobs claimed in a window of 220ms was %d; want 3", worst)
+	}
+}
+
+// TestRateWindowSurvivesTheRing: the claims of a rate's window are carried
+// when their slot is reclaimed: a full window stays full.
+func TestRateWindowSurvivesTheRing(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	a, err := s.Register(ctx, "a", "h", 1, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		enqueue(t, s, pool, "rl")
+	}
+	if err := SetLimit(ctx, pool, "rl", Limit{Rate: 2, Per: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(req int64) int {
+		t.Helper()
+		bs, _, err := s.ClaimSeen(ctx, "rl", a, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Held: new(int)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, b := range bs {
+			n += len(b.Jobs)
+		}
+		return n
+	}
+	if n := claim(1); n != 2 {
+		t.Fatalf("the first claim took %d jobs; want 2", n)
+	}
+	var slot int
+	if err := pool.QueryRow(ctx, "SELECT slot FROM millrace.hold WHERE queue = 'rl' AND took > 0").Scan(&slot); err != nil {
+		t.Fatal(err)
+	}
+	// A newer count of what the process holds (its jobs ended), in
+	// another slot: the window's row is no longer its newest.
+	rotate(t, s, 0)
+	if n := claim(2); n != 0 {
+		t.Fatalf("a claim in the full window took %d jobs", n)
+	}
+	var before int64
+	if err := pool.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM millrace.reclaim WHERE segment = $1", slot).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	// Around the ring until that slot has been reclaimed.
+	testkit.WaitFor(t, "the claim's slot to be reclaimed", 30*time.Second, func() bool {
+		rotate(t, s, 0)
+		var after int64
+		err := pool.QueryRow(ctx, "SELECT coalesce(max(id), 0) FROM millrace.reclaim WHERE segment = $1", slot).Scan(&after)
+		return err == nil && after > before
+	})
+	var took int
+	if err := pool.QueryRow(ctx, "SELECT coalesce(sum(took), 0) FROM millrace.hold WHERE queue = 'rl'").Scan(&took); err != nil || took != 2 {
+		t.Fatalf("after the reclaim the window holds %d jobs claimed (%v); want 2", took, err)
+	}
+	if n := claim(3); n != 0 {
+		t.Fatalf("after a reclaim the window let a claim take %d more jobs; want none (2 per hour)", n)
 	}
 }

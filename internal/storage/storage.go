@@ -280,7 +280,8 @@ func (s *Store) Peek(ctx context.Context, queue string) (takenBy int32, err erro
 // concurrency limit (millrace.limit; 0: none), and whether the limit left
 // the claim nothing to take (millrace.full).
 const claimedBySQL = "SELECT coalesce(nullif(current_setting('millrace.claimed_by', true), ''), '0')::int, " +
-	"coalesce(nullif(current_setting('millrace.limit', true), ''), '0')::int, coalesce(current_setting('millrace.full', true), '') = '1'"
+	"coalesce(nullif(current_setting('millrace.limit', true), ''), '0')::int, coalesce(current_setting('millrace.full', true), '') = '1', " +
+	"coalesce(nullif(current_setting('millrace.retry_in', true), ''), '0')::int, coalesce(nullif(current_setting('millrace.rate', true), ''), '0')::int"
 
 // Seen is what a claim saw besides its jobs.
 type Seen struct {
@@ -291,9 +292,14 @@ type Seen struct {
 	TakenBy int32
 	// Limit is the queue's concurrency limit (0: none).
 	Limit int32
-	// Full says the limit left the claim nothing to take: the live
-	// processes hold all of it.
+	// Full says a limit left the claim nothing to take: the live
+	// processes hold all of it, or the rate's window is full.
 	Full bool
+	// RetryIn, when a rate limit left the claim nothing, is when its
+	// window has room again.
+	RetryIn time.Duration
+	// Rate is the queue's rate limit: starts per its period (0: none).
+	Rate int32
 }
 
 // ClaimSeen is Claim, and also says what the claim saw (Seen). A claimer
@@ -335,7 +341,14 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 	defer c.Release()
 	err = runTx(ctx, c.Conn(), TxOpts{AsyncCommit: true},
 		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held}, scan: scan},
-		stmt{sql: claimedBySQL, scan: scanOne(&seen.TakenBy, &seen.Limit, &seen.Full)})
+		stmt{sql: claimedBySQL, scan: func(rows pgx.Rows) error {
+			var ms int32
+			if err := scanOne(&seen.TakenBy, &seen.Limit, &seen.Full, &ms, &seen.Rate)(rows); err != nil {
+				return err
+			}
+			seen.RetryIn = time.Duration(ms) * time.Millisecond
+			return nil
+		}})
 	if err != nil {
 		return nil, Seen{}, err
 	}

@@ -138,7 +138,8 @@ function queueRow(q, can) {
     const td = el("td");
     const f = el("form", { method: "post", action: "queue/limit", class: "limit" });
     f.appendChild(el("input", { type: "hidden", name: "queue", value: q.name }));
-    f.appendChild(el("input", { type: "number", name: "running", min: "1", max: "1000000", placeholder: "none", "aria-label": "limit of " + q.name, value: q.limit > 0 ? String(q.limit) : "" }));
+    f.appendChild(el("input", { type: "number", name: "running", min: "1", max: "1000000", placeholder: "running", title: "at most this many running at once (empty: none)", "aria-label": "running limit of " + q.name, value: q.limit > 0 ? String(q.limit) : "" }));
+    f.appendChild(el("input", { type: "text", name: "rate", placeholder: "rate N/1s", title: "at most N starting per period, as N/PERIOD: 100/1s, 60/1m (empty: none)", "aria-label": "rate limit of " + q.name, value: rateText(q) }));
     f.appendChild(el("button", { class: "small", "data-action": "limit", "data-queue": q.name }, "Set limit"));
     td.appendChild(f);
     tr.appendChild(td);
@@ -160,13 +161,30 @@ function queueRow(q, can) {
 }
 
 function rowSig(q, can) {
-  return [q.paused, can.pause, can.resume, can.limit, q.limit].join(",");
+  return [q.paused, can.pause, can.resume, can.limit, q.limit, rateText(q)].join(",");
+}
+
+// rateText is a queue's rate limit as N/PERIOD ("": none).
+function rateText(q) {
+  if (!(q.rate_limit > 0)) return "";
+  const s = q.rate_period_s;
+  const per = s % 3600 === 0 ? s / 3600 + "h" : s % 60 === 0 ? s / 60 + "m" : s >= 1 ? s + "s" : Math.round(s * 1000) + "ms";
+  return q.rate_limit + "/" + per;
+}
+
+// limitText is a queue's limits as the page shows them: held / running
+// limit, and started / rate per period.
+function limitText(q) {
+  const parts = [];
+  if (q.limit > 0) parts.push(fmt(q.held) + " / " + fmt(q.limit));
+  if (q.rate_limit > 0) parts.push(fmt(q.started) + " / " + rateText(q));
+  return parts.length ? parts.join(", ") : "–";
 }
 
 function fillRow(tr, q) {
   const v = { available: fmt(q.available), running: fmt(q.running), scheduled: fmt(q.scheduled), discarded: fmt(q.discarded),
     completed: fmt(q.completed), cancelled: fmt(q.cancelled), oldest: human(q.oldest_waiting_s), rate: fmt(q.rate_per_s),
-    limit: q.limit > 0 ? fmt(q.held) + " / " + fmt(q.limit) : "–" };
+    limit: limitText(q) };
   for (const k in v) {
     const td = tr.querySelector('td[data-col="' + k + '"]');
     if (td.textContent !== v[k]) td.textContent = v[k];

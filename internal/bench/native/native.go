@@ -93,6 +93,15 @@ type Strategy struct {
 	limit bench.Limit
 }
 
+// limitConfig is --limit as the clients' QueueConfig.Limit (nil: none
+// given, the queue's limits stay as they are).
+func limitConfig(l bench.Limit) *millrace.Limit {
+	if l.Zero() {
+		return nil
+	}
+	return &millrace.Limit{Running: l.Running, Rate: l.Rate, Per: l.Per}
+}
+
 // Limits says the strategy runs under --limit (bench.Limiter).
 func (s *Strategy) Limits() bool { return true }
 
@@ -437,7 +446,7 @@ func (s *Strategy) newClientLeases(pool *pgxpool.Pool, queue string, workers, pr
 		ProcessLease: leases.Process,
 		LeaderLease:  leases.Leader,
 		RotateAfter:  s.rotateAfter,
-		Queues:       map[string]millrace.QueueConfig{queue: {MaxWorkers: workers, MaxRunning: s.limit.Running}},
+		Queues:       map[string]millrace.QueueConfig{queue: {MaxWorkers: workers, Limit: limitConfig(s.limit)}},
 		Logger:       lostWatcher(leases.Lost),
 		OnClaim: func(_ string, d time.Duration, n int) {
 			if observe != nil {

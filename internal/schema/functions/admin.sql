@@ -121,11 +121,13 @@ CREATE OR REPLACE FUNCTION millrace.pause(p_queue text)
 AS $function$
 BEGIN
     PERFORM millrace.check_job('pause', '{}', p_queue, 0, 1);
-    INSERT INTO millrace.queue_state (queue, paused, running)
-    VALUES (p_queue, true, (SELECT s.running FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1));
+    INSERT INTO millrace.queue_state (queue, paused, running, rate, rate_per)
+    SELECT p_queue, true, l.running, l.rate, l.rate_per
+    FROM (SELECT NULL) x LEFT JOIN LATERAL (SELECT s.running, s.rate, s.rate_per FROM millrace.queue_state s WHERE s.queue = p_queue
+                                            ORDER BY s.id DESC LIMIT 1) l ON true;
 END $function$;
 COMMENT ON FUNCTION millrace.pause(p_queue text) IS
-    'pause stops every process claiming from p_queue (at their next claim); its jobs stay where they are, and rotation goes on. The queue''s limit stays.';
+    'pause stops every process claiming from p_queue (at their next claim); its jobs stay where they are, and rotation goes on. The queue''s limits stay.';
 
 CREATE OR REPLACE FUNCTION millrace.resume(p_queue text)
  RETURNS void
@@ -136,14 +138,24 @@ CREATE OR REPLACE FUNCTION millrace.resume(p_queue text)
 AS $function$
 BEGIN
     PERFORM millrace.check_job('resume', '{}', p_queue, 0, 1);
-    INSERT INTO millrace.queue_state (queue, paused, running)
-    VALUES (p_queue, false, (SELECT s.running FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1));
+    INSERT INTO millrace.queue_state (queue, paused, running, rate, rate_per)
+    SELECT p_queue, false, l.running, l.rate, l.rate_per
+    FROM (SELECT NULL) x LEFT JOIN LATERAL (SELECT s.running, s.rate, s.rate_per FROM millrace.queue_state s WHERE s.queue = p_queue
+                                            ORDER BY s.id DESC LIMIT 1) l ON true;
     PERFORM pg_notify('millrace', p_queue);
 END $function$;
 COMMENT ON FUNCTION millrace.resume(p_queue text) IS
-    'resume lets p_queue be claimed again and wakes its claimers. The queue''s limit stays.';
+    'resume lets p_queue be claimed again and wakes its claimers. The queue''s limits stay.';
 
-CREATE OR REPLACE FUNCTION millrace.set_limit(p_queue text, p_running integer)
+CREATE OR REPLACE FUNCTION millrace.rate_window(p_per interval)
+ RETURNS interval
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$ SELECT p_per + least(p_per / 10, interval '1 second') $function$;
+COMMENT ON FUNCTION millrace.rate_window(p_per interval) IS
+    'rate_window is the window a rate limit of so many starts per p_per counts claims in: the period and a tenth of it, at most a second more, for the time a job takes from its claim to its start in a process (a start measured there stays within the rate).';
+
+CREATE OR REPLACE FUNCTION millrace.set_limit(p_queue text, p_running integer DEFAULT NULL::integer, p_rate integer DEFAULT NULL::integer, p_per interval DEFAULT NULL::interval)
  RETURNS void
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -153,19 +165,25 @@ AS $function$
 BEGIN
     PERFORM millrace.check_job('set_limit', '{}', p_queue, 0, 1);
     IF p_running IS NOT NULL AND p_running NOT BETWEEN 1 AND 1000000 THEN
-        RAISE EXCEPTION 'millrace: a running limit must be 1 to 1000000 (NULL clears it), not %', p_running USING ERRCODE = '22023';
+        RAISE EXCEPTION 'millrace: a running limit must be 1 to 1000000 (NULL: none), not %', p_running USING ERRCODE = '22023';
     END IF;
-    INSERT INTO millrace.queue_state (queue, paused, running)
+    IF (p_rate IS NULL) <> (p_per IS NULL) THEN
+        RAISE EXCEPTION 'millrace: a rate limit needs both a number of starts and a period (or neither)' USING ERRCODE = '22023';
+    END IF;
+    IF p_rate IS NOT NULL AND (p_rate NOT BETWEEN 1 AND 1000000 OR p_per < interval '10 milliseconds' OR p_per > interval '1 day') THEN
+        RAISE EXCEPTION 'millrace: a rate limit must be 1 to 1000000 starts per 10 ms to 1 day, not % per %', p_rate, p_per USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO millrace.queue_state (queue, paused, running, rate, rate_per)
     VALUES (p_queue, coalesce((SELECT s.paused FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1), false),
-            p_running);
+            p_running, p_rate, p_per);
     -- Claimers held back by a lower limit try again.
     PERFORM pg_notify('millrace', p_queue);
 END $function$;
-COMMENT ON FUNCTION millrace.set_limit(p_queue text, p_running integer) IS
-    'set_limit sets how many jobs of queue p_queue may run at once across every process (1 to 1000000; NULL: no limit but each process''s workers). A job counts from its claim until its outcome is written, or until its process''s lease runs out; a process that claims the queue counts what it holds at each claim. It takes effect at the next claim of each process; a lower limit than what runs now lets the running jobs finish and starts none until the queue is under it. The newest call wins; a pause keeps it.';
+COMMENT ON FUNCTION millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval) IS
+    'set_limit sets queue p_queue''s limits, replacing the ones it had: p_running, how many of its jobs may run at once across every process (1 to 1000000), and p_rate starts per p_per (1 to 1000000 per 10 ms to 1 day) across every process; NULL: none (then each process''s workers are the only bound). A job counts for p_running from its claim until it ends in its process, or until its process''s lease runs out; for p_rate, at its claim (server clock: no more than p_rate claims'' jobs in any window of rate_window(p_per)). It takes effect at each process''s next claim; a lower limit than what runs now lets the running jobs finish and starts none until the queue is under it. The newest call wins; a pause keeps it.';
 
 CREATE OR REPLACE FUNCTION millrace.queue_limits()
- RETURNS TABLE(queue text, running_limit integer, running bigint)
+ RETURNS TABLE(queue text, running_limit integer, running bigint, rate integer, rate_per interval, started bigint)
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -174,13 +192,17 @@ AS $function$
     SELECT q.queue, q.running, coalesce((
         SELECT sum(h.n) FROM millrace.process p
         CROSS JOIN LATERAL (SELECT x.n FROM millrace.hold x WHERE x.queue = q.queue AND x.owner = p.id ORDER BY x.id DESC LIMIT 1) h
-        WHERE (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp()), 0)
-    FROM (SELECT DISTINCT ON (s.queue) s.queue, s.running FROM millrace.queue_state s ORDER BY s.queue, s.id DESC) q
-    WHERE q.running IS NOT NULL
+        WHERE (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp()), 0),
+        q.rate, q.rate_per,
+        CASE WHEN q.rate IS NOT NULL THEN coalesce((
+            SELECT sum(h.took) FROM millrace.hold h
+            WHERE h.queue = q.queue AND h.at > clock_timestamp() - millrace.rate_window(q.rate_per) AND h.took > 0), 0) END
+    FROM (SELECT DISTINCT ON (s.queue) s.queue, s.running, s.rate, s.rate_per FROM millrace.queue_state s ORDER BY s.queue, s.id DESC) q
+    WHERE q.running IS NOT NULL OR q.rate IS NOT NULL
     ORDER BY q.queue
 $function$;
 COMMENT ON FUNCTION millrace.queue_limits() IS
-    'queue_limits lists the queues with a concurrency limit: the limit, and how many of their jobs the live processes hold (claimed and not yet finished, as each counted at its newest claim: an upper bound of what runs).';
+    'queue_limits lists the queues with a limit: the running limit (NULL: none) and how many of their jobs the live processes hold (claimed and not yet ended, as each counted at its newest claim: never fewer than run); the rate limit (rate starts per rate_per; NULL: none) and how many jobs the claims of its current window took (started).';
 
 CREATE OR REPLACE FUNCTION millrace.cancel_space()
  RETURNS integer

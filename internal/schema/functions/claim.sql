@@ -454,6 +454,11 @@ DECLARE
     v_held   int;                   -- what this process holds of the queue (limited queues)
     v_own    int;                   -- its newest count of it in millrace.hold
     v_free   int;                   -- the limit less what the live processes hold
+    v_rate   int;                   -- the queue's rate limit: starts (claimed jobs)
+    v_per    interval;              -- per this period (NULL: none)
+    v_first  timestamptz;           -- the oldest claim of the rate's window
+    v_rleft  int;                   -- the rate less what the window's claims took
+    v_batch  int;
     v_taken  int := 0;              -- jobs this call returns
 BEGIN
     IF p_max_jobs IS NULL OR p_max_jobs < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
@@ -495,8 +500,12 @@ BEGIN
 
     -- The pause and the limit: the queue's newest state row (inline, not
     -- queue_paused: a call with settings costs more than the probe).
-    SELECT s.paused, s.running INTO v_paused, v_limit
+    SELECT s.paused, s.running, s.rate, s.rate_per INTO v_paused, v_limit, v_rate, v_per
     FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1;
+    IF v_limit IS NOT NULL OR v_rate IS NOT NULL THEN
+        SELECT x.n INTO v_own FROM millrace.hold x WHERE x.queue = p_queue AND x.owner = p_owner ORDER BY x.id DESC LIMIT 1;
+        v_held := coalesce(p_held, v_own, 0);
+    END IF;
     IF v_limit IS NOT NULL THEN
         -- A limited queue: this call takes at most the limit less what
         -- every live process holds (each one's newest count; this one's
@@ -504,8 +513,6 @@ BEGIN
         -- fall between a process's claims, so the sum never understates
         -- what runs. A process whose lease ran out holds nothing: its
         -- batches go to whoever adopts them, and count there.
-        SELECT x.n INTO v_own FROM millrace.hold x WHERE x.queue = p_queue AND x.owner = p_owner ORDER BY x.id DESC LIMIT 1;
-        v_held := coalesce(p_held, v_own, 0);
         v_free := v_limit - v_held - coalesce((
             SELECT sum(h.n) FROM millrace.process p
             CROSS JOIN LATERAL (SELECT x.n FROM millrace.hold x WHERE x.queue = p_queue AND x.owner = p.id
@@ -514,6 +521,24 @@ BEGIN
               AND (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp()), 0);
         v_left := least(v_left, v_free);
         PERFORM set_config('millrace.limit', v_limit::text, true);
+    END IF;
+    IF v_rate IS NOT NULL THEN
+        -- A rate limit: at most v_rate jobs claimed in any window of
+        -- rate_window(v_per) (the period and a slack for the time a job
+        -- takes from its claim to its start in a process), on the
+        -- server's clock: this call takes the rate less what the claims
+        -- of the window before it took. Claims of the queue take turns
+        -- (the claim lock), so every earlier one has committed.
+        PERFORM set_config('millrace.rate', v_rate::text, true);
+        SELECT coalesce(v_rate - sum(h.took), v_rate), min(h.at) INTO v_rleft, v_first
+        FROM millrace.hold h
+        WHERE h.queue = p_queue AND h.at > clock_timestamp() - millrace.rate_window(v_per) AND h.took > 0;
+        v_left := least(v_left, v_rleft);
+        IF v_left <= 0 THEN
+            -- When the oldest claim of the window leaves it.
+            PERFORM set_config('millrace.retry_in',
+                greatest(ceil(extract(epoch FROM v_first + millrace.rate_window(v_per) - clock_timestamp()) * 1000), 1)::text, true);
+        END IF;
     END IF;
     IF coalesce(v_paused, false) THEN
         EXIT body;
@@ -534,8 +559,12 @@ BEGIN
         -- Under a limit a released batch is adopted whole or not at all:
         -- when it does not fit, nothing is taken until it does (or, for a
         -- batch larger than a limit lowered since, until nothing runs).
-        IF v_limit IS NOT NULL AND v_free < v_limit AND (SELECT count(*) FROM millrace.batch_jobs(v_tick)) > v_free THEN
-            EXIT body;
+        IF v_limit IS NOT NULL OR v_rate IS NOT NULL THEN
+            v_batch := (SELECT count(*) FROM millrace.batch_jobs(v_tick));
+            IF (v_limit IS NOT NULL AND v_free < v_limit AND v_batch > v_free)
+               OR (v_rate IS NOT NULL AND v_rleft < v_rate AND v_batch > v_rleft) THEN
+                EXIT body;
+            END IF;
         END IF;
         PERFORM pg_advisory_xact_lock(millrace.fence_space(), (v_tick % 2147483647)::int);
         INSERT INTO millrace.lease (slot, queue, tick_id, token, owner, req)
@@ -708,12 +737,13 @@ BEGIN
     -- What this process now holds of a limited queue, for the next claims
     -- of every process: written when it changed (a row per claim that took
     -- jobs, or that follows jobs finished).
-    IF v_limit IS NOT NULL AND (v_taken > 0 OR v_held + v_taken IS DISTINCT FROM v_own) THEN
-        INSERT INTO millrace.hold (slot, queue, owner, n) VALUES (millrace.current_segment(), p_queue, p_owner, v_held + v_taken);
+    IF (v_limit IS NOT NULL OR v_rate IS NOT NULL) AND (v_taken > 0 OR v_held + v_taken IS DISTINCT FROM v_own) THEN
+        INSERT INTO millrace.hold (slot, queue, owner, n, took, at)
+        VALUES (millrace.current_segment(), p_queue, p_owner, coalesce(v_held, 0) + v_taken, v_taken, clock_timestamp());
     END IF;
 END $function$;
 COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer) IS
-    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a concurrency limit (set_limit) is claimed up to the limit less what the live processes hold of it: p_held is what the caller holds (claimed, not yet finished; NULL: its newest count stands), the others'' newest counts are read from millrace.hold, and the caller''s new count is written there; a released batch is adopted only whole. It then sets millrace.limit to the limit for the rest of the transaction, and millrace.full to 1 when the limit left it nothing to take.';
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a concurrency limit (set_limit) is claimed up to the limit less what the live processes hold of it: p_held is what the caller holds (claimed, not yet finished; NULL: its newest count stands), the others'' newest counts are read from millrace.hold, and the caller''s new count is written there; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit left it nothing to take, and millrace.retry_in to the milliseconds until the rate''s window has room again.';
 
 CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer DEFAULT NULL::integer)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)

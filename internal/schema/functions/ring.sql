@@ -454,14 +454,20 @@ BEGIN
 
     -- What each registered process holds of a limited queue (version 12):
     -- its newest row, unless a newer one is in another slot or it holds
-    -- nothing (this is the oldest slot: no older row can be the newest).
-    INSERT INTO millrace.hold (slot, id, queue, owner, n, at)
-    SELECT p_into, h.id, h.queue, h.owner, h.n, h.at
+    -- nothing (this is the oldest slot: no older row can be the newest);
+    -- and, for a queue with a rate limit, the claims still in its window.
+    INSERT INTO millrace.hold (slot, id, queue, owner, n, took, at)
+    SELECT p_into, h.id, h.queue, h.owner, h.n, h.took, h.at
     FROM (SELECT DISTINCT ON (x.queue, x.owner) x.* FROM millrace.hold x WHERE x.slot = p_slot
           ORDER BY x.queue, x.owner, x.id DESC) h
     WHERE h.n > 0
       AND EXISTS (SELECT 1 FROM millrace.process p WHERE p.id = h.owner)
-      AND NOT EXISTS (SELECT 1 FROM millrace.hold n WHERE n.queue = h.queue AND n.owner = h.owner AND n.id > h.id);
+      AND NOT EXISTS (SELECT 1 FROM millrace.hold n WHERE n.queue = h.queue AND n.owner = h.owner AND n.id > h.id)
+    UNION
+    SELECT p_into, h.id, h.queue, h.owner, h.n, h.took, h.at
+    FROM millrace.hold h
+    CROSS JOIN LATERAL (SELECT s.rate_per FROM millrace.queue_state s WHERE s.queue = h.queue ORDER BY s.id DESC LIMIT 1) s
+    WHERE h.slot = p_slot AND h.took > 0 AND h.at > clock_timestamp() - millrace.rate_window(s.rate_per);
 
     -- Each registered process's newest heartbeat, and the newest leader
     -- row: the leases in force.
@@ -487,7 +493,7 @@ BEGIN
     RETURN v_total;
 END $function$;
 COMMENT ON FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallint, p_unclaimed_into smallint, p_uniq_kept millrace.uniq[], p_uniq_judged bigint[]) IS
-    'reclaim_slot empties slot p_slot into slot p_into (the jobs not yet claimed into p_unclaimed_into: p_into, or the park). The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick, the newest promotion round, cancellations of unfinished jobs, unique keys that still block (those of p_uniq_judged, the job ids of the keys the caller judged before it took the locks, as it found them: the blocking ones in p_uniq_kept; the others judged here), start marks of open batches, each registered process''s newest count of what it holds of a limited queue (when not 0), each registered process''s newest heartbeat and the newest leader term. Then the partitions are truncated. It returns the rows copied (the leases not counted).';
+    'reclaim_slot empties slot p_slot into slot p_into (the jobs not yet claimed into p_unclaimed_into: p_into, or the park). The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick, the newest promotion round, cancellations of unfinished jobs, unique keys that still block (those of p_uniq_judged, the job ids of the keys the caller judged before it took the locks, as it found them: the blocking ones in p_uniq_kept; the others judged here), start marks of open batches, each registered process''s newest count of what it holds of a limited queue (when not 0) and the claims still in a rate-limited queue''s window, each registered process''s newest heartbeat and the newest leader term. Then the partitions are truncated. It returns the rows copied (the leases not counted).';
 
 CREATE OR REPLACE FUNCTION millrace.reclaim_park(p_max_carry bigint, p_max_carry_bytes bigint, p_into smallint)
  RETURNS bigint

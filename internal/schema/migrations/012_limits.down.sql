@@ -2,8 +2,8 @@
 -- allow), and the claim loses its p_held.
 DROP FUNCTION IF EXISTS millrace.claim(text, integer, bigint, boolean, integer, bigint, interval, boolean, integer);
 DROP FUNCTION IF EXISTS millrace.claim_start(text, integer, bigint, boolean, integer, bigint, interval, integer, integer);
-DROP FUNCTION IF EXISTS millrace.set_limit(text, integer);
+DROP FUNCTION IF EXISTS millrace.set_limit(text, integer, integer, interval);
 DROP FUNCTION IF EXISTS millrace.queue_limits();
 DROP TABLE millrace.hold;
 DROP SEQUENCE millrace.hold_seq;
-ALTER TABLE millrace.queue_state DROP COLUMN running;
+ALTER TABLE millrace.queue_state DROP COLUMN running, DROP COLUMN rate, DROP COLUMN rate_per;

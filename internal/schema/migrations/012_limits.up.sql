@@ -1,9 +1,9 @@
--- millrace storage protocol, version 12: a concurrency limit per queue
--- (issue 34), decided from insert-only facts.
+-- millrace storage protocol, version 12: a concurrency limit and a rate
+-- limit per queue (issue 34), decided from insert-only facts.
 --
--- A queue's limit is a column of its newest queue_state row (NULL: none),
+-- A queue's limits are columns of its newest queue_state row (NULL: none),
 -- written by set_limit and carried by pause and resume, so that a claim
--- reads the pause and the limit with one probe.
+-- reads the pause and the limits with one probe.
 --
 -- millrace.hold is what each process holds of a limited queue: the jobs
 -- it claimed and has not yet finished (acks committed), as it counted
@@ -15,7 +15,12 @@
 -- exact. A row is written per claim of a limited queue only, never
 -- updated; the table rotates with the ring, each process's newest row
 -- carried forward.
-ALTER TABLE millrace.queue_state ADD COLUMN running integer;
+--
+-- A rate limit (rate starts per rate_per) counts the jobs each claim of
+-- the queue took (hold.took, at the claim's time on the server's clock):
+-- a claim takes at most the rate less what the claims of the window
+-- before it took.
+ALTER TABLE millrace.queue_state ADD COLUMN running integer, ADD COLUMN rate integer, ADD COLUMN rate_per interval;
 
 CREATE SEQUENCE millrace.hold_seq;
 CREATE TABLE millrace.hold (
@@ -24,9 +29,11 @@ CREATE TABLE millrace.hold (
     queue text NOT NULL,
     owner int NOT NULL,
     n     int NOT NULL,
+    took  int NOT NULL DEFAULT 0,
     at    timestamptz NOT NULL DEFAULT clock_timestamp()
 ) PARTITION BY LIST (slot);
 CREATE INDEX hold_owner ON millrace.hold (queue, owner, id);
+CREATE INDEX hold_at ON millrace.hold (queue, at);
 DO $$
 BEGIN
     FOR s IN 0 .. millrace.slots() - 1 LOOP
