@@ -169,8 +169,12 @@ func (p *Pool) claim(q *queue) {
 				// this one's own jobs ending wake it at once, and the
 				// rate's window has room again after RetryIn.
 				yield = p.cfg.Yield
+				// Held back, it looks again at least every Poll, without
+				// the idle queue's backoff: the slots of a process whose
+				// lease runs out come back with no announcement.
+				wait = p.cfg.Poll
 				if seen.RetryIn > 0 {
-					wait = min(seen.RetryIn, p.cfg.Poll)
+					wait = min(seen.RetryIn, wait)
 				}
 			}
 			// Nothing to claim: wait for a notification, polling as a
