@@ -153,7 +153,7 @@ func (p *Pool) claim(q *queue) {
 		}
 		backoff = 10 * time.Millisecond
 		retry = false
-		q.limited.Store(seen.Limit > 0)
+		q.bound.Store(seen.Full)
 		q.rated.Store(seen.Rate > 0)
 		if len(sbs) == 0 {
 			if seen.TakenBy != 0 && seen.TakenBy != owner && p.cfg.Yield > 0 {

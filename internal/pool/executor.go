@@ -62,13 +62,14 @@ func (p *Pool) work(q *queue) {
 
 // free counts a job of q that no longer runs here (it ended, or will not
 // start) out of what the process holds of q, and wakes the claimer of a
-// limited queue: the slot is its to take again. A job that ended is no
-// longer running, whether or not its outcome is written yet; if the
-// process dies before that, the job runs again only once the process's
-// lease has run out, when the process holds nothing.
+// queue whose limit bound its last claim, or that has a rate limit (its
+// claims wait for an idle worker): the slot is its to take again. A job
+// that ended is no longer running, whether or not its outcome is written
+// yet; if the process dies before that, the job runs again only once the
+// process's lease has run out, when the process holds nothing.
 func (p *Pool) free(q *queue) {
 	q.held.Add(-1)
-	if q.limited.Load() || q.rated.Load() {
+	if q.bound.Load() || q.rated.Load() {
 		p.Wake(q.name)
 	}
 }

@@ -171,12 +171,13 @@ type queue struct {
 	// have not yet ended here. A claim of a queue with a concurrency limit
 	// sends it.
 	held atomic.Int64
-	// limited says the queue's last claim found a concurrency limit: the
-	// claimer claims again as soon as one of its jobs ends.
-	limited atomic.Bool
+	// bound says a limit bound the queue's last claim (it took all the
+	// limit left): the claimer claims again as soon as one of its jobs
+	// ends, to take the slot it frees. A claim the limit did not bind
+	// waits as any other.
+	bound atomic.Bool
 	// rated says it found a rate limit: a claim takes no more jobs than
-	// there are workers idle, so that each starts at its claim, and the
-	// claimer claims again as soon as a job ends.
+	// there are workers idle, so that each starts at its claim.
 	rated atomic.Bool
 }
 

@@ -277,8 +277,9 @@ func (s *Store) Peek(ctx context.Context, queue string) (takenBy int32, err erro
 // claimedBySQL reads, in a claim's transaction, the process that took the
 // batch which left the claim nothing (millrace.claimed_by, set by the
 // claim's short cut; 0 when it was not taken), and the queue's
-// concurrency limit (millrace.limit; 0: none), and whether the limit left
-// the claim nothing to take (millrace.full).
+// concurrency limit (millrace.limit; 0: none), whether a limit bound the
+// claim (millrace.full), when a full rate window has room again
+// (millrace.retry_in) and the queue's rate (millrace.rate; 0: none).
 const claimedBySQL = "SELECT coalesce(nullif(current_setting('millrace.claimed_by', true), ''), '0')::int, " +
 	"coalesce(nullif(current_setting('millrace.limit', true), ''), '0')::int, coalesce(current_setting('millrace.full', true), '') = '1', " +
 	"coalesce(nullif(current_setting('millrace.retry_in', true), ''), '0')::int, coalesce(nullif(current_setting('millrace.rate', true), ''), '0')::int"
@@ -292,8 +293,9 @@ type Seen struct {
 	TakenBy int32
 	// Limit is the queue's concurrency limit (0: none).
 	Limit int32
-	// Full says a limit left the claim nothing to take: the live
-	// processes hold all of it, or the rate's window is full.
+	// Full says a limit bound the claim: it took all the limit left,
+	// maybe nothing (the live processes hold it all, or the rate's window
+	// is full).
 	Full bool
 	// RetryIn, when a rate limit left the claim nothing, is when its
 	// window has room again.

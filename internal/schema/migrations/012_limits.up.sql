@@ -17,9 +17,10 @@
 -- carried forward.
 --
 -- A rate limit (rate starts per rate_per) counts the jobs each claim of
--- the queue took (hold.took, at the claim's time on the server's clock):
--- a claim takes at most the rate less what the claims of the window
--- before it took.
+-- the queue took (hold.took, at the claim's time on the server's clock;
+-- 0 under a running limit alone, which then writes one index entry): a
+-- claim takes at most the rate less what the claims of the window before
+-- it took.
 ALTER TABLE millrace.queue_state ADD COLUMN running integer, ADD COLUMN rate integer, ADD COLUMN rate_per interval;
 
 CREATE SEQUENCE millrace.hold_seq;
@@ -33,7 +34,7 @@ CREATE TABLE millrace.hold (
     at    timestamptz NOT NULL DEFAULT clock_timestamp()
 ) PARTITION BY LIST (slot);
 CREATE INDEX hold_owner ON millrace.hold (queue, owner, id);
-CREATE INDEX hold_at ON millrace.hold (queue, at);
+CREATE INDEX hold_at ON millrace.hold (queue, at) WHERE took > 0;  -- rate-limited claims only
 DO $$
 BEGIN
     FOR s IN 0 .. millrace.slots() - 1 LOOP
