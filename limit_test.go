@@ -109,7 +109,7 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	child := startWorkerProcess(t, pool, "limq", limit, "MILLRACE_TEST_LEASE=2s")
+	child := startWorkerProcess(t, pool, "limq", limit, "MILLRACE_TEST_LEASE=1s")
 
 	var running, most atomic.Int64
 	var mu sync.Mutex
@@ -162,7 +162,7 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 		return len(runs) == jobs
 	})
 	mu.Lock()
-	t.Logf("the first job ran %s after the kill, every job %s after (lease 2s)", first.Sub(killed).Round(time.Millisecond),
+	t.Logf("the first job ran %s after the kill, every job %s after (lease 1s)", first.Sub(killed).Round(time.Millisecond),
 		time.Since(killed).Round(time.Millisecond))
 	mu.Unlock()
 	if m := most.Load(); m > limit {
@@ -176,7 +176,7 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 func TestRateLimitAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
-	const rate, jobs = 20, 50
+	const rate, jobs = 20, 30
 	var mu sync.Mutex
 	var starts []time.Time
 	runs := map[int]int{}
