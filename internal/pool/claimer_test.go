@@ -98,9 +98,13 @@ func TestClaimMarksTheStartsOfJobsForIdleWorkers(t *testing.T) {
 	started := make(chan int64, 4)
 	release := make(chan struct{})
 	var first atomic.Int64
+	// The first job to start blocks its worker, whichever it is: its id is
+	// known only once enqueue returns, and a notification can have it
+	// claimed and started before that.
+	var blocked atomic.Bool
 	p := e.pool(Config{Poll: time.Hour, Handle: func(ctx context.Context, run *Run) error {
 		started <- run.Job.ID
-		if run.Job.ID == first.Load() {
+		if blocked.CompareAndSwap(false, true) {
 			select { // a failed test stops the pool: the job then ends
 			case <-release:
 			case <-ctx.Done():
