@@ -20,20 +20,14 @@ func TestLimitCapsRunningAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
 	const limit, jobs = 6, 300
-	var running, most atomic.Int64
+	var running concurrency
 	var mu sync.Mutex
 	runs := map[int]int{}
 	workers := millrace.NewWorkers()
 	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
-		n := running.Add(1)
-		for {
-			m := most.Load()
-			if n <= m || most.CompareAndSwap(m, n) {
-				break
-			}
-		}
+		running.enter()
 		time.Sleep(2 * time.Millisecond) // the job's work: long enough for jobs to overlap
-		running.Add(-1)
+		running.leave()
 		mu.Lock()
 		runs[j.Args.N]++
 		mu.Unlock()
@@ -76,7 +70,7 @@ func TestLimitCapsRunningAcrossProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if m := most.Load(); m > limit {
+	if m := running.most.Load(); m > limit {
 		t.Fatalf("%d jobs ran at once under a limit of %d", m, limit)
 	} else {
 		t.Logf("at most %d jobs ran at once (limit %d)", m, limit)
@@ -111,22 +105,20 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 	}
 	child := startWorkerProcess(t, pool, "limq", limit, "MILLRACE_TEST_LEASE=1s")
 
-	var running, most atomic.Int64
+	var running concurrency
 	var mu sync.Mutex
 	runs := map[int]int{}
 	var first time.Time
 	workers := millrace.NewWorkers()
 	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
-		n := running.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
+		running.enter()
 		mu.Lock()
 		if first.IsZero() {
 			first = time.Now()
 		}
 		mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
-		running.Add(-1)
+		time.Sleep(5 * time.Millisecond) // the job's work
+		running.leave()
 		mu.Lock()
 		runs[j.Args.N]++
 		mu.Unlock()
@@ -165,7 +157,7 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 	t.Logf("the first job ran %s after the kill, every job %s after (lease 1s)", first.Sub(killed).Round(time.Millisecond),
 		time.Since(killed).Round(time.Millisecond))
 	mu.Unlock()
-	if m := most.Load(); m > limit {
+	if m := running.most.Load(); m > limit {
 		t.Fatalf("%d jobs ran at once under a limit of %d", m, limit)
 	}
 }
@@ -253,3 +245,15 @@ func TestLimitRefusesBadValues(t *testing.T) {
 		t.Fatalf("refused limits left %+v, %v", ls, err)
 	}
 }
+
+// concurrency counts the jobs running now (enter, leave) and the most
+// that ever ran at once.
+type concurrency struct{ now, most atomic.Int64 }
+
+func (c *concurrency) enter() {
+	n := c.now.Add(1)
+	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
+	}
+}
+
+func (c *concurrency) leave() { c.now.Add(-1) }

@@ -88,8 +88,8 @@ func TestLimitIsExactAcrossProcesses(t *testing.T) {
 	if n := count(claim(b)); n != 0 {
 		t.Fatalf("b took %d jobs while a held the whole limit", n)
 	}
-	if _, seen, err := s.ClaimSeen(ctx, "lim", b, 999, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Held: new(int)}); err != nil || !seen.Full {
-		t.Fatalf("b's claim at the limit: seen %+v, %v; want Full", seen, err)
+	if _, seen := claimJobs(t, s, "lim", b, 999, 0); !seen.Full {
+		t.Fatalf("b's claim at the limit: seen %+v; want Full", seen)
 	}
 	// a finishes two: b may not take them until a says so at its claim.
 	finish(a, first[0], 2)
@@ -148,13 +148,8 @@ func TestLimitIsExactAcrossProcesses(t *testing.T) {
 	if err := SetLimit(ctx, pool, "lim", Limit{Running: 0}); err != nil {
 		t.Fatal(err)
 	}
-	h := held[b]
-	bs, seen, err := s.ClaimSeen(ctx, "lim", b, 1000, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Held: &h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if seen.Limit != 0 || count(bs) != 3 {
-		t.Fatalf("without a limit b took %d jobs (limit seen %d); want the 3 left", count(bs), seen.Limit)
+	if n, seen := claimJobs(t, s, "lim", b, 1000, held[b]); seen.Limit != 0 || n != 3 {
+		t.Fatalf("without a limit b took %d jobs (limit seen %d); want the 3 left", n, seen.Limit)
 	}
 }
 
@@ -193,15 +188,7 @@ func TestRateLimitCountsClaimsInItsWindow(t *testing.T) {
 	claim := func() (int, Seen) {
 		t.Helper()
 		req++
-		bs, seen, err := s.ClaimSeen(ctx, "rl", a, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Held: new(int)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, b := range bs {
-			n += len(b.Jobs)
-		}
-		return n, seen
+		return claimJobs(t, s, "rl", a, req, 0)
 	}
 	if n, seen := claim(); n != 3 || seen.Rate != 3 {
 		t.Fatalf("the first claim took %d jobs (rate seen %d); want 3", n, seen.Rate)
@@ -245,14 +232,7 @@ func TestRateWindowSurvivesTheRing(t *testing.T) {
 	}
 	claim := func(req int64) int {
 		t.Helper()
-		bs, _, err := s.ClaimSeen(ctx, "rl", a, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Held: new(int)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, b := range bs {
-			n += len(b.Jobs)
-		}
+		n, _ := claimJobs(t, s, "rl", a, req, 0)
 		return n
 	}
 	if n := claim(1); n != 2 {
@@ -286,4 +266,19 @@ func TestRateWindowSurvivesTheRing(t *testing.T) {
 	if n := claim(3); n != 0 {
 		t.Fatalf("after a reclaim the window let a claim take %d more jobs; want none (2 per hour)", n)
 	}
+}
+
+// claimJobs claims queue for owner (holding held) and returns how many jobs
+// the claim took and what it saw.
+func claimJobs(t *testing.T, s *Store, queue string, owner int32, req int64, held int) (int, Seen) {
+	t.Helper()
+	bs, seen, err := s.ClaimSeen(context.Background(), queue, owner, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Held: &held})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, b := range bs {
+		n += len(b.Jobs)
+	}
+	return n, seen
 }
