@@ -52,7 +52,7 @@ func (p *Pool) claim(q *queue) {
 	ctx := p.claimCtx
 	backoff := 10 * time.Millisecond
 	idle := p.cfg.Poll // the wait after a claim that found nothing
-	maxJobs := min(p.cfg.MaxBatchJobs, q.workers)
+	maxJobs := q.maxJobs
 	lim := storage.Limits{MaxJobs: maxJobs, MaxBytes: p.cfg.MaxBatchBytes, Starve: p.cfg.Starve}
 	// req numbers this claimer's calls. After an error the same req is
 	// sent again with retry set: if the failed call committed and only its
@@ -114,11 +114,37 @@ func (p *Pool) claim(q *queue) {
 		if !retry {
 			req++
 		}
+		if q.bound.Load() && q.waits(q.held.Load()) {
+			// A running limit bound its last claim, and the jobs in hand
+			// fill its slots and half the buffer: claim when they no
+			// longer do (free wakes it), or after a Poll, which may find
+			// slots another process gave back.
+			select {
+			case <-ctx.Done():
+				return
+			case <-q.wake:
+			case <-time.After(p.cfg.Poll):
+			}
+			if q.bound.Load() && q.waits(q.held.Load()) {
+				continue
+			}
+		}
 		start := time.Now()
 		// The workers idle now start the first jobs of the claim at once
-		// (nothing else feeds them): the claim records their starts.
+		// (nothing else feeds them): the claim records their starts; under
+		// a running limit, no more than the process's free slots.
 		lim.Start = int(q.idle.Load())
 		lim.MaxJobs = maxJobs
+		lim.Buffer = 0
+		if !q.rated.Load() {
+			// Under a running limit, only the free slots start at once,
+			// and the claim may take a buffer more: up to a claim's jobs,
+			// and as many as the process's slots (the claim's bound).
+			// They wait in the process for its own slots, which then
+			// start them without a claim each.
+			_, _, lim.Start = q.gate.state(lim.Start)
+			lim.Buffer = q.maxJobs
+		}
 		if q.rated.Load() {
 			// Under a rate limit a job counts as started at its claim: the
 			// claim takes only what the idle workers start at once.
@@ -153,6 +179,7 @@ func (p *Pool) claim(q *queue) {
 		}
 		backoff = 10 * time.Millisecond
 		retry = false
+		q.gate.set(seen.Limit > 0, int(seen.Slots))
 		q.bound.Store(seen.Full)
 		q.rated.Store(seen.Rate > 0)
 		if len(sbs) == 0 {

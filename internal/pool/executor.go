@@ -51,27 +51,42 @@ func (p *Pool) work(q *queue) {
 			p.free(q) // leased under a lost identity: released to other claimers
 			continue
 		}
+		if !q.gate.enter(p.claimCtx) {
+			return // stopping while it waited for a slot: the batch is released
+		}
 		if !it.started && !p.markStarted(&it) {
+			q.gate.leave()
 			p.free(q) // its batch was released meanwhile: it runs elsewhere
 			continue
 		}
 		p.run(it)
+		q.gate.leave()
 		p.free(q)
 	}
 }
 
 // free counts a job of q that no longer runs here (it ended, or will not
-// start) out of what the process holds of q, and wakes the claimer of a
-// queue whose limit bound its last claim, or that has a rate limit (its
-// claims wait for an idle worker): the slot is its to take again. A job
-// that ended is no longer running, whether or not its outcome is written
-// yet; if the process dies before that, the job runs again only once the
-// process's lease has run out, when the process holds nothing.
+// start) out of what the process has in hand of q, and wakes the claimer
+// of a queue that has a rate limit (its claims wait for an idle worker),
+// or whose running limit bound its last claim once the jobs in hand fit
+// its slots (the next claim refills the buffer; until then a freed slot
+// goes to a job in hand). A job that ended is no longer running, whether
+// or not its outcome is written yet; if the process dies before that, the
+// job runs again only once the process's lease has run out, when the
+// process holds nothing.
 func (p *Pool) free(q *queue) {
-	q.held.Add(-1)
-	if q.bound.Load() || q.rated.Load() {
+	held := q.held.Add(-1)
+	if q.rated.Load() || (q.bound.Load() && !q.waits(held)) {
 		p.Wake(q.name)
 	}
+}
+
+// waits says whether the jobs of q in hand (held) fill the process's
+// slots of its running limit and half its buffer: the next claim waits
+// until fewer are (the buffer then has room for half of it).
+func (q *queue) waits(held int64) bool {
+	limited, slots, _ := q.gate.state(0)
+	return limited && held > int64(slots+min(q.maxJobs, slots)/2)
 }
 
 func (p *Pool) run(it item) {

@@ -161,20 +161,24 @@ type batch struct {
 type queue struct {
 	name    string
 	workers int
+	maxJobs int           // the most jobs a claim takes: one per worker, at most MaxBatchJobs
 	jobs    chan item     // claimed jobs waiting for a worker, one per worker at most
 	start   chan item     // unbuffered: a job whose start the claim recorded, to a worker waiting now
 	wake    chan struct{} // a wake-up to answer at once: a local insert, a reconnect
 	heard   chan struct{} // another process's announcement (WakeRemote)
 	taken   chan struct{} // a worker took a job from jobs
 	idle    atomic.Int32  // workers waiting for a job
-	// held is what this process holds of the queue: jobs claimed that
-	// have not yet ended here. A claim of a queue with a concurrency limit
-	// sends it.
+	// held is what this process has in hand of the queue: jobs claimed
+	// that have not yet ended here. A claim of a queue with a limit sends
+	// it.
 	held atomic.Int64
+	// gate holds the jobs in hand beyond the process's slots of the
+	// queue's running limit.
+	gate *gate
 	// bound says a limit bound the queue's last claim (it took all the
-	// limit left): the claimer claims again as soon as one of its jobs
-	// ends, to take the slot it frees. A claim the limit did not bind
-	// waits as any other.
+	// limit left): the claimer claims again once its jobs in hand fit
+	// its slots (a rate limit: as soon as one ends). A claim the limit
+	// did not bind waits as any other.
 	bound atomic.Bool
 	// rated says it found a rate limit: a claim takes no more jobs than
 	// there are workers idle, so that each starts at its claim.

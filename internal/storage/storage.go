@@ -128,11 +128,19 @@ type Limits struct {
 	// cancelled) start at once: the claim records their start marks (see
 	// MarkStarted), so that they need none of their own.
 	Start int
-	// Held is what the caller holds of the queue: jobs it claimed whose
-	// outcome is not yet written. A queue with a concurrency limit
-	// (millrace.set_limit) is claimed up to the limit less what every
-	// live process holds; nil leaves the caller's newest count standing.
+	// Held is what the caller has in hand of the queue: jobs it claimed
+	// that have not ended in it. A queue with a running limit
+	// (millrace.set_limit) gives each process slots, at most that many
+	// of its jobs running in it at once: a claim keeps the caller's slots
+	// it has jobs in hand for, and gets at most the limit less what every
+	// live process holds (Seen.Slots); nil leaves the caller's newest
+	// count standing.
 	Held *int
+	// Buffer is how many jobs of a queue with a running limit the claim
+	// may take beyond the caller's slots: they wait in the caller for one
+	// of its slots, so that a freed slot starts the next job without a
+	// claim. Ignored under a rate limit.
+	Buffer int
 }
 
 // Store runs the protocol's statements on a pool.
@@ -236,7 +244,7 @@ func insertJobs(ctx context.Context, jobs []NewJob, notify bool, run func(scan f
 // commits asynchronously (see Claim).
 const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled
 	FROM millrace.claim_start(p_queue => $1, p_owner => $2, p_req => $3, p_retry => $4,
-		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9)`
+		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9, p_buffer => $10)`
 
 // Claim takes the next batches of queue for process owner: the batches
 // whose reply an earlier call with the same req lost (when retry is set), a
@@ -279,10 +287,12 @@ func (s *Store) Peek(ctx context.Context, queue string) (takenBy int32, err erro
 // claim's short cut; 0 when it was not taken), and the queue's
 // concurrency limit (millrace.limit; 0: none), whether a limit bound the
 // claim (millrace.full), when a full rate window has room again
-// (millrace.retry_in) and the queue's rate (millrace.rate; 0: none).
+// (millrace.retry_in), the queue's rate (millrace.rate; 0: none) and the
+// caller's slots of its running limit (millrace.slots).
 const claimedBySQL = "SELECT coalesce(nullif(current_setting('millrace.claimed_by', true), ''), '0')::int, " +
 	"coalesce(nullif(current_setting('millrace.limit', true), ''), '0')::int, coalesce(current_setting('millrace.full', true), '') = '1', " +
-	"coalesce(nullif(current_setting('millrace.retry_in', true), ''), '0')::int, coalesce(nullif(current_setting('millrace.rate', true), ''), '0')::int"
+	"coalesce(nullif(current_setting('millrace.retry_in', true), ''), '0')::int, coalesce(nullif(current_setting('millrace.rate', true), ''), '0')::int, " +
+	"coalesce(nullif(current_setting('millrace.slots', true), ''), '0')::int"
 
 // Seen is what a claim saw besides its jobs.
 type Seen struct {
@@ -302,6 +312,9 @@ type Seen struct {
 	RetryIn time.Duration
 	// Rate is the queue's rate limit: starts per its period (0: none).
 	Rate int32
+	// Slots is, under a running limit, how many of the queue's jobs the
+	// caller may run at once: the claim wrote it as the caller's count.
+	Slots int32
 }
 
 // ClaimSeen is Claim, and also says what the claim saw (Seen). A claimer
@@ -342,10 +355,10 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 	}
 	defer c.Release()
 	err = runTx(ctx, c.Conn(), TxOpts{AsyncCommit: true},
-		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held}, scan: scan},
+		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held, lim.Buffer}, scan: scan},
 		stmt{sql: claimedBySQL, scan: func(rows pgx.Rows) error {
 			var ms int32
-			if err := scanOne(&seen.TakenBy, &seen.Limit, &seen.Full, &ms, &seen.Rate)(rows); err != nil {
+			if err := scanOne(&seen.TakenBy, &seen.Limit, &seen.Full, &ms, &seen.Rate, &seen.Slots)(rows); err != nil {
 				return err
 			}
 			seen.RetryIn = time.Duration(ms) * time.Millisecond

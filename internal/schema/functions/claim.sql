@@ -416,7 +416,7 @@ END $function$;
 COMMENT ON FUNCTION millrace.claim_peek(p_queue text) IS
     'claim_peek says, without a claim''s lock or writes, whether a claim of p_queue would return nothing at once by its short cut: the process that took the queue''s newest batch when that batch already holds every job committed before the call (and no released batch waits), else 0 (a claim may find work: claim). A claimer that keeps losing announcements to another process asks it before it claims: most of its claims found nothing. It answers 0 outside READ COMMITTED (its statements must take their snapshots after their locks).';
 
-CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false, p_held integer DEFAULT NULL::integer)
+CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -451,9 +451,13 @@ DECLARE
     v_lowner integer;               -- and the process that took it
     v_paused boolean;
     v_limit  int;                   -- the queue's concurrency limit (NULL: none)
-    v_held   int;                   -- what this process holds of the queue (limited queues)
-    v_own    int;                   -- its newest count of it in millrace.hold
+    v_held   int;                   -- the jobs of the queue this process has in hand (limited queues)
+    v_own    int;                   -- its newest count in millrace.hold: its slots of a running limit
+    v_keep   int;                   -- the slots it keeps: no more than it has jobs for
     v_free   int;                   -- the limit less what the live processes hold
+    v_room   int;                   -- the jobs it may take: slots it gets, and its buffer
+    v_slots  int;                   -- the slots it holds after this call
+    v_replay boolean := false;      -- the replay of a call whose reply was lost
     v_rate   int;                   -- the queue's rate limit: starts (claimed jobs)
     v_per    interval;              -- per this period (NULL: none)
     v_first  timestamptz;           -- the oldest claim of the rate's window
@@ -468,6 +472,14 @@ BEGIN
     -- The snapshot of new jobs is taken before the pause is checked: a job
     -- committed after a pause is never claimed until the queue resumes.
     v_snap := pg_current_snapshot();
+
+    -- The pause and the limits: the queue's newest state row (inline, not
+    -- queue_paused: a call with settings costs more than the probe).
+    SELECT s.paused, s.running, s.rate, s.rate_per INTO v_paused, v_limit, v_rate, v_per
+    FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1;
+    IF v_limit IS NOT NULL OR v_rate IS NOT NULL THEN
+        SELECT x.n INTO v_own FROM millrace.hold x WHERE x.queue = p_queue AND x.owner = p_owner ORDER BY x.id DESC LIMIT 1;
+    END IF;
 
     <<body>>
     BEGIN
@@ -494,33 +506,41 @@ BEGIN
             v_taken := v_taken + v_n;
         END LOOP;
         IF v_found THEN
+            v_replay := true;  -- the first call wrote what it holds
             EXIT body;
         END IF;
     END IF;
 
-    -- The pause and the limit: the queue's newest state row (inline, not
-    -- queue_paused: a call with settings costs more than the probe).
-    SELECT s.paused, s.running, s.rate, s.rate_per INTO v_paused, v_limit, v_rate, v_per
-    FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1;
     IF v_limit IS NOT NULL OR v_rate IS NOT NULL THEN
-        SELECT x.n INTO v_own FROM millrace.hold x WHERE x.queue = p_queue AND x.owner = p_owner ORDER BY x.id DESC LIMIT 1;
+        -- What this process has in hand: jobs it claimed that have not
+        -- ended in it (sent with the call; else its newest count stands).
         v_held := coalesce(p_held, v_own, 0);
+        v_keep := least(coalesce(v_own, 0), v_held);
     END IF;
     IF v_limit IS NOT NULL THEN
-        -- A limited queue: this call takes at most the limit less what
-        -- every live process holds (each one's newest count; this one's
-        -- comes with the call, else its newest count stands). Counts only
+        -- A running limit: each live process holds slots (its newest
+        -- count) and runs at most that many of the queue's jobs at once.
+        -- This one keeps the slots it has jobs in hand for, and gets at
+        -- most the limit less what every live process holds. Counts only
         -- fall between a process's claims, so the sum never understates
         -- what runs. A process whose lease ran out holds nothing: its
         -- batches go to whoever adopts them, and count there.
-        v_free := v_limit - v_held - coalesce((
+        v_free := v_limit - v_keep - coalesce((
             SELECT sum(h.n) FROM millrace.process p
             CROSS JOIN LATERAL (SELECT x.n FROM millrace.hold x WHERE x.queue = p_queue AND x.owner = p.id
                                 ORDER BY x.id DESC LIMIT 1) h
             WHERE p.id <> p_owner
               AND (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp()), 0);
-        v_left := least(v_left, v_free);
-        PERFORM set_config('millrace.limit', v_limit::text, true);
+        -- It takes jobs for those slots, and a buffer more, up to p_buffer
+        -- and as many as its slots (none under a rate limit, which counts
+        -- a job as started at its claim): jobs that wait in the process
+        -- for one of its own slots, so that a freed slot starts the next
+        -- job without a claim. Over the limit (lowered since), it takes
+        -- nothing.
+        v_room := CASE WHEN v_free < 0 THEN 0
+                       ELSE v_keep + v_free - v_held
+                            + CASE WHEN v_rate IS NULL THEN least(greatest(coalesce(p_buffer, 0), 0), v_keep + v_free) ELSE 0 END END;
+        v_left := least(v_left, v_room);
     END IF;
     IF v_rate IS NOT NULL THEN
         -- A rate limit: at most v_rate jobs claimed in any window of
@@ -560,7 +580,7 @@ BEGIN
         -- batch larger than a limit lowered since, until nothing runs).
         IF v_limit IS NOT NULL OR v_rate IS NOT NULL THEN
             v_batch := (SELECT count(*) FROM millrace.batch_jobs(v_tick));
-            IF (v_limit IS NOT NULL AND v_free < v_limit AND v_batch > v_free)
+            IF (v_limit IS NOT NULL AND v_free < v_limit AND v_batch > v_room)
                OR (v_rate IS NOT NULL AND v_rleft < v_rate AND v_batch > v_rleft) THEN
                 EXIT body;
             END IF;
@@ -735,22 +755,37 @@ BEGIN
 
     -- What this process now holds of a limited queue, for the next claims
     -- of every process: written when it changed (a row per claim that took
-    -- jobs, or that follows jobs finished).
-    IF (v_limit IS NOT NULL OR v_rate IS NOT NULL) AND (v_taken > 0 OR v_held + v_taken IS DISTINCT FROM v_own) THEN
-        INSERT INTO millrace.hold (slot, queue, owner, n, took, at)
-        VALUES (millrace.current_segment(), p_queue, p_owner, coalesce(v_held, 0) + v_taken,
-                CASE WHEN v_rate IS NOT NULL THEN v_taken ELSE 0 END, clock_timestamp());
+    -- jobs, or that follows jobs finished). Under a running limit, its
+    -- slots: those it keeps and those it got, no more than its jobs in
+    -- hand; under a rate limit alone, its jobs in hand. The replay of a
+    -- lost reply returns the first call's batches, whose row stands.
+    IF v_replay THEN
+        v_slots := v_own;
+    ELSIF v_limit IS NOT NULL OR v_rate IS NOT NULL THEN
+        v_slots := CASE WHEN v_limit IS NOT NULL THEN least(v_keep + greatest(v_free, 0), v_held + v_taken)
+                        ELSE v_held + v_taken END;
+        IF v_taken > 0 OR v_slots IS DISTINCT FROM v_own THEN
+            INSERT INTO millrace.hold (slot, queue, owner, n, took, at)
+            VALUES (millrace.current_segment(), p_queue, p_owner, v_slots,
+                    CASE WHEN v_rate IS NOT NULL THEN v_taken ELSE 0 END, clock_timestamp());
+        END IF;
+    END IF;
+    IF v_limit IS NOT NULL THEN
+        -- The slots: at most so many of the queue's jobs run in this
+        -- process at once (millrace.slots).
+        PERFORM set_config('millrace.limit', v_limit::text, true);
+        PERFORM set_config('millrace.slots', coalesce(v_slots, 0)::text, true);
     END IF;
     -- A limit bound this call: it took all the limit left (nothing, when
     -- the live processes hold it all or the rate's window is full).
-    IF (v_free IS NOT NULL AND v_taken >= v_free) OR (v_rleft IS NOT NULL AND v_taken >= v_rleft) THEN
+    IF (v_room IS NOT NULL AND v_taken >= v_room) OR (v_rleft IS NOT NULL AND v_taken >= v_rleft) THEN
         PERFORM set_config('millrace.full', '1', true);
     END IF;
 END $function$;
-COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer) IS
-    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a concurrency limit (set_limit) is claimed up to the limit less what the live processes hold of it: p_held is what the caller holds (claimed, not yet finished; NULL: its newest count stands), the others'' newest counts are read from millrace.hold, and the caller''s new count is written there; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit bound it (it took all a limit left, maybe nothing), and millrace.retry_in to the milliseconds until the rate''s window has room again.';
+COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer, p_buffer integer) IS
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a running limit (set_limit) gives each live process slots, its newest count in millrace.hold: the process runs at most that many of the queue''s jobs at once. A claim keeps the caller''s slots that it has jobs in hand for (p_held: jobs it claimed that have not ended in it; NULL: its newest count stands), adds at most the limit less what the live processes hold, and takes jobs for its slots and p_buffer more, which wait in the process for one of its slots (none under a rate limit, nothing while the queue is over a lowered limit); it writes the caller''s new count and sets millrace.slots to it for the rest of the transaction; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit bound it (it took all a limit left, maybe nothing), and millrace.retry_in to the milliseconds until the rate''s window has room again.';
 
-CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer DEFAULT NULL::integer)
+CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -766,7 +801,7 @@ BEGIN
         -- The claim's rows go out as they are, and an empty claim (most
         -- of the claims of a queue that several processes work) plans
         -- and runs no insert.
-        RETURN QUERY SELECT * FROM millrace.claim(p_queue, p_owner, p_req, false, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start > 0, false), p_held);
+        RETURN QUERY SELECT * FROM millrace.claim(p_queue, p_owner, p_req, false, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start > 0, false), p_held, p_buffer);
         RETURN;
     END IF;
     -- One statement: the claim's rows, numbered in the order it returns
@@ -780,7 +815,7 @@ BEGIN
     WITH c AS MATERIALIZED (
         SELECT x.tick_id, x.token, x.id, x.kind, x.args, x.priority, x.attempt, x.max_attempts, x.created_at,
                x.ready_at, x.timeout_ms, x.cancelled, x.n
-        FROM millrace.claim(p_queue, p_owner, p_req, p_retry, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start >= p_max_jobs, false), p_held)
+        FROM millrace.claim(p_queue, p_owner, p_req, p_retry, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start >= p_max_jobs, false), p_held, p_buffer)
              WITH ORDINALITY AS x(tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at,
                                   ready_at, timeout_ms, cancelled, n)),
     marked AS (
@@ -800,5 +835,5 @@ BEGIN
            c.ready_at, c.timeout_ms, c.cancelled
     FROM c ORDER BY c.n;
 END $function$;
-COMMENT ON FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer) IS
-    'claim_start is claim, and the start marks (mark_started) of the first p_start jobs it returns that are not cancelled: the claimer passes the number of its idle workers, which start those jobs at once, so that they need no mark of their own. With p_start at least p_max_jobs every job goes to an idle worker, and a new batch is marked started as a whole on its tick, with no start row. The jobs it hands to busy workers wait in the process and are marked when they start. p_held is claim''s: what the caller holds of a limited queue.';
+COMMENT ON FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer, p_buffer integer) IS
+    'claim_start is claim, and the start marks (mark_started) of the first p_start jobs it returns that are not cancelled: the claimer passes the number of its idle workers, which start those jobs at once, so that they need no mark of their own. With p_start at least p_max_jobs every job goes to an idle worker, and a new batch is marked started as a whole on its tick, with no start row. The jobs it hands to busy workers wait in the process and are marked when they start. p_held and p_buffer are claim''s: the jobs of a limited queue the caller has in hand, and how many it may take beyond its slots.';
