@@ -86,7 +86,7 @@ func (p *Pool) free(q *queue) {
 // until fewer are (the buffer then has room for half of it).
 func (q *queue) waits(held int64) bool {
 	limited, slots, _ := q.gate.state(0)
-	return limited && held > int64(slots+min(q.maxJobs, slots)/2)
+	return limited && held > int64(slots+min(q.maxJobs, 8*slots)/2)
 }
 
 func (p *Pool) run(it item) {

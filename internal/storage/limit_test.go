@@ -154,6 +154,65 @@ func TestLimitIsExactAcrossProcesses(t *testing.T) {
 }
 
 // TestSetLimitRefusesBadValues: a limit is 1 to 1000000, or none.
+// TestLimitSlotsAndBuffer: under a running limit a claim gives its caller
+// slots (at most the limit less what the live processes hold) and may
+// take a buffer beyond them (at most p_buffer, none without slots); the
+// caller keeps only the slots it has jobs in hand for, and the slots it
+// gives back go to the next claim of another process.
+func TestLimitSlotsAndBuffer(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	a, err := s.Register(ctx, "a", "h", 1, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Register(ctx, "b", "h", 2, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		enqueue(t, s, pool, "buf")
+	}
+	if err := SetLimit(ctx, pool, "buf", Limit{Running: 3}); err != nil {
+		t.Fatal(err)
+	}
+	req := int64(0)
+	claim := func(owner int32, held, maxJobs, buffer int) (int, Seen) {
+		t.Helper()
+		req++
+		bs, seen, err := s.ClaimSeen(ctx, "buf", owner, req, false, Limits{MaxJobs: maxJobs, MaxBytes: 1 << 20, Held: &held, Buffer: buffer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, x := range bs {
+			n += len(x.Jobs)
+		}
+		return n, seen
+	}
+	// a: all three slots, and a buffer of 5 more.
+	if n, seen := claim(a, 0, 100, 5); n != 8 || seen.Slots != 3 || !seen.Full {
+		t.Fatalf("a's first claim took %d jobs, slots %d, full %v; want 8 (3 slots and a buffer of 5), 3, true", n, seen.Slots, seen.Full)
+	}
+	// b: no slot free, so no buffer either.
+	if n, seen := claim(b, 0, 100, 5); n != 0 || seen.Slots != 0 || !seen.Full {
+		t.Fatalf("b's claim took %d jobs, slots %d, full %v; want nothing while a holds every slot", n, seen.Slots, seen.Full)
+	}
+	// a has one job in hand: it keeps one slot, gets none (its other two
+	// are free for it again: it takes one job, so holds two).
+	if n, seen := claim(a, 1, 1, 0); n != 1 || seen.Slots != 2 {
+		t.Fatalf("a's claim with one job in hand took %d, slots %d; want 1 job and 2 slots", n, seen.Slots)
+	}
+	// The slot a gave back is b's, with a buffer as large as its slots
+	// allow (8 per slot) and p_buffer asks.
+	if n, seen := claim(b, 0, 100, 5); n != 6 || seen.Slots != 1 {
+		t.Fatalf("b's claim took %d jobs, slots %d; want 6 (1 slot, a buffer of 5), 1", n, seen.Slots)
+	}
+	if ls, err := QueueLimits(ctx, pool); err != nil || len(ls) != 1 || ls[0].Held != 3 {
+		t.Fatalf("queue_limits = %+v, %v; want 3 slots held", ls, err)
+	}
+}
+
 func TestSetLimitRefusesBadValues(t *testing.T) {
 	ctx := context.Background()
 	_, pool := newStore(t)

@@ -539,7 +539,7 @@ BEGIN
         -- nothing.
         v_room := CASE WHEN v_free < 0 THEN 0
                        ELSE v_keep + v_free - v_held
-                            + CASE WHEN v_rate IS NULL THEN least(greatest(coalesce(p_buffer, 0), 0), v_keep + v_free) ELSE 0 END END;
+                            + CASE WHEN v_rate IS NULL THEN least(greatest(coalesce(p_buffer, 0), 0), 8 * (v_keep + v_free)) ELSE 0 END END;
         v_left := least(v_left, v_room);
     END IF;
     IF v_rate IS NOT NULL THEN
