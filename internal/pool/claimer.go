@@ -139,7 +139,7 @@ func (p *Pool) claim(q *queue) {
 		if !q.rated.Load() {
 			// Under a running limit, only the free slots start at once,
 			// and the claim may take a buffer more: up to a claim's jobs,
-			// and as many as the process's slots (the claim's bound).
+			// and eight per slot of the process (the claim's bound).
 			// They wait in the process for its own slots, which then
 			// start them without a claim each.
 			_, _, lim.Start = q.gate.state(lim.Start)

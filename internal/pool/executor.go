@@ -81,12 +81,16 @@ func (p *Pool) free(q *queue) {
 	}
 }
 
+// bufferPerSlot is the claim's bound on the buffer: jobs per slot of the
+// process (millrace.claim).
+const bufferPerSlot = 8
+
 // waits says whether the jobs of q in hand (held) fill the process's
 // slots of its running limit and half its buffer: the next claim waits
 // until fewer are (the buffer then has room for half of it).
 func (q *queue) waits(held int64) bool {
 	limited, slots, _ := q.gate.state(0)
-	return limited && held > int64(slots+min(q.maxJobs, 8*slots)/2)
+	return limited && held > int64(slots+min(q.maxJobs, bufferPerSlot*slots)/2)
 }
 
 func (p *Pool) run(it item) {
