@@ -136,12 +136,14 @@ func (p *Pool) claim(q *queue) {
 		lim.Start = int(q.idle.Load())
 		lim.MaxJobs = maxJobs
 		lim.Buffer = 0
-		if !q.rated.Load() {
-			// Under a running limit, only the free slots start at once,
-			// and the claim may take a buffer more: up to a claim's jobs,
-			// and eight per slot of the process (the claim's bound).
-			// They wait in the process for its own slots, which then
-			// start them without a claim each.
+		if q.bound.Load() && !q.rated.Load() {
+			// A running limit bound the last claim: this one may take a
+			// buffer, up to a claim's jobs and eight per slot of the
+			// process (the claim's bound), jobs that wait in the process
+			// for its own slots, which then start them without a claim
+			// each; only what the free slots start now is marked started.
+			// Otherwise every job the claim takes has a slot (and
+			// starts at once on an idle worker, marked by the claim).
 			_, _, lim.Start = q.gate.state(lim.Start)
 			lim.Buffer = q.maxJobs
 		}
