@@ -129,9 +129,9 @@ func SetLimit(ctx context.Context, db DB, queue string, l Limit) error {
 type QueueLimit struct {
 	Queue string
 	Limit Limit
-	// Held is, under a running limit, what the live processes hold of the
-	// queue: jobs claimed that have not ended, as each process counted
-	// them at its newest claim (never fewer than run).
+	// Held is, under a running limit, the slots the live processes hold
+	// of it, as each one's newest claim wrote them: each runs at most its
+	// slots at once, so never fewer than run, and at most the limit.
 	Held int64
 	// Started is, under a rate limit, how many jobs the claims of the
 	// current window took.

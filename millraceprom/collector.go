@@ -79,7 +79,7 @@ func newDBCollector(opts Options) *dbCollector {
 		rateStarted: d("millrace_queue_rate_started",
 			"Jobs of a rate-limited queue claimed in its current window (the period and a slack; see millrace.rate_window).", "queue"),
 		queueHeld: d("millrace_queue_running_held",
-			"Jobs of a limited queue the live processes hold (claimed, not yet ended): never fewer than run, at most the limit.", "queue"),
+			"Slots of a queue's running limit the live processes hold (each runs at most its slots at once): never fewer than run, at most the limit.", "queue"),
 		countsDuration: d("millrace_queue_counts_duration_seconds", "How long the last read of queue depth took."),
 		ringSlot:       d("millrace_ring_current_slot", "The slot of the ring producers write into now."),
 		ringRotations:  d("millrace_ring_rotations_total", "Rotations of the ring since the schema was installed (database-wide)."),

@@ -40,8 +40,8 @@ type Queue struct {
 	// Rate is jobs completed per second over the last minute.
 	Rate float64
 	// Limit is the queue's concurrency limit across every process (0:
-	// none), and Held what the live processes hold of it (claimed, not
-	// yet ended; see millrace.queue_limits).
+	// none), and Held the slots the live processes hold of it (never
+	// fewer than run; see millrace.queue_limits).
 	Limit int
 	Held  int64
 	// RateLimit is the queue's rate limit, starts per Per (0: none), and

@@ -151,6 +151,7 @@ func (p *Pool) claim(q *queue) {
 			// Under a rate limit a job counts as started at its claim: the
 			// claim takes only what the idle workers start at once.
 			if lim.Start < 1 {
+				q.short.Store(true) // a job ending wakes it
 				select {
 				case <-ctx.Done():
 					return
@@ -185,6 +186,7 @@ func (p *Pool) claim(q *queue) {
 		q.bound.Store(seen.Full)
 		q.rated.Store(seen.Rate > 0)
 		if len(sbs) == 0 {
+			q.short.Store(false)
 			if seen.TakenBy != 0 && seen.TakenBy != owner && p.cfg.Yield > 0 {
 				// Another process took what this claim was woken for.
 				yield = min(max(2*yield, time.Millisecond), p.cfg.Yield)
@@ -229,6 +231,9 @@ func (p *Pool) claim(q *queue) {
 			}
 		}
 		q.held.Add(int64(n))
+		// A rate-limited claim that took all its idle workers allowed may
+		// have left jobs waiting: a job ending wakes the claimer.
+		q.short.Store(q.rated.Load() && lim.MaxJobs < maxJobs && n >= lim.MaxJobs)
 		// One new batch below both caps took all its queue had in the
 		// claim's snapshot: whatever commits after it wakes this claimer
 		// (the local insert's wake, or a notification after the commit).

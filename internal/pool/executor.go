@@ -67,8 +67,8 @@ func (p *Pool) work(q *queue) {
 
 // free counts a job of q that no longer runs here (it ended, or will not
 // start) out of what the process has in hand of q, and wakes the claimer
-// of a queue that has a rate limit (its claims wait for an idle worker),
-// or whose running limit bound its last claim once the jobs in hand fit
+// of a queue that has a rate limit whose last claim took all its idle
+// workers allowed (its claims wait for an idle worker), or whose running limit bound its last claim once the jobs in hand fit
 // its slots (the next claim refills the buffer; until then a freed slot
 // goes to a job in hand). A job that ended is no longer running, whether
 // or not its outcome is written yet; if the process dies before that, the
@@ -76,22 +76,31 @@ func (p *Pool) work(q *queue) {
 // process holds nothing.
 func (p *Pool) free(q *queue) {
 	held := q.held.Add(-1)
-	if q.rated.Load() || (q.bound.Load() && !q.waits(held)) {
+	if (q.rated.Load() && q.short.Load()) || (q.bound.Load() && !q.waits(held)) {
 		p.Wake(q.name)
 	}
+}
+
+// waits says whether the jobs of q in hand (held) leave too little of the
+// process's slots of its running limit for a claim: under a rate limit
+// (no buffer), jobs in hand and fewer than half its slots free; else more
+// jobs in hand than the slots and half the buffer (the buffer then has
+// room for half of it). The next claim of a queue the limit bound waits
+// until they do not: a claim per freed slot cost the whole rate.
+func (q *queue) waits(held int64) bool {
+	limited, slots, _ := q.gate.state(0)
+	if !limited {
+		return false
+	}
+	if q.rated.Load() {
+		return held > 0 && int64(slots)-held < int64(max(slots/2, 1))
+	}
+	return held > int64(slots+min(q.maxJobs, bufferPerSlot*slots)/2)
 }
 
 // bufferPerSlot is the claim's bound on the buffer: jobs per slot of the
 // process (millrace.claim).
 const bufferPerSlot = 8
-
-// waits says whether the jobs of q in hand (held) fill the process's
-// slots of its running limit and half its buffer: the next claim waits
-// until fewer are (the buffer then has room for half of it).
-func (q *queue) waits(held int64) bool {
-	limited, slots, _ := q.gate.state(0)
-	return limited && held > int64(slots+min(q.maxJobs, bufferPerSlot*slots)/2)
-}
 
 func (p *Pool) run(it item) {
 	run := &Run{Job: &it.job, Batch: it.batch.Batch, Owner: it.batch.owner, Started: p.cfg.Now()}

@@ -183,6 +183,9 @@ type queue struct {
 	// rated says it found a rate limit: a claim takes no more jobs than
 	// there are workers idle, so that each starts at its claim.
 	rated atomic.Bool
+	// short says its last rate-limited claim took as many jobs as it had
+	// idle workers (or had none): more may wait for a worker.
+	short atomic.Bool
 }
 
 // Pool is a running set of claimers, workers and the acker.

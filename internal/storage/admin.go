@@ -92,9 +92,9 @@ func SetLimit(ctx context.Context, q Querier, queue string, l Limit) error {
 type QueueLimit struct {
 	Queue string
 	Limit
-	// Held is what the live processes hold of a queue with a running
-	// limit: claimed and not yet ended, as each process counted at its
-	// newest claim (never fewer than run).
+	// Held is the slots the live processes hold of a queue's running
+	// limit, as each one's newest claim wrote them (each runs at most its
+	// slots at once: never fewer than run).
 	Held int64
 	// Started is, for a rate limit, the jobs the claims of the current
 	// window took.

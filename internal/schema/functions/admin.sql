@@ -202,7 +202,7 @@ AS $function$
     ORDER BY q.queue
 $function$;
 COMMENT ON FUNCTION millrace.queue_limits() IS
-    'queue_limits lists the queues with a limit: the running limit (NULL: none) and how many of their jobs the live processes hold (claimed and not yet ended, as each counted at its newest claim: never fewer than run); the rate limit (rate starts per rate_per; NULL: none) and how many jobs the claims of its current window took (started).';
+    'queue_limits lists the queues with a limit: the running limit (NULL: none) and how many slots of it the live processes hold (as each one''s newest claim wrote them; each runs at most its slots at once: never fewer than run); the rate limit (rate starts per rate_per; NULL: none) and how many jobs the claims of its current window took (started).';
 
 CREATE OR REPLACE FUNCTION millrace.cancel_space()
  RETURNS integer
