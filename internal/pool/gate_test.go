@@ -14,8 +14,10 @@ func TestGateHoldsJobsBeyondTheSlots(t *testing.T) {
 	ctx := context.Background()
 	g := &gate{}
 	g.set(true, 2)
-	if !g.enter(ctx) || !g.enter(ctx) {
-		t.Fatal("the first two jobs did not start")
+	for i := range 2 {
+		if !g.enter(ctx) {
+			t.Fatalf("job %d of two did not start", i)
+		}
 	}
 	started := make(chan int, 3)
 	for i := range 3 {
