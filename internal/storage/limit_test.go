@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/millrace/millrace/internal/testkit"
 )
 
@@ -16,21 +18,7 @@ import (
 // out holds nothing.
 func TestLimitIsExactAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
-	s, pool := newStore(t)
-	a, err := s.Register(ctx, "a", "h", 1, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := s.Register(ctx, "b", "h", 2, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 12 {
-		enqueue(t, s, pool, "lim")
-	}
-	if err := SetLimit(ctx, pool, "lim", Limit{Running: 3}); err != nil {
-		t.Fatal(err)
-	}
+	s, pool, a, b := limitedQueue(t, "lim", 12, 3)
 	req := int64(0)
 	held := map[int32]int{}
 	claim := func(owner int32) []*Batch {
@@ -161,21 +149,7 @@ func TestLimitIsExactAcrossProcesses(t *testing.T) {
 // gives back go to the next claim of another process.
 func TestLimitSlotsAndBuffer(t *testing.T) {
 	ctx := context.Background()
-	s, pool := newStore(t)
-	a, err := s.Register(ctx, "a", "h", 1, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := s.Register(ctx, "b", "h", 2, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 20 {
-		enqueue(t, s, pool, "buf")
-	}
-	if err := SetLimit(ctx, pool, "buf", Limit{Running: 3}); err != nil {
-		t.Fatal(err)
-	}
+	s, pool, a, b := limitedQueue(t, "buf", 20, 3)
 	req := int64(0)
 	claim := func(owner int32, held, maxJobs, buffer int) (int, Seen) {
 		t.Helper()
@@ -325,6 +299,28 @@ func TestRateWindowSurvivesTheRing(t *testing.T) {
 	if n := claim(3); n != 0 {
 		t.Fatalf("after a reclaim the window let a claim take %d more jobs; want none (2 per hour)", n)
 	}
+}
+
+// limitedQueue makes a store with two registered processes, a and b, and
+// n jobs in queue, limited to running jobs at once.
+func limitedQueue(t *testing.T, queue string, n, running int) (s *Store, pool *pgxpool.Pool, a, b int32) {
+	t.Helper()
+	ctx := context.Background()
+	s, pool = newStore(t)
+	var err error
+	if a, err = s.Register(ctx, "a", "h", 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = s.Register(ctx, "b", "h", 2, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		enqueue(t, s, pool, queue)
+	}
+	if err := SetLimit(ctx, pool, queue, Limit{Running: running}); err != nil {
+		t.Fatal(err)
+	}
+	return s, pool, a, b
 }
 
 // claimJobs claims queue for owner (holding held) and returns how many jobs
