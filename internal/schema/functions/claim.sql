@@ -461,6 +461,9 @@ DECLARE
     v_rate   int;                   -- the queue's rate limit: starts (claimed jobs)
     v_per    interval;              -- per this period (NULL: none)
     v_first  timestamptz;           -- the oldest claim of the rate's window
+    v_total  bigint;                -- what the queue's claims took, in all, at its newest
+    v_before bigint;                -- and before the window's oldest claim
+    v_since  timestamptz;           -- when the rate's window began
     v_rleft  int;                   -- the rate less what the window's claims took
     v_batch  int;
     v_taken  int := 0;              -- jobs this call returns
@@ -549,11 +552,21 @@ BEGIN
         -- takes from its claim to its start in a process), on the
         -- server's clock: this call takes the rate less what the claims
         -- of the window before it took. Claims of the queue take turns
-        -- (the claim lock), so every earlier one has committed.
+        -- (the claim lock), so every earlier one has committed. Each
+        -- claim's row carries the queue's running total of what its
+        -- claims took: the window's sum is the newest total less the one
+        -- before the window's oldest claim (two probes, not a scan).
         PERFORM set_config('millrace.rate', v_rate::text, true);
-        SELECT coalesce(v_rate - sum(h.took), v_rate), min(h.at) INTO v_rleft, v_first
-        FROM millrace.hold h
-        WHERE h.queue = p_queue AND h.at > clock_timestamp() - millrace.rate_window(v_per) AND h.took > 0;
+        SELECT h.total INTO v_total FROM millrace.hold h
+        WHERE h.queue = p_queue AND h.took > 0 ORDER BY h.at DESC LIMIT 1;
+        -- The window's start is computed first: a volatile expression
+        -- (clock_timestamp) in the condition is no index bound, and the
+        -- probe read every claim of the queue (1.2 ms a claim).
+        v_since := clock_timestamp() - millrace.rate_window(v_per);
+        SELECT h.total - h.took, h.at INTO v_before, v_first FROM millrace.hold h
+        WHERE h.queue = p_queue AND h.took > 0 AND h.at > v_since
+        ORDER BY h.at LIMIT 1;
+        v_rleft := v_rate - coalesce(v_total - v_before, 0);
         v_left := least(v_left, v_rleft);
         IF v_left <= 0 THEN
             -- When the oldest claim of the window leaves it.
@@ -766,9 +779,10 @@ BEGIN
         v_slots := CASE WHEN v_limit IS NOT NULL THEN least(v_keep + greatest(v_free, 0), v_held + v_taken)
                         ELSE v_held + v_taken END;
         IF v_taken > 0 OR v_slots IS DISTINCT FROM v_own THEN
-            INSERT INTO millrace.hold (slot, queue, owner, n, took, at)
+            INSERT INTO millrace.hold (slot, queue, owner, n, took, total, at)
             VALUES (millrace.current_segment(), p_queue, p_owner, v_slots,
-                    CASE WHEN v_rate IS NOT NULL THEN v_taken ELSE 0 END, clock_timestamp());
+                    CASE WHEN v_rate IS NOT NULL THEN v_taken ELSE 0 END,
+                    CASE WHEN v_rate IS NOT NULL THEN coalesce(v_total, 0) + v_taken ELSE 0 END, clock_timestamp());
         END IF;
     END IF;
     IF v_limit IS NOT NULL THEN

@@ -456,15 +456,15 @@ BEGIN
     -- its newest row, unless a newer one is in another slot or it holds
     -- nothing (this is the oldest slot: no older row can be the newest);
     -- and, for a queue with a rate limit, the claims still in its window.
-    INSERT INTO millrace.hold (slot, id, queue, owner, n, took, at)
-    SELECT p_into, h.id, h.queue, h.owner, h.n, h.took, h.at
+    INSERT INTO millrace.hold (slot, id, queue, owner, n, took, total, at)
+    SELECT p_into, h.id, h.queue, h.owner, h.n, h.took, h.total, h.at
     FROM (SELECT DISTINCT ON (x.queue, x.owner) x.* FROM millrace.hold x WHERE x.slot = p_slot
           ORDER BY x.queue, x.owner, x.id DESC) h
     WHERE h.n > 0
       AND EXISTS (SELECT 1 FROM millrace.process p WHERE p.id = h.owner)
       AND NOT EXISTS (SELECT 1 FROM millrace.hold n WHERE n.queue = h.queue AND n.owner = h.owner AND n.id > h.id)
     UNION
-    SELECT p_into, h.id, h.queue, h.owner, h.n, h.took, h.at
+    SELECT p_into, h.id, h.queue, h.owner, h.n, h.took, h.total, h.at
     FROM millrace.hold h
     CROSS JOIN LATERAL (SELECT s.rate_per FROM millrace.queue_state s WHERE s.queue = h.queue ORDER BY s.id DESC LIMIT 1) s
     WHERE h.slot = p_slot AND h.took > 0 AND h.at > clock_timestamp() - millrace.rate_window(s.rate_per);

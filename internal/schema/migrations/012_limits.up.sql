@@ -20,7 +20,11 @@
 -- the queue took (hold.took, at the claim's time on the server's clock;
 -- 0 under a running limit alone, which then writes one index entry): a
 -- claim takes at most the rate less what the claims of the window before
--- it took.
+-- it took. Each such row also carries the queue's running total of what
+-- its claims took (hold.total: claims of a queue take turns under its
+-- claim lock, so each adds to the newest), so that the window's sum is
+-- the newest total less the one before the window's oldest claim: two
+-- index probes, not a scan of the window's claims.
 ALTER TABLE millrace.queue_state ADD COLUMN running integer, ADD COLUMN rate integer, ADD COLUMN rate_per interval;
 
 CREATE SEQUENCE millrace.hold_seq;
@@ -31,6 +35,7 @@ CREATE TABLE millrace.hold (
     owner int NOT NULL,
     n     int NOT NULL,
     took  int NOT NULL DEFAULT 0,
+    total bigint NOT NULL DEFAULT 0,
     at    timestamptz NOT NULL DEFAULT clock_timestamp()
 ) PARTITION BY LIST (slot);
 CREATE INDEX hold_owner ON millrace.hold (queue, owner, id);
