@@ -228,6 +228,56 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 
 // TestLimitRefusesBadValues: a limit out of range is refused with a clear
 // error, by SetLimit and by NewClient, and changes nothing.
+// TestLimitBufferStartsJobsWithoutAClaim: while a running limit binds, a
+// claim takes jobs beyond the process's slots, which start as slots free
+// without a claim each: 60 jobs under a limit of 2 take far fewer claims
+// than the 30 that two jobs a claim would need, and never more than 2 run
+// at once.
+func TestLimitBufferStartsJobsWithoutAClaim(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	const limit, jobs = 2, 60
+	var running concurrency
+	var ran atomic.Int64
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		running.enter()
+		time.Sleep(2 * time.Millisecond)
+		running.leave()
+		ran.Add(1)
+		return nil
+	}))
+	var claims atomic.Int64
+	c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+		OnClaim: func(string, time.Duration, int) { claims.Add(1) },
+		Queues:  map[string]millrace.QueueConfig{"buffered": {MaxWorkers: 10, Limit: &millrace.Limit{Running: limit}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := make([]millrace.InsertManyParams, jobs)
+	for i := range params {
+		params[i] = millrace.InsertManyParams{Args: countArgs{N: i}, Opts: &millrace.InsertOpts{Queue: "buffered"}}
+	}
+	if _, err := c.InsertMany(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every job to run", 60*time.Second, func() bool { return ran.Load() == jobs })
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := running.most.Load(); m > limit {
+		t.Fatalf("%d jobs ran at once under a limit of %d", m, limit)
+	}
+	if n := claims.Load(); n > jobs/limit/2 {
+		t.Fatalf("%d claims took the %d jobs; want at most %d with a buffer (2 a claim takes %d)", n, jobs, jobs/limit/2, jobs/limit)
+	} else {
+		t.Logf("%d claims took the %d jobs", n, jobs)
+	}
+}
+
 func TestLimitRefusesBadValues(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)

@@ -250,6 +250,33 @@ func TestRateLimitCountsClaimsInItsWindow(t *testing.T) {
 
 // TestRateWindowSurvivesTheRing: the claims of a rate's window are carried
 // when their slot is reclaimed: a full window stays full.
+// TestQueueLimitsCountsTheWindow: queue_limits says how many jobs the
+// claims of a rate's current window took, from the claims' running
+// totals.
+func TestQueueLimitsCountsTheWindow(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	a, err := s.Register(ctx, "a", "h", 1, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SetLimit(ctx, pool, "rs", Limit{Rate: 5, Per: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{3, 2} { // 3 jobs each time; the rate leaves 2 the second
+		for range 3 {
+			enqueue(t, s, pool, "rs")
+		}
+		if n, _ := claimJobs(t, s, "rs", a, int64(i+1), 0); n != want {
+			t.Fatalf("claim %d took %d jobs; want %d", i+1, n, want)
+		}
+	}
+	ls, err := QueueLimits(ctx, pool)
+	if err != nil || len(ls) != 1 || ls[0].Started != 5 {
+		t.Fatalf("queue_limits = %+v, %v; want 5 started in the window", ls, err)
+	}
+}
+
 func TestRateWindowSurvivesTheRing(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)

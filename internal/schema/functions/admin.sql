@@ -194,9 +194,13 @@ AS $function$
         CROSS JOIN LATERAL (SELECT x.n FROM millrace.hold x WHERE x.queue = q.queue AND x.owner = p.id ORDER BY x.id DESC LIMIT 1) h
         WHERE (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp()), 0),
         q.rate, q.rate_per,
-        CASE WHEN q.rate IS NOT NULL THEN coalesce((
-            SELECT sum(h.took) FROM millrace.hold h
-            WHERE h.queue = q.queue AND h.at > clock_timestamp() - millrace.rate_window(q.rate_per) AND h.took > 0), 0) END
+        -- The window's claims from the running totals (claim's two probes;
+        -- the statement's time, stable, bounds the index scan).
+        CASE WHEN q.rate IS NOT NULL THEN coalesce(
+            (SELECT h.total FROM millrace.hold h WHERE h.queue = q.queue AND h.took > 0 ORDER BY h.at DESC LIMIT 1)
+            - (SELECT h.total - h.took FROM millrace.hold h
+               WHERE h.queue = q.queue AND h.took > 0 AND h.at > statement_timestamp() - millrace.rate_window(q.rate_per)
+               ORDER BY h.at LIMIT 1), 0) END
     FROM (SELECT DISTINCT ON (s.queue) s.queue, s.running, s.rate, s.rate_per FROM millrace.queue_state s ORDER BY s.queue, s.id DESC) q
     WHERE q.running IS NOT NULL OR q.rate IS NOT NULL
     ORDER BY q.queue
