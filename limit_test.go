@@ -23,16 +23,11 @@ func TestLimitCapsRunningAcrossProcesses(t *testing.T) {
 	var running concurrency
 	var mu sync.Mutex
 	runs := map[int]int{}
-	workers := millrace.NewWorkers()
-	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
-		running.enter()
-		time.Sleep(2 * time.Millisecond) // the job's work: long enough for jobs to overlap
-		running.leave()
+	workers := timedWorkers(&running, func(a countArgs) {
 		mu.Lock()
-		runs[j.Args.N]++
+		runs[a.N]++
 		mu.Unlock()
-		return nil
-	}))
+	})
 	var clients []*millrace.Client
 	for range 4 {
 		c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
@@ -226,8 +221,6 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 	}
 }
 
-// TestLimitRefusesBadValues: a limit out of range is refused with a clear
-// error, by SetLimit and by NewClient, and changes nothing.
 // TestLimitBufferStartsJobsWithoutAClaim: while a running limit binds, a
 // claim takes jobs beyond the process's slots, which start as slots free
 // without a claim each: 60 jobs under a limit of 2 take far fewer claims
@@ -239,14 +232,7 @@ func TestLimitBufferStartsJobsWithoutAClaim(t *testing.T) {
 	const limit, jobs = 2, 60
 	var running concurrency
 	var ran atomic.Int64
-	workers := millrace.NewWorkers()
-	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
-		running.enter()
-		time.Sleep(2 * time.Millisecond)
-		running.leave()
-		ran.Add(1)
-		return nil
-	}))
+	workers := timedWorkers(&running, func(countArgs) { ran.Add(1) })
 	var claims atomic.Int64
 	c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
 		OnClaim: func(string, time.Duration, int) { claims.Add(1) },
@@ -278,6 +264,8 @@ func TestLimitBufferStartsJobsWithoutAClaim(t *testing.T) {
 	}
 }
 
+// TestLimitRefusesBadValues: a limit out of range is refused with a clear
+// error, by SetLimit and by NewClient, and changes nothing.
 func TestLimitRefusesBadValues(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
@@ -294,6 +282,20 @@ func TestLimitRefusesBadValues(t *testing.T) {
 	if ls, err := millrace.Limits(ctx, pool); err != nil || len(ls) != 0 {
 		t.Fatalf("refused limits left %+v, %v", ls, err)
 	}
+}
+
+// timedWorkers has one worker whose jobs take 2 ms (long enough for jobs
+// to overlap), counted in running, and call ran when they end.
+func timedWorkers(running *concurrency, ran func(countArgs)) *millrace.Workers {
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
+		running.enter()
+		time.Sleep(2 * time.Millisecond)
+		running.leave()
+		ran(j.Args)
+		return nil
+	}))
+	return workers
 }
 
 // concurrency counts the jobs running now (enter, leave) and the most
