@@ -185,6 +185,24 @@ func TestLimitSlotsAndBuffer(t *testing.T) {
 	if ls, err := QueueLimits(ctx, pool); err != nil || len(ls) != 1 || ls[0].Held != 3 {
 		t.Fatalf("queue_limits = %+v, %v; want 3 slots held", ls, err)
 	}
+	// The limit lowered to 1 under 3 held: no claim takes a job, each
+	// process keeps the slots of its jobs in hand until they end; then the
+	// one slot goes to the next claim, with its buffer.
+	if err := SetLimit(ctx, pool, "buf", Limit{Running: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n, seen := claim(a, 2, 100, 5); n != 0 || seen.Slots != 2 || !seen.Full {
+		t.Fatalf("a's claim over the lowered limit took %d, slots %d, full %v; want 0, its 2 kept, true", n, seen.Slots, seen.Full)
+	}
+	if n, seen := claim(b, 6, 100, 5); n != 0 || seen.Slots != 1 {
+		t.Fatalf("b's claim over the lowered limit took %d, slots %d; want 0, its 1 kept", n, seen.Slots)
+	}
+	if n, seen := claim(a, 0, 100, 5); n != 0 || seen.Slots != 0 {
+		t.Fatalf("a's claim with nothing in hand took %d, slots %d; want 0 and its slots given back", n, seen.Slots)
+	}
+	if n, seen := claim(b, 0, 100, 5); n != 5 || seen.Slots != 1 {
+		t.Fatalf("b's claim with nothing in hand took %d, slots %d; want the 5 left (1 slot, a buffer of 4), 1", n, seen.Slots)
+	}
 }
 
 func TestSetLimitRefusesBadValues(t *testing.T) {
