@@ -81,7 +81,8 @@ func TestLimitCapsRunningAcrossProcesses(t *testing.T) {
 // queue's every slot is SIGKILLed. Until then another process takes
 // nothing (its claim records that it holds 0); once the killed one's lease
 // runs out its slots are free, its jobs run again in the other, and no
-// more than the limit ever run there at once.
+// more than the limit ever run there at once. The jobs it had started used
+// an attempt; those waiting in its buffer (claimed, not started) did not.
 func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
@@ -103,6 +104,7 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 	var running concurrency
 	var mu sync.Mutex
 	runs := map[int]int{}
+	charged := 0 // jobs that came back with an attempt used
 	var first time.Time
 	workers := millrace.NewWorkers()
 	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[countArgs]) error {
@@ -116,9 +118,20 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 		running.leave()
 		mu.Lock()
 		runs[j.Args.N]++
+		if j.Attempt > 1 {
+			charged++
+		}
 		mu.Unlock()
 		return nil
 	}))
+	// The first process holds every slot and, in its buffer, the rest of
+	// the jobs: claimed, not started.
+	waitFor(t, "the first process to claim every job", 30*time.Second, func() bool {
+		var n int
+		pool.QueryRow(ctx, `SELECT coalesce(sum(t.njobs), 0) FROM millrace.tick t JOIN millrace.process p ON p.id = t.owner
+			WHERE t.queue = 'limq' AND p.pid = $1`, child.Process.Pid).Scan(&n)
+		return n == jobs
+	})
 	c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(), MaintenanceEvery: 50 * time.Millisecond,
 		Queues: map[string]millrace.QueueConfig{"limq": {MaxWorkers: 10}}})
 	if err != nil {
@@ -154,6 +167,11 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 	mu.Unlock()
 	if m := running.most.Load(); m > limit {
 		t.Fatalf("%d jobs ran at once under a limit of %d", m, limit)
+	}
+	// The jobs that started in the killed process used an attempt; those
+	// that waited in its buffer did not.
+	if charged != limit {
+		t.Fatalf("%d jobs came back with an attempt used; want the %d that started in the killed process", charged, limit)
 	}
 }
 
