@@ -81,14 +81,18 @@ func (p *Pool) free(q *queue) {
 	}
 }
 
-// waits says whether the jobs of q in hand (held) fill the process's
-// slots of its running limit and half its buffer: the next claim of a
-// queue the limit bound waits until they do not (the buffer then has room
-// for half of it). Under a rate limit (no buffer) a claim takes each slot
-// that frees.
+// waits says whether the jobs of q in hand (held) leave too little of the
+// process's slots of its running limit for a claim: more than the slots
+// and half the buffer (the buffer then has room for half of it); under a
+// rate limit, which has no buffer, jobs in hand and fewer than half the
+// slots free (a claim per freed slot kept the queue's claim lock busy).
+// The next claim of a queue the limit bound waits until they do not.
 func (q *queue) waits(held int64) bool {
 	limited, slots, _ := q.gate.state(0)
-	return limited && !q.rated.Load() && held > int64(slots+min(q.maxJobs, bufferPerSlot*slots)/2)
+	if limited && q.rated.Load() {
+		return held > 0 && int64(slots)-held < int64(max(slots/2, 1))
+	}
+	return limited && held > int64(slots+min(q.maxJobs, bufferPerSlot*slots)/2)
 }
 
 // bufferPerSlot is the claim's bound on the buffer: jobs per slot of the
