@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/millrace/millrace/internal/testkit"
 )
 
 // TestGateHoldsJobsBeyondTheSlots: with two slots a third job waits until
@@ -69,17 +71,9 @@ func TestGateHoldsJobsBeyondTheSlots(t *testing.T) {
 
 func waitWaiting(t *testing.T, g *gate, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testkit.WaitFor(t, "jobs waiting at the gate", 5*time.Second, func() bool {
 		g.mu.Lock()
-		w := len(g.waiting)
-		g.mu.Unlock()
-		if w == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs waiting; want %d", w, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer g.mu.Unlock()
+		return len(g.waiting) == n
+	})
 }
