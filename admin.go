@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/millrace/millrace/internal/ops"
@@ -95,6 +96,36 @@ type Limit struct {
 	// a process, so that starts measured there keep to the rate too.
 	Rate int
 	Per  time.Duration
+	// PerKey is how many of the queue's jobs of one key may run at once
+	// across every process (1 to MaxLimit), counted as Running is. A
+	// claim defers the jobs of a key at its limit to the schedule
+	// (JobState says "scheduled"), paced at one per slot of the key
+	// every 100ms, so that the jobs of other keys behind them start
+	// without waiting for them.
+	PerKey int
+	// Key is the parts of a job's key under PerKey, joined by "/": "kind"
+	// for its kind, "args.F" (or F) for its top-level args field F as
+	// text (a missing field is ""). nil: the kind.
+	Key []string
+}
+
+// keyParts is key as the database keeps it: each part "kind" or
+// "args.F", nil without a per-key limit, ["kind"] for none given.
+func (l Limit) keyParts() []string {
+	if l.PerKey == 0 {
+		return nil
+	}
+	if len(l.Key) == 0 {
+		return []string{"kind"}
+	}
+	out := make([]string, len(l.Key))
+	for i, k := range l.Key {
+		if k != "kind" && !strings.HasPrefix(k, "args.") {
+			k = "args." + k
+		}
+		out[i] = k
+	}
+	return out
 }
 
 // check says what is wrong with l, if anything (nil: no limit given).
@@ -108,6 +139,17 @@ func (l *Limit) check() error {
 		return errors.New("a rate limit needs both Rate and Per (or neither)")
 	case l.Rate < 0 || l.Rate > MaxLimit || l.Rate > 0 && (l.Per < 10*time.Millisecond || l.Per > 24*time.Hour):
 		return fmt.Errorf("a rate limit must be 1 to %d starts per 10ms to 24h, not %d per %s", MaxLimit, l.Rate, l.Per)
+	case l.PerKey < 0 || l.PerKey > MaxLimit:
+		return fmt.Errorf("the per-key limit must be 0 (none) to %d, not %d", MaxLimit, l.PerKey)
+	case l.PerKey == 0 && len(l.Key) > 0:
+		return errors.New("a Key needs a PerKey limit")
+	case len(l.Key) > 8:
+		return fmt.Errorf("a key has at most 8 parts, not %d", len(l.Key))
+	}
+	for _, k := range l.Key {
+		if f := strings.TrimPrefix(k, "args."); k == "" || f == "" || len(f) > 63 {
+			return fmt.Errorf("a key part is kind or a top-level args field name of 1 to 63 bytes, not %q", k)
+		}
 	}
 	return nil
 }
@@ -122,7 +164,12 @@ func SetLimit(ctx context.Context, db DB, queue string, l Limit) error {
 	if err := l.check(); err != nil {
 		return fmt.Errorf("millrace: %w", err)
 	}
-	return actionErr(ops.SetLimit(ctx, db, queue, storage.Limit(l)))
+	return actionErr(ops.SetLimit(ctx, db, queue, l.storage()))
+}
+
+// storage is l as the storage package takes it, its key normalized.
+func (l Limit) storage() storage.Limit {
+	return storage.Limit{Running: l.Running, Rate: l.Rate, Per: l.Per, PerKey: l.PerKey, Key: l.keyParts()}
 }
 
 // QueueLimit is a queue's limits and what runs under them.
@@ -136,6 +183,11 @@ type QueueLimit struct {
 	// Started is, under a rate limit, how many jobs the claims of the
 	// current window took.
 	Started int64
+	// KeysRunning and KeysFull are, under a per-key limit, how many keys
+	// have a slot held by a live process and how many are at the limit;
+	// Deferred is how many of the queue's jobs the limit deferred wait in
+	// the schedule.
+	KeysRunning, KeysFull, Deferred int64
 }
 
 // Limits lists the queues that have a limit, by name.
@@ -146,7 +198,8 @@ func Limits(ctx context.Context, db DB) ([]QueueLimit, error) {
 	}
 	out := make([]QueueLimit, len(ls))
 	for i, l := range ls {
-		out[i] = QueueLimit{Queue: l.Queue, Limit: Limit(l.Limit), Held: l.Held, Started: l.Started}
+		out[i] = QueueLimit{Queue: l.Queue, Limit: Limit(l.Limit), Held: l.Held, Started: l.Started,
+			KeysRunning: l.KeysRunning, KeysFull: l.KeysFull, Deferred: l.Deferred}
 	}
 	return out, nil
 }

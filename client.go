@@ -542,7 +542,7 @@ func (c *Client) applyLimits(ctx context.Context) error {
 		cur[l.Queue] = l.Limit
 	}
 	for _, name := range want {
-		if l := storage.Limit(*c.cfg.Queues[name].Limit); cur[name] != l {
+		if l := c.cfg.Queues[name].Limit.storage(); !l.Equal(cur[name]) {
 			if err := storage.SetLimit(ctx, c.db, name, l); err != nil {
 				return fmt.Errorf("millrace: queue %q: setting its Limit: %w", name, err)
 			}

@@ -164,6 +164,7 @@ func (p *Pool) claim(q *queue) {
 		}
 		held := int(q.held.Load())
 		lim.Held = &held
+		lim.Keys, lim.KeyHeld = q.keyReport()
 		replay := retry
 		sbs, seen, err := p.cfg.Store.ClaimSeen(ctx, q.name, owner, req, retry, lim)
 		if err != nil {
@@ -182,6 +183,7 @@ func (p *Pool) claim(q *queue) {
 		}
 		backoff = 10 * time.Millisecond
 		retry = false
+		q.keysClaimed(lim.Keys, lim.KeyHeld, sbs)
 		q.gate.set(seen.Limit > 0, int(seen.Slots))
 		q.bound.Store(seen.Full)
 		q.rated.Store(seen.Rate > 0)
@@ -256,7 +258,7 @@ func (p *Pool) claim(q *queue) {
 				if j.Cancelled {
 					// Cancelled before it ran: ack it so, never run it.
 					p.ack(b, storage.Ack{Batch: sb, Job: &j, State: storage.AckCancelled, Finished: p.cfg.Now()})
-					p.free(q)
+					p.free(q, j.Key)
 					continue
 				}
 				it := item{batch: b, job: j}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,6 +71,15 @@ type Limit struct {
 	// Rate is how many of its jobs may start per Per.
 	Rate int
 	Per  time.Duration
+	// PerKey is how many jobs of one key may run at once, the key being
+	// Key's parts ("kind", or a top-level args field; nil: the kind).
+	PerKey int
+	Key    []string
+}
+
+// Equal says l and o are the same limits.
+func (l Limit) Equal(o Limit) bool {
+	return l.Running == o.Running && l.Rate == o.Rate && l.Per == o.Per && l.PerKey == o.PerKey && slices.Equal(l.Key, o.Key)
 }
 
 // SetLimit replaces queue's limits (millrace.set_limit); the zero Limit
@@ -83,8 +93,14 @@ func SetLimit(ctx context.Context, q Querier, queue string, l Limit) error {
 	if l.Rate != 0 || l.Per != 0 {
 		rate, per = &l.Rate, &l.Per
 	}
+	var perKey *int
+	var key []string
+	if l.PerKey != 0 {
+		perKey, key = &l.PerKey, l.Key
+	}
 	var x *string
-	return ReadCommitted(ctx, q, "SELECT millrace.set_limit(p_queue => $1, p_running => $2, p_rate => $3, p_per => $4)::text", []any{queue, running, rate, per}, &x)
+	return ReadCommitted(ctx, q, "SELECT millrace.set_limit(p_queue => $1, p_running => $2, p_rate => $3, p_per => $4, p_per_key => $5, p_key => $6)::text",
+		[]any{queue, running, rate, per, perKey, key}, &x)
 }
 
 // QueueLimit is a queue's limits and what runs under them
@@ -99,19 +115,41 @@ type QueueLimit struct {
 	// Started is, for a rate limit, the jobs the claims of the current
 	// window took.
 	Started int64
+	// KeysRunning and KeysFull are, for a per-key limit, how many keys
+	// have a slot held and how many are at the limit; Deferred is how
+	// many of the queue's jobs it deferred wait in the schedule.
+	KeysRunning, KeysFull, Deferred int64
 }
 
 // QueueLimits lists the queues with a limit, by name.
 func QueueLimits(ctx context.Context, q Querier) ([]QueueLimit, error) {
-	rows, err := q.Query(ctx, "SELECT queue, coalesce(running_limit, 0), running, coalesce(rate, 0), coalesce(rate_per, '0'), coalesce(started, 0) FROM millrace.queue_limits()")
+	rows, err := q.Query(ctx, `SELECT queue, coalesce(running_limit, 0), running, coalesce(rate, 0), coalesce(rate_per, '0'), coalesce(started, 0),
+		coalesce(per_key, 0), per_key_by, coalesce(keys_running, 0), coalesce(keys_full, 0), coalesce(deferred, 0) FROM millrace.queue_limits()`)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueLimit, error) {
 		var l QueueLimit
-		err := r.Scan(&l.Queue, &l.Running, &l.Held, &l.Rate, &l.Per, &l.Started)
+		err := r.Scan(&l.Queue, &l.Running, &l.Held, &l.Rate, &l.Per, &l.Started, &l.PerKey, &l.Key, &l.KeysRunning, &l.KeysFull, &l.Deferred)
 		return l, err
 	})
+}
+
+// KeyCount is a key of a per-key limit and the slots of it the live
+// processes hold.
+type KeyCount struct {
+	Key     string
+	Running int64
+}
+
+// KeyLimits lists the top keys of queue's per-key limit by slots held
+// (millrace.key_limits), at most top.
+func KeyLimits(ctx context.Context, q Querier, queue string, top int) ([]KeyCount, error) {
+	rows, err := q.Query(ctx, "SELECT key, running FROM millrace.key_limits($1, $2)", queue, top)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[KeyCount])
 }
 
 // Rights says which operator functions the connected role may call.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -381,4 +382,98 @@ func claimJobs(t *testing.T, s *Store, queue string, owner int32, req int64, hel
 		n += len(b.Jobs)
 	}
 	return n, seen
+}
+
+// keyClaim claims queue for owner with its keys in hand (nil: its counts
+// stand) and returns the keys of the jobs the claim took, in order.
+func keyClaim(t *testing.T, s *Store, queue string, owner int32, req int64, keys []string, held []int32) []string {
+	t.Helper()
+	bs, _, err := s.ClaimSeen(context.Background(), queue, owner, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Keys: keys, KeyHeld: held})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range bs {
+		for _, j := range b.Jobs {
+			got = append(got, j.Key)
+		}
+	}
+	return got
+}
+
+// TestPerKeyLimitDefersPastTheKeysSlots: under a per-key limit of 1, a
+// claim takes the first job of each key that has a free slot across the
+// live processes and defers the others to the schedule (paced, no
+// history, shown as scheduled), and a key's slot comes back when its
+// holder reports the key gone.
+func TestPerKeyLimitDefersPastTheKeysSlots(t *testing.T) {
+	ctx := context.Background()
+	s, pool, a, b := limitedQueue(t, "pk", 0, 0)
+	add := func(c string) int64 {
+		id, err := s.Enqueue(ctx, pool, NewJob{Queue: "pk", Kind: "k", Args: []byte(`{"c":` + c + `}`), Priority: 1, MaxAttempts: 3}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	var ones []int64
+	for _, c := range []string{"1", "1", "2", "1", "2", "1"} {
+		id := add(c)
+		if c == "1" {
+			ones = append(ones, id)
+		}
+	}
+	if err := SetLimit(ctx, pool, "pk", Limit{PerKey: 1, Key: []string{"args.c"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := keyClaim(t, s, "pk", a, 1, nil, nil); fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("a's claim took keys %v; want [1 2] (one job of each key)", got)
+	}
+	for _, id := range ones[1:] {
+		var st string
+		if err := pool.QueryRow(ctx, "SELECT millrace.job_state($1)", id).Scan(&st); err != nil || st != "scheduled" {
+			t.Fatalf("deferred job %d is %q (%v); want scheduled", id, st, err)
+		}
+	}
+	// Paced: one per slot every 100 ms after the key's deferred jobs.
+	var spread time.Duration
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*), coalesce(max(due_at) - min(due_at), '0') FROM millrace.sched
+		WHERE queue = 'pk' AND last_error = 'deferred by its key''s limit' AND id = ANY ($1)`, ones).Scan(&n, &spread); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 || spread < 200*time.Millisecond || spread > 250*time.Millisecond {
+		t.Fatalf("key 1's deferred jobs: %d, due over %s; want 3 over 200ms", n, spread)
+	}
+	ls, err := QueueLimits(ctx, pool)
+	if err != nil || len(ls) != 1 || ls[0].KeysRunning != 2 || ls[0].KeysFull != 2 || ls[0].Deferred != 4 {
+		t.Fatalf("queue_limits: %+v (%v); want 2 keys running, 2 full, 4 deferred", ls, err)
+	}
+	// Another process: key 1 is a's, key 3 is free.
+	add("1")
+	add("3")
+	if got := keyClaim(t, s, "pk", b, 1, nil, nil); fmt.Sprint(got) != "[3]" {
+		t.Fatalf("b's claim took keys %v; want [3] (a holds key 1)", got)
+	}
+	// a's job of key 1 ends: its next claim says so, and b gets key 1.
+	if got := keyClaim(t, s, "pk", a, 2, []string{"1", "2"}, []int32{0, 1}); len(got) != 0 {
+		t.Fatalf("a's claim took %v; want nothing", got)
+	}
+	add("1")
+	add("2")
+	if got := keyClaim(t, s, "pk", b, 2, []string{"3"}, []int32{1}); fmt.Sprint(got) != "[1]" {
+		t.Fatalf("b's claim took keys %v; want [1] (a gave key 1 back, still holds 2)", got)
+	}
+	top, err := KeyLimits(ctx, pool, "pk", 10)
+	if err != nil || fmt.Sprint(top) != "[{1 1} {2 1} {3 1}]" {
+		t.Fatalf("key_limits: %v (%v); want keys 1, 2, 3 with a slot each", top, err)
+	}
+	// A process that stops holds nothing.
+	if _, err := s.Release(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	top, err = KeyLimits(ctx, pool, "pk", 10)
+	if err != nil || fmt.Sprint(top) != "[{1 1} {3 1}]" {
+		t.Fatalf("key_limits after a's release: %v (%v); want keys 1 and 3", top, err)
+	}
 }

@@ -59,6 +59,10 @@ type Job struct {
 	ReadyAt     time.Time     // when it became ready to run (enqueued, or due)
 	Timeout     time.Duration // the job's own timeout (0: its kind's)
 	Cancelled   bool          // cancelled before it ran: ack it cancelled, do not run it
+	// Key is the job's key under its queue's per-key limit
+	// (millrace.job_key; "" without one): it holds one of the key's
+	// slots from its claim until it ends.
+	Key string
 }
 
 // Batch is a claimed tick: jobs of one queue that committed between two
@@ -141,6 +145,14 @@ type Limits struct {
 	// of its slots, so that a freed slot starts the next job without a
 	// claim. Ignored under a rate limit.
 	Buffer int
+	// Keys and KeyHeld are, under a per-key limit, what the caller has
+	// in hand of each key (same order): a claim keeps the caller's slots
+	// of each key that it has jobs for, and gets the others' back for
+	// every process. A key the caller held a slot of since its last
+	// claim must be listed, with 0 when none is left; nil Keys leaves
+	// its counts standing.
+	Keys    []string
+	KeyHeld []int32
 }
 
 // Store runs the protocol's statements on a pool.
@@ -242,9 +254,10 @@ func insertJobs(ctx context.Context, jobs []NewJob, notify bool, run func(scan f
 
 // claimSQL is a claim; it runs in its own READ COMMITTED transaction that
 // commits asynchronously (see Claim).
-const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled
+const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled, key
 	FROM millrace.claim_start(p_queue => $1, p_owner => $2, p_req => $3, p_retry => $4,
-		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9, p_buffer => $10)`
+		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9, p_buffer => $10,
+		p_keys => $11, p_kheld => $12)`
 
 // Claim takes the next batches of queue for process owner: the batches
 // whose reply an earlier call with the same req lost (when retry is set), a
@@ -333,9 +346,13 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 			var tick, token int64
 			var timeoutMS int32
 			var j Job
+			var key *string
 			if err := rows.Scan(&tick, &token, &j.ID, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt,
-				&j.ReadyAt, &timeoutMS, &j.Cancelled); err != nil {
+				&j.ReadyAt, &timeoutMS, &j.Cancelled, &key); err != nil {
 				return err
+			}
+			if key != nil {
+				j.Key = *key
 			}
 			j.Queue = queue
 			j.Timeout = time.Duration(timeoutMS) * time.Millisecond
@@ -355,7 +372,7 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 	}
 	defer c.Release()
 	err = runTx(ctx, c.Conn(), TxOpts{AsyncCommit: true},
-		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held, lim.Buffer}, scan: scan},
+		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held, lim.Buffer, keysArg(lim.Keys), lim.KeyHeld}, scan: scan},
 		stmt{sql: claimedBySQL, scan: func(rows pgx.Rows) error {
 			var ms int32
 			if err := scanOne(&seen.TakenBy, &seen.Limit, &seen.Full, &ms, &seen.Rate, &seen.Slots)(rows); err != nil {
@@ -371,6 +388,15 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 		seen.TakenBy = 0
 	}
 	return batches, seen, nil
+}
+
+// keysArg is keys as the claim's p_keys: NULL when nil (the caller's
+// counts stand), else the array, empty or not.
+func keysArg(keys []string) any {
+	if keys == nil {
+		return nil
+	}
+	return keys
 }
 
 // QueuesWithWork returns the queues of names that a claim might find

@@ -121,9 +121,9 @@ CREATE OR REPLACE FUNCTION millrace.pause(p_queue text)
 AS $function$
 BEGIN
     PERFORM millrace.check_job('pause', '{}', p_queue, 0, 1);
-    INSERT INTO millrace.queue_state (queue, paused, running, rate, rate_per)
-    SELECT p_queue, true, l.running, l.rate, l.rate_per
-    FROM (SELECT NULL) x LEFT JOIN LATERAL (SELECT s.running, s.rate, s.rate_per FROM millrace.queue_state s WHERE s.queue = p_queue
+    INSERT INTO millrace.queue_state (queue, paused, running, rate, rate_per, per_key, per_key_by)
+    SELECT p_queue, true, l.running, l.rate, l.rate_per, l.per_key, l.per_key_by
+    FROM (SELECT NULL) x LEFT JOIN LATERAL (SELECT s.running, s.rate, s.rate_per, s.per_key, s.per_key_by FROM millrace.queue_state s WHERE s.queue = p_queue
                                             ORDER BY s.id DESC LIMIT 1) l ON true;
 END $function$;
 COMMENT ON FUNCTION millrace.pause(p_queue text) IS
@@ -138,9 +138,9 @@ CREATE OR REPLACE FUNCTION millrace.resume(p_queue text)
 AS $function$
 BEGIN
     PERFORM millrace.check_job('resume', '{}', p_queue, 0, 1);
-    INSERT INTO millrace.queue_state (queue, paused, running, rate, rate_per)
-    SELECT p_queue, false, l.running, l.rate, l.rate_per
-    FROM (SELECT NULL) x LEFT JOIN LATERAL (SELECT s.running, s.rate, s.rate_per FROM millrace.queue_state s WHERE s.queue = p_queue
+    INSERT INTO millrace.queue_state (queue, paused, running, rate, rate_per, per_key, per_key_by)
+    SELECT p_queue, false, l.running, l.rate, l.rate_per, l.per_key, l.per_key_by
+    FROM (SELECT NULL) x LEFT JOIN LATERAL (SELECT s.running, s.rate, s.rate_per, s.per_key, s.per_key_by FROM millrace.queue_state s WHERE s.queue = p_queue
                                             ORDER BY s.id DESC LIMIT 1) l ON true;
     PERFORM pg_notify('millrace', p_queue);
 END $function$;
@@ -155,13 +155,15 @@ AS $function$ SELECT p_per + least(p_per / 10, interval '1 second') $function$;
 COMMENT ON FUNCTION millrace.rate_window(p_per interval) IS
     'rate_window is the window a rate limit of so many starts per p_per counts claims in: the period and a tenth of it, at most a second more, for the time a job takes from its claim to its start in a process (a start measured there stays within the rate).';
 
-CREATE OR REPLACE FUNCTION millrace.set_limit(p_queue text, p_running integer DEFAULT NULL::integer, p_rate integer DEFAULT NULL::integer, p_per interval DEFAULT NULL::interval)
+CREATE OR REPLACE FUNCTION millrace.set_limit(p_queue text, p_running integer DEFAULT NULL::integer, p_rate integer DEFAULT NULL::integer, p_per interval DEFAULT NULL::interval, p_per_key integer DEFAULT NULL::integer, p_key text[] DEFAULT NULL::text[])
  RETURNS void
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
+DECLARE
+    v_by text[];
 BEGIN
     PERFORM millrace.check_job('set_limit', '{}', p_queue, 0, 1);
     IF p_running IS NOT NULL AND p_running NOT BETWEEN 1 AND 1000000 THEN
@@ -173,26 +175,55 @@ BEGIN
     IF p_rate IS NOT NULL AND (p_rate NOT BETWEEN 1 AND 1000000 OR p_per < interval '10 milliseconds' OR p_per > interval '1 day') THEN
         RAISE EXCEPTION 'millrace: a rate limit must be 1 to 1000000 starts per 10 ms to 1 day, not % per %', p_rate, p_per USING ERRCODE = '22023';
     END IF;
-    INSERT INTO millrace.queue_state (queue, paused, running, rate, rate_per)
+    IF p_per_key IS NOT NULL AND p_per_key NOT BETWEEN 1 AND 1000000 THEN
+        RAISE EXCEPTION 'millrace: a per-key limit must be 1 to 1000000 (NULL: none), not %', p_per_key USING ERRCODE = '22023';
+    END IF;
+    IF p_per_key IS NULL AND p_key IS NOT NULL THEN
+        RAISE EXCEPTION 'millrace: a key needs a per-key limit' USING ERRCODE = '22023';
+    END IF;
+    IF p_per_key IS NOT NULL THEN
+        -- The key: 'kind', or a top-level args field ('args.F', or F).
+        v_by := ARRAY(SELECT CASE WHEN b = 'kind' OR starts_with(b, 'args.') THEN b ELSE 'args.' || b END
+                      FROM unnest(coalesce(p_key, ARRAY['kind'])) WITH ORDINALITY u(b, o) ORDER BY o);
+        IF cardinality(v_by) NOT BETWEEN 1 AND 8 OR EXISTS (SELECT 1 FROM unnest(v_by) b WHERE b IS NULL OR b = 'args.' OR length(b) > 68) THEN
+            RAISE EXCEPTION 'millrace: a key is 1 to 8 parts, each kind or a top-level args field name of 1 to 63 bytes, not %', p_key USING ERRCODE = '22023';
+        END IF;
+    END IF;
+    INSERT INTO millrace.queue_state (queue, paused, running, rate, rate_per, per_key, per_key_by)
     VALUES (p_queue, coalesce((SELECT s.paused FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1), false),
-            p_running, p_rate, p_per);
+            p_running, p_rate, p_per, p_per_key, v_by);
     -- Claimers held back by a lower limit try again.
     PERFORM pg_notify('millrace', p_queue);
 END $function$;
-COMMENT ON FUNCTION millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval) IS
-    'set_limit sets queue p_queue''s limits, replacing the ones it had: p_running, how many of its jobs may run at once across every process (1 to 1000000), and p_rate starts per p_per (1 to 1000000 per 10 ms to 1 day) across every process; NULL: none (then each process''s workers are the only bound). A job counts for p_running from its claim until it ends in its process, or until its process''s lease runs out; for p_rate, at its claim (server clock: no more than p_rate claims'' jobs in any window of rate_window(p_per)). It takes effect at each process''s next claim; a lower limit than what runs now lets the running jobs finish and starts none until the queue is under it. The newest call wins; a pause keeps it.';
+COMMENT ON FUNCTION millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval, p_per_key integer, p_key text[]) IS
+    'set_limit sets queue p_queue''s limits, replacing the ones it had: p_running, how many of its jobs may run at once across every process (1 to 1000000), p_rate starts per p_per (1 to 1000000 per 10 ms to 1 day) across every process, and p_per_key, how many jobs of one key may run at once across every process (1 to 1000000), the key being p_key''s parts: ''kind'' for the job''s kind, ''args.F'' (or F) for its top-level args field F as text (a missing field is the empty string; parts are joined by /), ''kind'' when NULL; NULL: none (then each process''s workers are the only bound). A job counts for p_running and p_per_key from its claim until it ends in its process, or until its process''s lease runs out; for p_rate, at its claim (server clock: no more than p_rate claims'' jobs in any window of rate_window(p_per)). A claim defers the jobs of a key at its limit to the schedule (job_state says scheduled), paced at one per slot of the key every 100 ms after the key''s deferred jobs, so that other keys'' jobs behind them are not held back. It takes effect at each process''s next claim; a lower limit than what runs now lets the running jobs finish and starts none until the queue is under it. The newest call wins; a pause keeps it.';
+
+CREATE OR REPLACE FUNCTION millrace.job_key(p_kind text, p_args jsonb, p_by text[])
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT CASE WHEN cardinality(p_by) = 1 THEN
+                CASE WHEN p_by[1] = 'kind' THEN p_kind ELSE coalesce(p_args ->> substr(p_by[1], 6), '') END
+           ELSE (SELECT string_agg(CASE WHEN b = 'kind' THEN p_kind ELSE coalesce(p_args ->> substr(b, 6), '') END, '/' ORDER BY o)
+                 FROM unnest(p_by) WITH ORDINALITY u(b, o)) END
+$function$;
+COMMENT ON FUNCTION millrace.job_key(p_kind text, p_args jsonb, p_by text[]) IS
+    'job_key is the key of a job of kind p_kind with args p_args under a per-key limit keyed by p_by (set_limit): its parts as text, joined by /; NULL when p_by is NULL.';
 
 CREATE OR REPLACE FUNCTION millrace.queue_limits()
- RETURNS TABLE(queue text, running_limit integer, running bigint, rate integer, rate_per interval, started bigint)
+ RETURNS TABLE(queue text, running_limit integer, running bigint, rate integer, rate_per interval, started bigint, per_key integer, per_key_by text[], keys_running bigint, keys_full bigint, deferred bigint)
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
+    WITH live AS MATERIALIZED (
+        SELECT p.id FROM millrace.process p
+        WHERE (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp())
     SELECT q.queue, q.running, coalesce((
-        SELECT sum(h.n) FROM millrace.process p
-        CROSS JOIN LATERAL (SELECT x.n FROM millrace.hold x WHERE x.queue = q.queue AND x.owner = p.id ORDER BY x.id DESC LIMIT 1) h
-        WHERE (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp()), 0),
+        SELECT sum(h.n) FROM live p
+        CROSS JOIN LATERAL (SELECT x.n FROM millrace.hold x WHERE x.queue = q.queue AND x.owner = p.id ORDER BY x.id DESC LIMIT 1) h), 0),
         q.rate, q.rate_per,
         -- The window's claims from the running totals (claim's two probes;
         -- the statement's time, stable, bounds the index scan).
@@ -200,13 +231,43 @@ AS $function$
             (SELECT h.total FROM millrace.hold h WHERE h.queue = q.queue AND h.took > 0 ORDER BY h.at DESC LIMIT 1)
             - (SELECT h.total - h.took FROM millrace.hold h
                WHERE h.queue = q.queue AND h.took > 0 AND h.at > statement_timestamp() - millrace.rate_window(q.rate_per)
-               ORDER BY h.at LIMIT 1), 0) END
-    FROM (SELECT DISTINCT ON (s.queue) s.queue, s.running, s.rate, s.rate_per FROM millrace.queue_state s ORDER BY s.queue, s.id DESC) q
-    WHERE q.running IS NOT NULL OR q.rate IS NOT NULL
+               ORDER BY h.at LIMIT 1), 0) END,
+        q.per_key, q.per_key_by, k.running, k.full,
+        -- Jobs a per-key limit deferred that wait in the schedule.
+        CASE WHEN q.per_key IS NOT NULL THEN (SELECT count(*) FROM millrace.sched s WHERE s.queue = q.queue AND s.last_error = 'deferred by its key''s limit') END
+    FROM (SELECT DISTINCT ON (s.queue) s.queue, s.running, s.rate, s.rate_per, s.per_key, s.per_key_by FROM millrace.queue_state s ORDER BY s.queue, s.id DESC) q
+    LEFT JOIN LATERAL (
+        -- Keys whose slots the live processes hold (each one's newest row
+        -- of the key), and those at the limit.
+        SELECT count(*) FILTER (WHERE y.n > 0) AS running, count(*) FILTER (WHERE y.n >= q.per_key) AS full
+        FROM (SELECT x.key, sum(x.n) AS n
+              FROM (SELECT DISTINCT ON (z.key, z.owner) z.key, z.n FROM millrace.keyhold z
+                    WHERE z.queue = q.queue AND z.owner IN (SELECT l.id FROM live l)
+                    ORDER BY z.key, z.owner, z.id DESC) x
+              GROUP BY x.key) y
+        WHERE q.per_key IS NOT NULL) k ON true
+    WHERE q.running IS NOT NULL OR q.rate IS NOT NULL OR q.per_key IS NOT NULL
     ORDER BY q.queue
 $function$;
 COMMENT ON FUNCTION millrace.queue_limits() IS
-    'queue_limits lists the queues with a limit: the running limit (NULL: none) and how many slots of it the live processes hold (as each one''s newest claim wrote them; each runs at most its slots at once: never fewer than run); the rate limit (rate starts per rate_per; NULL: none) and how many jobs the claims of its current window took (started).';
+    'queue_limits lists the queues with a limit: the running limit (NULL: none) and how many slots of it the live processes hold (as each one''s newest claim wrote them; each runs at most its slots at once: never fewer than run); the rate limit (rate starts per rate_per; NULL: none) and how many jobs the claims of its current window took (started); the per-key limit (per_key, keyed by per_key_by; NULL: none), how many keys have jobs running (keys_running) and how many are at the limit (keys_full), and how many jobs it deferred wait in the schedule (deferred).';
+
+CREATE OR REPLACE FUNCTION millrace.key_limits(p_queue text, p_top integer DEFAULT 10)
+ RETURNS TABLE(key text, running bigint)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+    SELECT x.key, sum(x.n)
+    FROM (SELECT DISTINCT ON (z.key, z.owner) z.key, z.owner, z.n FROM millrace.keyhold z
+          WHERE z.queue = p_queue ORDER BY z.key, z.owner, z.id DESC) x
+    WHERE (SELECT b.until FROM millrace.heartbeat b WHERE b.process = x.owner ORDER BY b.id DESC LIMIT 1) > clock_timestamp()
+    GROUP BY x.key HAVING sum(x.n) > 0
+    ORDER BY 2 DESC, 1 LIMIT greatest(p_top, 0)
+$function$;
+COMMENT ON FUNCTION millrace.key_limits(p_queue text, p_top integer) IS
+    'key_limits is the p_top keys of queue p_queue''s per-key limit with the most slots held by the live processes (each one''s newest row of the key: never fewer than run).';
 
 CREATE OR REPLACE FUNCTION millrace.cancel_space()
  RETURNS integer

@@ -33,8 +33,8 @@ BEGIN
         GRANT EXECUTE ON FUNCTION
             millrace.activity(p_since timestamp with time zone),
             millrace.cancelled(p_ids bigint[]),
-            millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer, p_buffer integer),
-            millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer, p_buffer integer),
+            millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer, p_buffer integer, p_keys text[], p_kheld integer[]),
+            millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer, p_buffer integer, p_keys text[], p_kheld integer[]),
             millrace.claim_peek(p_queue text),
             millrace.completed_since(p_since timestamp with time zone),
             millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer),
@@ -59,6 +59,7 @@ BEGIN
             millrace.promote_due(p_compact_min bigint, p_term bigint, OUT promoted bigint, OUT queues text[], OUT next_due timestamp with time zone),
             millrace.queue_counts(),
             millrace.queue_limits(),
+            millrace.key_limits(p_queue text, p_top integer),
             millrace.queue_paused(p_queue text),
             millrace.queues_with_work(p_queues text[]),
             millrace.retention(OUT completed interval, OUT other interval),
@@ -70,7 +71,7 @@ BEGIN
             millrace.ring_stats(OUT current_slot smallint, OUT since timestamp with time zone, OUT rotations bigint, OUT reclaims bigint, OUT last_reclaim timestamp with time zone),
             millrace.rotate(p_after interval, p_max_carry bigint, p_term bigint, p_max_carry_bytes bigint, p_wait interval),
             millrace.schema_version(),
-            millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval),
+            millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval, p_per_key integer, p_key text[]),
             millrace.tally(p_every interval, p_term bigint)
         TO millrace_worker;
         GRANT SELECT ON millrace.migration, millrace.function_set, millrace.jobs, millrace.history TO millrace_worker;
@@ -82,7 +83,7 @@ BEGIN
             millrace.pause(p_queue text),
             millrace.resume(p_queue text),
             millrace.retry(p_id bigint),
-            millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval),
+            millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval, p_per_key integer, p_key text[]),
             millrace.set_retention(p_completed interval, p_other interval, OUT completed interval, OUT other interval)
         TO millrace_admin;
         GRANT SELECT ON ALL TABLES IN SCHEMA millrace TO millrace_admin;

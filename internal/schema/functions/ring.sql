@@ -105,7 +105,7 @@ CREATE OR REPLACE FUNCTION millrace.slot_tables(p_slot integer)
  IMMUTABLE
 AS $function$ SELECT ARRAY(SELECT format('millrace.%I', t || '_' || p_slot)
                    FROM unnest(ARRAY['job', 'tick', 'lease', 'ack', 'done', 'flush', 'promote', 'cancel', 'uniq',
-                                     'tally_round', 'heartbeat', 'leader', 'start', 'hold']) t) $function$;
+                                     'tally_round', 'heartbeat', 'leader', 'start', 'hold', 'keyhold']) t) $function$;
 COMMENT ON FUNCTION millrace.slot_tables(p_slot integer) IS
     'The partitions of a slot, in lock order.';
 
@@ -131,7 +131,7 @@ BEGIN
     END IF;
     IF EXISTS (SELECT 1 FROM pg_class c
                WHERE c.relnamespace = 'millrace'::regnamespace AND c.relkind = 'r' AND c.relispartition
-                 AND c.relname ~ '^(job|tick|lease|ack|done|flush|promote|cancel|uniq|tally_round|heartbeat|leader|start|hold|sched)_[0-9]+$'
+                 AND c.relname ~ '^(job|tick|lease|ack|done|flush|promote|cancel|uniq|tally_round|heartbeat|leader|start|hold|keyhold|sched)_[0-9]+$'
                  AND c.relfilenode IS DISTINCT FROM pg_relation_filenode(c.oid)) THEN
         RAISE EXCEPTION 'millrace: the ring moved rows after this % transaction took its snapshot (a reclaim committed): retry the transaction, or read at READ COMMITTED',
             current_setting('transaction_isolation') USING ERRCODE = '40001';
@@ -468,6 +468,15 @@ BEGIN
     FROM millrace.hold h
     CROSS JOIN LATERAL (SELECT s.rate_per FROM millrace.queue_state s WHERE s.queue = h.queue ORDER BY s.id DESC LIMIT 1) s
     WHERE h.slot = p_slot AND h.took > 0 AND h.at > clock_timestamp() - millrace.rate_window(s.rate_per);
+    -- And of each key of a per-key limit: its newest row, when it holds a
+    -- slot or the key's deferred jobs end later.
+    INSERT INTO millrace.keyhold (slot, id, queue, key, owner, n, until, at)
+    SELECT p_into, h.id, h.queue, h.key, h.owner, h.n, h.until, h.at
+    FROM (SELECT DISTINCT ON (x.queue, x.key, x.owner) x.* FROM millrace.keyhold x WHERE x.slot = p_slot
+          ORDER BY x.queue, x.key, x.owner, x.id DESC) h
+    WHERE (h.n > 0 OR h.until > clock_timestamp())
+      AND EXISTS (SELECT 1 FROM millrace.process p WHERE p.id = h.owner)
+      AND NOT EXISTS (SELECT 1 FROM millrace.keyhold n WHERE n.queue = h.queue AND n.key = h.key AND n.owner = h.owner AND n.id > h.id);
 
     -- Each registered process's newest heartbeat, and the newest leader
     -- row: the leases in force.
@@ -493,7 +502,7 @@ BEGIN
     RETURN v_total;
 END $function$;
 COMMENT ON FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallint, p_unclaimed_into smallint, p_uniq_kept millrace.uniq[], p_uniq_judged bigint[]) IS
-    'reclaim_slot empties slot p_slot into slot p_into (the jobs not yet claimed into p_unclaimed_into: p_into, or the park). The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick, the newest promotion round, cancellations of unfinished jobs, unique keys that still block (those of p_uniq_judged, the job ids of the keys the caller judged before it took the locks, as it found them: the blocking ones in p_uniq_kept; the others judged here), start marks of open batches, each registered process''s newest count of what it holds of a limited queue (when not 0) and the claims still in a rate-limited queue''s window, each registered process''s newest heartbeat and the newest leader term. Then the partitions are truncated. It returns the rows copied (the leases not counted).';
+    'reclaim_slot empties slot p_slot into slot p_into (the jobs not yet claimed into p_unclaimed_into: p_into, or the park). The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick, the newest promotion round, cancellations of unfinished jobs, unique keys that still block (those of p_uniq_judged, the job ids of the keys the caller judged before it took the locks, as it found them: the blocking ones in p_uniq_kept; the others judged here), start marks of open batches, each registered process''s newest count of what it holds of a limited queue and of each key of a per-key limit (when not 0, or the key''s deferred jobs end later) and the claims still in a rate-limited queue''s window, each registered process''s newest heartbeat and the newest leader term. Then the partitions are truncated. It returns the rows copied (the leases not counted).';
 
 CREATE OR REPLACE FUNCTION millrace.reclaim_park(p_max_carry bigint, p_max_carry_bytes bigint, p_into smallint)
  RETURNS bigint

@@ -48,6 +48,35 @@ BEGIN
     END LOOP;
 END $$;
 
+-- A per-key limit (per_key, keyed by per_key_by: 'kind' for the job's
+-- kind, 'args.F' for its top-level args field F) caps the jobs of each
+-- key running at once across every process. millrace.keyhold is what each
+-- process holds of each key, as hold is for the queue: its newest row per
+-- (queue, key) is its slots of the key, written by its claims when they
+-- change, never updated. until is the due time of the newest job a claim
+-- deferred for the key (the key's queue of deferred jobs ends there).
+ALTER TABLE millrace.queue_state ADD COLUMN per_key integer, ADD COLUMN per_key_by text[];
+
+CREATE SEQUENCE millrace.keyhold_seq;
+CREATE TABLE millrace.keyhold (
+    slot  smallint NOT NULL,
+    id    bigint NOT NULL DEFAULT nextval('millrace.keyhold_seq'),
+    queue text NOT NULL,
+    key   text NOT NULL,
+    owner int NOT NULL,
+    n     int NOT NULL,
+    until timestamptz,
+    at    timestamptz NOT NULL DEFAULT clock_timestamp()
+) PARTITION BY LIST (slot);
+CREATE INDEX keyhold_owner ON millrace.keyhold (queue, key, owner, id);
+DO $$
+BEGIN
+    FOR s IN 0 .. millrace.slots() - 1 LOOP
+        EXECUTE format('CREATE TABLE millrace.%I PARTITION OF millrace.keyhold FOR VALUES IN (%s)'
+                       ' WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false)', 'keyhold_' || s, s);
+    END LOOP;
+END $$;
+
 -- The claim takes what the caller holds of the queue (p_held).
 DROP FUNCTION IF EXISTS millrace.claim(text, integer, bigint, boolean, integer, bigint, interval, boolean);
 DROP FUNCTION IF EXISTS millrace.claim_start(text, integer, bigint, boolean, integer, bigint, interval, integer);
