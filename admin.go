@@ -99,9 +99,10 @@ type Limit struct {
 	// PerKey is how many of the queue's jobs of one key may run at once
 	// across every process (1 to MaxLimit), counted as Running is. A
 	// claim defers the jobs of a key at its limit to the schedule
-	// (JobState says "scheduled"), paced at one per slot of the key
-	// every 100ms, so that the jobs of other keys behind them start
-	// without waiting for them.
+	// (JobState says "scheduled"), paced at one per slot of the key for
+	// each time a job of the queue takes in the claiming process (its
+	// mean, measured there), so that the jobs of other keys behind them
+	// start without waiting for them.
 	PerKey int
 	// Key is the parts of a job's key under PerKey, joined by "/": "kind"
 	// for its kind, "args.F" (or F) for its top-level args field F as

@@ -422,7 +422,8 @@ func (c *Client) Start(ctx context.Context) error {
 	c.workers = pool.New(pool.Config{Store: c.store, Queues: queues, Handle: handle, Logger: c.cfg.Logger,
 		Backoff: c.cfg.Backoff, Poll: c.cfg.PollInterval, MaxPoll: c.cfg.MaxPollInterval, OnClaim: c.cfg.OnClaim,
 		MaxBatchJobs: c.cfg.MaxBatchJobs, MaxBatchBytes: c.cfg.MaxBatchBytes, OnFailure: c.onFailure,
-		Policy: ws.policy, OnAcked: c.onAcked, Starve: c.cfg.StarveAfter, Fresh: fresh, Now: c.cfg.clock})
+		Policy: ws.policy, OnAcked: c.onAcked, Starve: c.cfg.StarveAfter, Fresh: fresh, Now: c.cfg.clock,
+		OnDeferred: c.sender.NotifySched})
 	periodic, err := c.periodicJobs()
 	if err != nil {
 		c.cfg.Logger.Error("millrace: periodic jobs not run", "err", err)

@@ -2,6 +2,7 @@ package millrace_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -327,3 +328,99 @@ func (c *concurrency) enter() {
 }
 
 func (c *concurrency) leave() { c.now.Add(-1) }
+
+// keyArgs is a job with a key field for per-key limits.
+type keyArgs struct {
+	N int `json:"n"`
+	C int `json:"c"`
+}
+
+func (keyArgs) Kind() string { return "keyed" }
+
+// TestPerKeyLimitAcrossProcesses: three processes work a queue with a
+// per-key limit of 2 keyed by args.c. A backlog of one key, enqueued
+// first, does not hold back the jobs of the other keys behind it (they
+// all end before half of it has), no key ever runs more than 2 jobs at
+// once (measured by the jobs themselves), and every job runs once.
+func TestPerKeyLimitAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	const perKey, backlog, others, keys = 2, 120, 120, 12
+	var mu sync.Mutex
+	running := map[int]*concurrency{}
+	runs := map[int]int{}
+	var backlogDone, othersDone, backlogAtOthersDone int
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[keyArgs]) error {
+		mu.Lock()
+		c := running[j.Args.C]
+		if c == nil {
+			c = &concurrency{}
+			running[j.Args.C] = c
+		}
+		mu.Unlock()
+		c.enter()
+		time.Sleep(2 * time.Millisecond)
+		c.leave()
+		mu.Lock()
+		defer mu.Unlock()
+		runs[j.Args.N]++
+		if j.Args.C == 0 {
+			backlogDone++
+		} else if othersDone++; othersDone == others {
+			backlogAtOthersDone = backlogDone
+		}
+		return nil
+	}))
+	var clients []*millrace.Client
+	for range 3 {
+		c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+			Queues: map[string]millrace.QueueConfig{"keyed": {MaxWorkers: 8, Limit: &millrace.Limit{PerKey: perKey, Key: []string{"c"}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	params := make([]millrace.InsertManyParams, 0, backlog+others)
+	for i := range backlog + others {
+		c := 0
+		if i >= backlog {
+			c = 1 + i%keys
+		}
+		params = append(params, millrace.InsertManyParams{Args: keyArgs{N: i, C: c}, Opts: &millrace.InsertOpts{Queue: "keyed"}})
+	}
+	if _, err := clients[0].InsertMany(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every job to run", 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs) == backlog+others
+	})
+	ls, err := millrace.Limits(ctx, pool)
+	if err != nil || len(ls) != 1 || ls[0].Limit.PerKey != perKey || fmt.Sprint(ls[0].Limit.Key) != "[args.c]" {
+		t.Fatalf("Limits = %+v (%v); want the per-key limit of %d by args.c", ls, err, perKey)
+	}
+	for _, c := range clients {
+		if err := c.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, c := range running {
+		if m := c.most.Load(); m > perKey {
+			t.Fatalf("key %d: %d jobs ran at once under a per-key limit of %d", k, m, perKey)
+		}
+	}
+	for i := range backlog + others {
+		if runs[i] != 1 {
+			t.Fatalf("job %d ran %d times; want 1", i, runs[i])
+		}
+	}
+	if backlogAtOthersDone >= backlog/2 {
+		t.Fatalf("%d of key 0's %d jobs had run when the other keys' last job ended; want under half", backlogAtOthersDone, backlog)
+	}
+	t.Logf("key 0 had run %d of %d when the other keys were done; at most %d of key 0 at once", backlogAtOthersDone, backlog, running[0].most.Load())
+}

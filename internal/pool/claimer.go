@@ -165,6 +165,7 @@ func (p *Pool) claim(q *queue) {
 		held := int(q.held.Load())
 		lim.Held = &held
 		lim.Keys, lim.KeyHeld = q.keyReport()
+		lim.Pace = time.Duration(q.pace.Load())
 		replay := retry
 		sbs, seen, err := p.cfg.Store.ClaimSeen(ctx, q.name, owner, req, retry, lim)
 		if err != nil {
@@ -184,6 +185,9 @@ func (p *Pool) claim(q *queue) {
 		backoff = 10 * time.Millisecond
 		retry = false
 		q.keysClaimed(lim.Keys, lim.KeyHeld, sbs)
+		if seen.Deferred && p.cfg.OnDeferred != nil {
+			p.cfg.OnDeferred()
+		}
 		q.gate.set(seen.Limit > 0, int(seen.Slots))
 		q.bound.Store(seen.Full)
 		q.rated.Store(seen.Rate > 0)

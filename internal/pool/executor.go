@@ -59,7 +59,9 @@ func (p *Pool) work(q *queue) {
 			p.free(q, it.job.Key) // its batch was released meanwhile: it runs elsewhere
 			continue
 		}
+		began := time.Now()
 		p.run(it)
+		q.ran(time.Since(began))
 		q.gate.leave()
 		p.free(q, it.job.Key)
 	}

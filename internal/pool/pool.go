@@ -92,6 +92,9 @@ type Config struct {
 	Yield time.Duration
 	// OnClaim observes each claim that returned jobs.
 	OnClaim func(queue string, d time.Duration, n int)
+	// OnDeferred is called after a claim whose per-key limit deferred
+	// jobs to the schedule, due soon: the promoter may be asleep.
+	OnDeferred func()
 	// OnFenced is told when a flush found a batch re-leased elsewhere.
 	OnFenced func(tick int64)
 	// MaxBatchJobs caps the jobs of one claim (default 1000; a claim never
@@ -193,6 +196,20 @@ type queue struct {
 	keyMu sync.Mutex
 	keys  map[string]int32
 	gone  map[string]bool
+	// pace is how long its jobs take here, a moving mean in nanoseconds
+	// (0: none ran yet): a claim paces the jobs a per-key limit defers
+	// by it.
+	pace atomic.Int64
+}
+
+// ran adds a job's run time d to q's pace.
+func (q *queue) ran(d time.Duration) {
+	old := q.pace.Load()
+	if old == 0 {
+		q.pace.Store(int64(d))
+		return
+	}
+	q.pace.Store(old + (int64(d)-old)/8)
 }
 
 // keyReport is what q has in hand of each key, for a claim (nil: no key

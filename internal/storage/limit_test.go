@@ -388,7 +388,7 @@ func claimJobs(t *testing.T, s *Store, queue string, owner int32, req int64, hel
 // stand) and returns the keys of the jobs the claim took, in order.
 func keyClaim(t *testing.T, s *Store, queue string, owner int32, req int64, keys []string, held []int32) []string {
 	t.Helper()
-	bs, _, err := s.ClaimSeen(context.Background(), queue, owner, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Keys: keys, KeyHeld: held})
+	bs, _, err := s.ClaimSeen(context.Background(), queue, owner, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Keys: keys, KeyHeld: held, Pace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func TestPerKeyLimitDefersPastTheKeysSlots(t *testing.T) {
 			t.Fatalf("deferred job %d is %q (%v); want scheduled", id, st, err)
 		}
 	}
-	// Paced: one per slot every 100 ms after the key's deferred jobs.
+	// Paced: one per slot every Pace after the key's deferred jobs.
 	var spread time.Duration
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*), coalesce(max(due_at) - min(due_at), '0') FROM millrace.sched

@@ -153,6 +153,10 @@ type Limits struct {
 	// its counts standing.
 	Keys    []string
 	KeyHeld []int32
+	// Pace is how long a job of the queue takes in the caller (0: not
+	// known yet): jobs a per-key limit defers come back one per slot of
+	// their key at this pace.
+	Pace time.Duration
 }
 
 // Store runs the protocol's statements on a pool.
@@ -257,7 +261,7 @@ func insertJobs(ctx context.Context, jobs []NewJob, notify bool, run func(scan f
 const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled, key
 	FROM millrace.claim_start(p_queue => $1, p_owner => $2, p_req => $3, p_retry => $4,
 		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9, p_buffer => $10,
-		p_keys => $11, p_kheld => $12)`
+		p_keys => $11, p_kheld => $12, p_pace => $13)`
 
 // Claim takes the next batches of queue for process owner: the batches
 // whose reply an earlier call with the same req lost (when retry is set), a
@@ -301,11 +305,12 @@ func (s *Store) Peek(ctx context.Context, queue string) (takenBy int32, err erro
 // concurrency limit (millrace.limit; 0: none), whether a limit bound the
 // claim (millrace.full), when a full rate window has room again
 // (millrace.retry_in), the queue's rate (millrace.rate; 0: none) and the
-// caller's slots of its running limit (millrace.slots).
+// caller's slots of its running limit (millrace.slots), and whether a
+// per-key limit deferred jobs to the schedule (millrace.deferred).
 const claimedBySQL = "SELECT coalesce(nullif(current_setting('millrace.claimed_by', true), ''), '0')::int, " +
 	"coalesce(nullif(current_setting('millrace.limit', true), ''), '0')::int, coalesce(current_setting('millrace.full', true), '') = '1', " +
 	"coalesce(nullif(current_setting('millrace.retry_in', true), ''), '0')::int, coalesce(nullif(current_setting('millrace.rate', true), ''), '0')::int, " +
-	"coalesce(nullif(current_setting('millrace.slots', true), ''), '0')::int"
+	"coalesce(nullif(current_setting('millrace.slots', true), ''), '0')::int, coalesce(current_setting('millrace.deferred', true), '') = '1'"
 
 // Seen is what a claim saw besides its jobs.
 type Seen struct {
@@ -328,6 +333,9 @@ type Seen struct {
 	// Slots is, under a running limit, how many of the queue's jobs the
 	// caller may run at once: the claim wrote it as the caller's count.
 	Slots int32
+	// Deferred says a per-key limit deferred jobs of the claim's batches
+	// to the schedule (the promoter may need a word: they are due soon).
+	Deferred bool
 }
 
 // ClaimSeen is Claim, and also says what the claim saw (Seen). A claimer
@@ -372,10 +380,10 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 	}
 	defer c.Release()
 	err = runTx(ctx, c.Conn(), TxOpts{AsyncCommit: true},
-		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held, lim.Buffer, keysArg(lim.Keys), lim.KeyHeld}, scan: scan},
+		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held, lim.Buffer, keysArg(lim.Keys), lim.KeyHeld, paceArg(lim.Pace)}, scan: scan},
 		stmt{sql: claimedBySQL, scan: func(rows pgx.Rows) error {
 			var ms int32
-			if err := scanOne(&seen.TakenBy, &seen.Limit, &seen.Full, &ms, &seen.Rate, &seen.Slots)(rows); err != nil {
+			if err := scanOne(&seen.TakenBy, &seen.Limit, &seen.Full, &ms, &seen.Rate, &seen.Slots, &seen.Deferred)(rows); err != nil {
 				return err
 			}
 			seen.RetryIn = time.Duration(ms) * time.Millisecond
@@ -397,6 +405,14 @@ func keysArg(keys []string) any {
 		return nil
 	}
 	return keys
+}
+
+// paceArg is pace as the claim's p_pace: NULL when not known.
+func paceArg(pace time.Duration) any {
+	if pace <= 0 {
+		return nil
+	}
+	return pace
 }
 
 // QueuesWithWork returns the queues of names that a claim might find

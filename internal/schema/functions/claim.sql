@@ -416,7 +416,7 @@ END $function$;
 COMMENT ON FUNCTION millrace.claim_peek(p_queue text) IS
     'claim_peek says, without a claim''s lock or writes, whether a claim of p_queue would return nothing at once by its short cut: the process that took the queue''s newest batch when that batch already holds every job committed before the call (and no released batch waits), else 0 (a claim may find work: claim). A claimer that keeps losing announcements to another process asks it before it claims: most of its claims found nothing. It answers 0 outside READ COMMITTED (its statements must take their snapshots after their locks).';
 
-CREATE OR REPLACE FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_keys text[], p_kheld integer[], INOUT p_taken jsonb, INOUT p_until jsonb, OUT deferred bigint[])
+CREATE OR REPLACE FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_keys text[], p_kheld integer[], p_pace interval, INOUT p_taken jsonb, INOUT p_until jsonb, OUT deferred bigint[])
  RETURNS record
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -425,8 +425,9 @@ AS $function$
 -- PL/pgSQL for a plan cached for the session: a claim of a queue with a
 -- per-key limit calls it for each batch it takes.
 DECLARE
-    v_now timestamptz := clock_timestamp();
-    v_d   record;
+    v_now  timestamptz := clock_timestamp();
+    v_d    record;
+    v_pace interval := least(greatest(coalesce(p_pace, interval '10 ms'), interval '1 ms'), interval '10 s');
 BEGIN
     deferred := '{}';
     -- Each key of the batch: the slots free for it (the limit less what
@@ -458,24 +459,25 @@ BEGIN
         CONTINUE WHEN cardinality(v_d.later) = 0;
         -- The jobs past the key's free slots wait in the schedule, the
         -- i-th due after the key's deferred jobs, one per slot every
-        -- 100 ms: a job of 100 ms keeps the key busy, none comes back
-        -- long before it can run. They keep their attempt (as a snooze).
+        -- p_pace (the time a job of the queue takes in the caller): none
+        -- comes back long before a slot may be free for it, and none is
+        -- held back much longer. They keep their attempt (as a snooze).
         INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, last_error, timeout_ms)
         SELECT millrace.current_gen(), x.id, x.queue, x.kind, x.args, x.priority, x.attempt, x.max_attempts, least(x.created_at, now()),
-               v_d.after + interval '100 ms' * ceil(array_position(v_d.later, x.id)::numeric / p_per_key),
+               v_d.after + v_pace * ceil(array_position(v_d.later, x.id)::numeric / p_per_key),
                'deferred by its key''s limit', x.timeout_ms
         FROM unnest(p_jobs) x WHERE x.id = ANY (v_d.later);
         INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt)
         SELECT millrace.current_segment(), u.id, p_tick, p_token, 5, x.attempt + 1
         FROM unnest(v_d.later) u(id) JOIN unnest(p_jobs) x ON x.id = u.id;
-        p_until := p_until || jsonb_build_object(v_d.k, v_d.after + interval '100 ms' * ceil(cardinality(v_d.later)::numeric / p_per_key));
+        p_until := p_until || jsonb_build_object(v_d.k, v_d.after + v_pace * ceil(cardinality(v_d.later)::numeric / p_per_key));
         deferred := deferred || v_d.later;
     END LOOP;
 END $function$;
-COMMENT ON FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_keys text[], p_kheld integer[], INOUT p_taken jsonb, INOUT p_until jsonb, OUT deferred bigint[]) IS
-    'key_defer splits batch p_tick (lease p_token) of a queue with a per-key limit of p_per_key, keyed by p_by: each key''s jobs, in order, up to its free slots (the limit less what p_owner keeps of it, least of its newest keyhold count and its jobs in hand p_kheld for p_keys, NULL: the count stands; less what the live processes p_live hold; less what this claim took, p_taken) stay in the batch; the others are deferred: acked as snoozed (state 5, no history) and written to the schedule, paced one per slot every 100 ms after the key''s deferred jobs (p_until, and the keyhold rows'' until). It returns their ids, and p_taken and p_until with this batch''s keys.';
+COMMENT ON FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_keys text[], p_kheld integer[], p_pace interval, INOUT p_taken jsonb, INOUT p_until jsonb, OUT deferred bigint[]) IS
+    'key_defer splits batch p_tick (lease p_token) of a queue with a per-key limit of p_per_key, keyed by p_by: each key''s jobs, in order, up to its free slots (the limit less what p_owner keeps of it, least of its newest keyhold count and its jobs in hand p_kheld for p_keys, NULL: the count stands; less what the live processes p_live hold; less what this claim took, p_taken) stay in the batch; the others are deferred: acked as snoozed (state 5, no history) and written to the schedule, paced one per slot every p_pace (10 ms when NULL; 1 ms to 10 s) after the key''s deferred jobs (p_until, and the keyhold rows'' until). It returns their ids, and p_taken and p_until with this batch''s keys.';
 
-CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_keys text[] DEFAULT NULL::text[], p_kheld integer[] DEFAULT NULL::integer[])
+CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_keys text[] DEFAULT NULL::text[], p_kheld integer[] DEFAULT NULL::integer[], p_pace interval DEFAULT NULL::interval)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean, key text)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -681,8 +683,11 @@ BEGIN
             -- Its jobs past their keys' free slots are deferred (their
             -- holder is gone: its slots no longer count).
             v_jobs := ARRAY(SELECT b FROM millrace.batch_jobs(v_tick) b);
-            SELECT d.p_taken, d.p_until INTO v_ktaken, v_kuntil
-            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_token, v_jobs, v_per_key, v_by, v_live, p_keys, p_kheld, v_ktaken, v_kuntil) d;
+            SELECT d.p_taken, d.p_until, d.deferred INTO v_ktaken, v_kuntil, v_def
+            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_token, v_jobs, v_per_key, v_by, v_live, p_keys, p_kheld, p_pace, v_ktaken, v_kuntil) d;
+            IF cardinality(v_def) > 0 THEN
+                PERFORM set_config('millrace.deferred', '1', true);
+            END IF;
         END IF;
         -- With p_start_all every job goes to an idle worker: the adopted
         -- batch's start row (it has a tick of another claim, which its
@@ -840,12 +845,15 @@ BEGIN
             -- A per-key limit: the batch's jobs past their keys' free
             -- slots are deferred (key_defer); the others go out.
             SELECT d.p_taken, d.p_until, d.deferred INTO v_ktaken, v_kuntil, v_def
-            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_tick, v_jobs, v_per_key, v_by, v_live, p_keys, p_kheld, v_ktaken, v_kuntil) d;
+            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_tick, v_jobs, v_per_key, v_by, v_live, p_keys, p_kheld, p_pace, v_ktaken, v_kuntil) d;
             IF cardinality(v_def) > 0 AND cardinality(v_def) = cardinality(v_jobs) THEN
                 -- Nothing of it goes out: it is done here.
                 INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), p_queue, v_tick);
             END IF;
             v_left := v_left - cardinality(v_jobs) + cardinality(v_def);
+            IF cardinality(v_def) > 0 THEN
+                PERFORM set_config('millrace.deferred', '1', true);
+            END IF;
         END IF;
         FOR v_r IN SELECT * FROM unnest(v_jobs) x WHERE x.id <> ALL (v_def) LOOP
             v_n := v_n + 1;
@@ -909,10 +917,10 @@ BEGIN
         PERFORM set_config('millrace.full', '1', true);
     END IF;
 END $function$;
-COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer, p_buffer integer, p_keys text[], p_kheld integer[]) IS
-    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a running limit (set_limit) gives each live process slots, its newest count in millrace.hold: the process runs at most that many of the queue''s jobs at once. A claim keeps the caller''s slots that it has jobs in hand for (p_held: jobs it claimed that have not ended in it; NULL: its newest count stands), adds at most the limit less what the live processes hold, and takes jobs for its slots and a buffer more (up to p_buffer and eight per slot), which wait in the process for one of its slots (none under a rate limit, nothing while the queue is over a lowered limit); it writes the caller''s new count and sets millrace.slots to it for the rest of the transaction; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit bound it (it took all a limit left, maybe nothing), and millrace.retry_in to the milliseconds until the rate''s window has room again. A queue with a per-key limit (set_limit) gives each live process slots of each key, its newest count in millrace.keyhold: a claim keeps the caller''s slots of each key of p_keys that it has jobs in hand for (p_kheld, the same order; NULL: its counts stand), and defers the jobs of each batch past their key''s free slots to the schedule (key_defer); key is each job''s key (NULL without a per-key limit).';
+COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer, p_buffer integer, p_keys text[], p_kheld integer[], p_pace interval) IS
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a running limit (set_limit) gives each live process slots, its newest count in millrace.hold: the process runs at most that many of the queue''s jobs at once. A claim keeps the caller''s slots that it has jobs in hand for (p_held: jobs it claimed that have not ended in it; NULL: its newest count stands), adds at most the limit less what the live processes hold, and takes jobs for its slots and a buffer more (up to p_buffer and eight per slot), which wait in the process for one of its slots (none under a rate limit, nothing while the queue is over a lowered limit); it writes the caller''s new count and sets millrace.slots to it for the rest of the transaction; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit bound it (it took all a limit left, maybe nothing), and millrace.retry_in to the milliseconds until the rate''s window has room again. A queue with a per-key limit (set_limit) gives each live process slots of each key, its newest count in millrace.keyhold: a claim keeps the caller''s slots of each key of p_keys that it has jobs in hand for (p_kheld, the same order; NULL: its counts stand), and defers the jobs of each batch past their key''s free slots to the schedule (key_defer, paced by p_pace, the time a job of the queue takes in the caller), setting millrace.deferred to 1 for the rest of the transaction; key is each job''s key (NULL without a per-key limit).';
 
-CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_keys text[] DEFAULT NULL::text[], p_kheld integer[] DEFAULT NULL::integer[])
+CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_keys text[] DEFAULT NULL::text[], p_kheld integer[] DEFAULT NULL::integer[], p_pace interval DEFAULT NULL::interval)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean, key text)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -928,7 +936,7 @@ BEGIN
         -- The claim's rows go out as they are, and an empty claim (most
         -- of the claims of a queue that several processes work) plans
         -- and runs no insert.
-        RETURN QUERY SELECT * FROM millrace.claim(p_queue, p_owner, p_req, false, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start > 0, false), p_held, p_buffer, p_keys, p_kheld);
+        RETURN QUERY SELECT * FROM millrace.claim(p_queue, p_owner, p_req, false, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start > 0, false), p_held, p_buffer, p_keys, p_kheld, p_pace);
         RETURN;
     END IF;
     -- One statement: the claim's rows, numbered in the order it returns
@@ -942,7 +950,7 @@ BEGIN
     WITH c AS MATERIALIZED (
         SELECT x.tick_id, x.token, x.id, x.kind, x.args, x.priority, x.attempt, x.max_attempts, x.created_at,
                x.ready_at, x.timeout_ms, x.cancelled, x.key, x.n
-        FROM millrace.claim(p_queue, p_owner, p_req, p_retry, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start >= p_max_jobs, false), p_held, p_buffer, p_keys, p_kheld)
+        FROM millrace.claim(p_queue, p_owner, p_req, p_retry, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start >= p_max_jobs, false), p_held, p_buffer, p_keys, p_kheld, p_pace)
              WITH ORDINALITY AS x(tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at,
                                   ready_at, timeout_ms, cancelled, key, n)),
     marked AS (
@@ -962,5 +970,5 @@ BEGIN
            c.ready_at, c.timeout_ms, c.cancelled, c.key
     FROM c ORDER BY c.n;
 END $function$;
-COMMENT ON FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer, p_buffer integer, p_keys text[], p_kheld integer[]) IS
-    'claim_start is claim, and the start marks (mark_started) of the first p_start jobs it returns that are not cancelled: the claimer passes the number of its idle workers, which start those jobs at once, so that they need no mark of their own. With p_start at least p_max_jobs every job goes to an idle worker, and a new batch is marked started as a whole on its tick, with no start row. The jobs it hands to busy workers wait in the process and are marked when they start. p_held, p_buffer, p_keys and p_kheld are claim''s: the jobs of a limited queue the caller has in hand, how many it may take beyond its slots, and its jobs in hand per key of a per-key limit.';
+COMMENT ON FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer, p_buffer integer, p_keys text[], p_kheld integer[], p_pace interval) IS
+    'claim_start is claim, and the start marks (mark_started) of the first p_start jobs it returns that are not cancelled: the claimer passes the number of its idle workers, which start those jobs at once, so that they need no mark of their own. With p_start at least p_max_jobs every job goes to an idle worker, and a new batch is marked started as a whole on its tick, with no start row. The jobs it hands to busy workers wait in the process and are marked when they start. p_held, p_buffer, p_keys, p_kheld and p_pace are claim''s: the jobs of a limited queue the caller has in hand, how many it may take beyond its slots, its jobs in hand per key of a per-key limit, and the pace of deferred jobs.';

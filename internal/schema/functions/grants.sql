@@ -33,8 +33,8 @@ BEGIN
         GRANT EXECUTE ON FUNCTION
             millrace.activity(p_since timestamp with time zone),
             millrace.cancelled(p_ids bigint[]),
-            millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer, p_buffer integer, p_keys text[], p_kheld integer[]),
-            millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer, p_buffer integer, p_keys text[], p_kheld integer[]),
+            millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer, p_buffer integer, p_keys text[], p_kheld integer[], p_pace interval),
+            millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer, p_buffer integer, p_keys text[], p_kheld integer[], p_pace interval),
             millrace.claim_peek(p_queue text),
             millrace.completed_since(p_since timestamp with time zone),
             millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer),
