@@ -147,6 +147,10 @@ for a rate limit, the jobs started in the current window over the rate;
 		if q.RateLimit > 0 {
 			limit = strings.TrimPrefix(limit+fmt.Sprintf(",%d/%d per %s", q.Started, q.RateLimit, q.Per), "-,")
 		}
+		if q.PerKey > 0 {
+			limit = strings.TrimPrefix(limit+fmt.Sprintf(",%d per %s: %d keys running, %d full, %d deferred",
+				q.PerKey, keyName(q.Key), q.KeysRunning, q.KeysFull, q.Deferred), "-,")
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\t%s\n", cmdline.Escape(q.Name), q.Available, q.Running, q.Scheduled, q.Discarded,
 			q.Completed, q.Cancelled, q.Rate, dur(q.OldestWaiting), paused, limit)
 	}
@@ -565,16 +569,20 @@ func queueUsage() {
 	fmt.Fprintln(os.Stderr, `Usage:
   millrace queue pause NAME --yes [--create]   stop handing out the queue's jobs (those running finish)
   millrace queue resume NAME                   hand them out again
-  millrace queue limit NAME [--running N] [--rate N/PERIOD] [--clear] [--create]
+  millrace queue limit NAME [--running N] [--rate N/PERIOD] [--per-key N [--key K]] [--clear] [--create]
                                                at most N of its jobs running at once, or
-                                               starting per PERIOD (100/1s, 60/1m), across
-                                               every process (no flag: show the limits)
+                                               starting per PERIOD (100/1s, 60/1m), or
+                                               running at once per key, across every
+                                               process (no flag: show the limits)
 
 NAME must be a queue the database knows (millrace queues lists them);
 --create pauses a queue, or limits it, ahead of its first job. queue limit
-changes the limits it is given and keeps the other (--running 0 or --rate
-0 removes one, --clear both); a limit takes effect at each process's next
-claim, and running jobs finish. Every action takes --database-url
+changes the limits it is given and keeps the others (--running 0, --rate
+0 or --per-key 0 removes one, --clear all); a limit takes effect at each
+process's next claim, and running jobs finish. A job's key is --key's
+parts, comma-separated: kind (the job's kind) or a top-level args field
+(customer_id, or args.customer_id); the kind when --key is not given.
+Jobs of a key at its limit wait in the schedule (jobs show: scheduled). Every action takes --database-url
 (default $DATABASE_URL).`)
 }
 
@@ -584,6 +592,8 @@ func runQueue(ctx context.Context, args []string) error {
 	create := fs.Bool("create", false, "queue pause, queue limit: act on a queue that has no job yet, ahead of its first job")
 	running := fs.Int("running", 0, "queue limit: at most this many of the queue's jobs running at once across every process (1 to 1000000; 0: none)")
 	rate := fs.String("rate", "", "queue limit: at most N of the queue's jobs starting per PERIOD across every process, as N/PERIOD (100/1s; 0: none)")
+	perKey := fs.Int("per-key", 0, "queue limit: at most this many of the queue's jobs of one key running at once across every process (1 to 1000000; 0: none)")
+	key := fs.String("key", "", "queue limit: a job's key for --per-key, comma-separated parts: kind, or a top-level args field (default: kind)")
 	clearLimit := fs.Bool("clear", false, "queue limit: remove the queue's limits")
 	fs.Usage = func() { queueUsage(); fs.PrintDefaults() }
 	pos, err := parseArgs(fs, args)
@@ -605,14 +615,26 @@ func runQueue(ctx context.Context, args []string) error {
 	}
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
-	if action != "limit" && (given["running"] || given["rate"] || given["clear"]) {
-		return errors.New("--running, --rate and --clear belong to queue limit")
+	if action != "limit" && (given["running"] || given["rate"] || given["per-key"] || given["key"] || given["clear"]) {
+		return errors.New("--running, --rate, --per-key, --key and --clear belong to queue limit")
 	}
-	if action == "limit" && *clearLimit && (given["running"] || given["rate"]) {
-		return errors.New("queue limit: give --running or --rate, or --clear, not both")
+	if action == "limit" && *clearLimit && (given["running"] || given["rate"] || given["per-key"] || given["key"]) {
+		return errors.New("queue limit: give --running, --rate or --per-key, or --clear, not both")
 	}
 	if action == "limit" && (*running < 0 || *running > 1000000) {
 		return fmt.Errorf("queue limit: --running %d: want 1 to 1000000 (0: none)", *running)
+	}
+	if action == "limit" && (*perKey < 0 || *perKey > 1000000) {
+		return fmt.Errorf("queue limit: --per-key %d: want 1 to 1000000 (0: none)", *perKey)
+	}
+	if action == "limit" && given["key"] && (!given["per-key"] || *perKey == 0) {
+		return errors.New("queue limit: --key goes with --per-key N")
+	}
+	var keyParts []string
+	if given["key"] {
+		if keyParts, err = parseKey(*key); err != nil {
+			return fmt.Errorf("queue limit: --key %q: %w", *key, err)
+		}
 	}
 	var rateN int
 	var ratePer time.Duration
@@ -658,8 +680,8 @@ func runQueue(ctx context.Context, args []string) error {
 	// Asked once the queue is known to be there (or --create said to
 	// make it).
 	if action == "limit" {
-		return queueLimit(ctx, pool, name, limitChange{running: *running, rate: rateN, per: ratePer,
-			setRunning: given["running"], setRate: given["rate"], clear: *clearLimit}, *f.json)
+		return queueLimit(ctx, pool, name, limitChange{running: *running, rate: rateN, per: ratePer, perKey: *perKey, key: keyParts,
+			setRunning: given["running"], setRate: given["rate"], setPerKey: given["per-key"], clear: *clearLimit}, *f.json)
 	}
 	if action == "pause" && !*f.yes {
 		return fmt.Errorf("queue pause %s stops every worker from taking its jobs until it is resumed: pass --yes to confirm", cmdline.Escape(name))
@@ -689,10 +711,40 @@ func runQueue(ctx context.Context, args []string) error {
 
 // limitChange is what queue limit was asked to change.
 type limitChange struct {
-	running, rate       int
-	per                 time.Duration
-	setRunning, setRate bool
-	clear               bool
+	running, rate, perKey          int
+	per                            time.Duration
+	key                            []string
+	setRunning, setRate, setPerKey bool
+	clear                          bool
+}
+
+// parseKey reads --key: comma-separated parts, each kind or a top-level
+// args field (args.F or F), as the database keeps them.
+func parseKey(s string) ([]string, error) {
+	var parts []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		f := strings.TrimPrefix(p, "args.")
+		if p == "" || f == "" || len(f) > 63 {
+			return nil, errors.New("each part is kind or a top-level args field name of 1 to 63 bytes")
+		}
+		if p != "kind" && f == p {
+			p = "args." + p
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) > 8 {
+		return nil, errors.New("a key has at most 8 parts")
+	}
+	return parts, nil
+}
+
+// keyName says a per-key limit's key: its parts joined by /.
+func keyName(key []string) string {
+	if len(key) == 0 {
+		return "kind"
+	}
+	return strings.Join(key, "/")
 }
 
 // queueLimit changes queue's limits as asked (none: it shows them), and
@@ -707,7 +759,7 @@ func queueLimit(ctx context.Context, db ops.DB, name string, ch limitChange, asJ
 		}
 		return ops.QueueLimit{Queue: name}, err
 	}
-	if ch.setRunning || ch.setRate || ch.clear {
+	if ch.setRunning || ch.setRate || ch.setPerKey || ch.clear {
 		cur, err := current()
 		if err != nil {
 			return err
@@ -718,6 +770,12 @@ func queueLimit(ctx context.Context, db ops.DB, name string, ch limitChange, asJ
 		}
 		if ch.setRate {
 			l.Rate, l.Per = ch.rate, ch.per
+		}
+		if ch.setPerKey {
+			l.PerKey, l.Key = ch.perKey, ch.key
+			if ch.perKey == 0 {
+				l.Key = nil
+			}
 		}
 		if ch.clear {
 			l = ops.Limit{}
@@ -730,11 +788,26 @@ func queueLimit(ctx context.Context, db ops.DB, name string, ch limitChange, asJ
 	if err != nil {
 		return err
 	}
+	var top []ops.KeyCount
+	if cur.PerKey > 0 {
+		if top, err = ops.KeyLimits(ctx, db, name, 10); err != nil {
+			return err
+		}
+	}
 	if asJSON {
+		keys := make([]map[string]any, len(top))
+		for i, k := range top {
+			keys[i] = map[string]any{"key": k.Key, "running": k.Running}
+		}
 		return printJSON(os.Stdout, map[string]any{"queue": name, "running_limit": cur.Running, "held": cur.Held,
-			"rate_limit": cur.Rate, "rate_period_s": cur.Per.Seconds(), "started": cur.Started})
+			"rate_limit": cur.Rate, "rate_period_s": cur.Per.Seconds(), "started": cur.Started,
+			"per_key": cur.PerKey, "key": cur.Key, "keys_running": cur.KeysRunning, "keys_full": cur.KeysFull,
+			"deferred": cur.Deferred, "top_keys": keys})
 	}
 	fmt.Printf("queue %s: %s\n", cmdline.Escape(name), describeLimits(cur))
+	for _, k := range top {
+		fmt.Printf("  key %s: %d running\n", cmdline.Escape(k.Key), k.Running)
+	}
 	return nil
 }
 
@@ -746,6 +819,10 @@ func describeLimits(l ops.QueueLimit) string {
 	}
 	if l.Rate > 0 {
 		parts = append(parts, fmt.Sprintf("at most %d starting per %s (%d in the current window)", l.Rate, l.Per, l.Started))
+	}
+	if l.PerKey > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d running per key %s (%d keys running, %d at the limit, %d jobs deferred)",
+			l.PerKey, keyName(l.Key), l.KeysRunning, l.KeysFull, l.Deferred))
 	}
 	if len(parts) == 0 {
 		return "no limit (each process runs up to its workers)"

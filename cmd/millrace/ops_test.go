@@ -570,6 +570,11 @@ func TestQueueLimitCommand(t *testing.T) {
 		{"queue", "limit", "email", "--running", "1000001"},
 		{"queue", "pause", "email", "--running", "3", "--yes"},
 		{"queue", "limit", "emial", "--running", "3"},
+		{"queue", "limit", "email", "--key", "c"},
+		{"queue", "limit", "email", "--per-key", "2", "--key", "a,,b"},
+		{"queue", "limit", "email", "--per-key", "-2"},
+		{"queue", "limit", "email", "--per-key", "2", "--clear"},
+		{"queue", "pause", "email", "--per-key", "2", "--yes"},
 	} {
 		code, _, errs := millrace(t, append(bad, "--database-url", u)...)
 		if code == 0 {
@@ -602,6 +607,19 @@ func TestQueueLimitCommand(t *testing.T) {
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Limit != 40 || got.Rate != 100 {
 		t.Fatalf("queue limit --json: exit %d %s", code, out)
+	}
+	// A per-key limit keeps the others; its key is normalized.
+	code, out, errs = millrace(t, "queue", "limit", "email", "--per-key", "2", "--key", "customer_id,kind", "--database-url", u)
+	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "; at most 2 running per key args.customer_id/kind (0 keys running, 0 at the limit, 0 jobs deferred)") {
+		t.Fatalf("queue limit --per-key 2: exit %d %q %s", code, out, errs)
+	}
+	if ls, err := ops.Limits(ctx, pool); err != nil || len(ls) != 1 || ls[0].Running != 40 || ls[0].PerKey != 2 ||
+		strings.Join(ls[0].Key, ",") != "args.customer_id,kind" {
+		t.Fatalf("after --per-key: limits %+v, %v", ls, err)
+	}
+	code, out, _ = millrace(t, "queues", "--database-url", u)
+	if code != 0 || !strings.Contains(out, "2 per args.customer_id/kind: 0 keys running, 0 full, 0 deferred") {
+		t.Fatalf("queues after the per-key limit:\n%s", out)
 	}
 	code, out, _ = millrace(t, "queue", "limit", "email", "--clear", "--database-url", u)
 	if code != 0 || !strings.Contains(out, "no limit") {

@@ -49,28 +49,40 @@ type Queue struct {
 	RateLimit int
 	Per       time.Duration
 	Started   int64
+	// PerKey is the queue's per-key limit (0: none), keyed by Key;
+	// KeysRunning the keys with a slot held by a live process, KeysFull
+	// those at the limit, and Deferred the jobs it deferred that wait in
+	// the schedule.
+	PerKey                          int
+	Key                             []string
+	KeysRunning, KeysFull, Deferred int64
 }
 
 // MarshalJSON writes durations in seconds and the counts by name.
 func (q Queue) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Name           string  `json:"name"`
-		Available      int64   `json:"available"`
-		Running        int64   `json:"running"`
-		Scheduled      int64   `json:"scheduled"`
-		Discarded      int64   `json:"discarded"`
-		Completed      int64   `json:"completed"`
-		Cancelled      int64   `json:"cancelled"`
-		Paused         bool    `json:"paused"`
-		OldestWaitingS float64 `json:"oldest_waiting_s"`
-		Rate           float64 `json:"rate_per_s"`
-		Limit          int     `json:"limit"`
-		Held           int64   `json:"held"`
-		RateLimit      int     `json:"rate_limit"`
-		RatePeriodS    float64 `json:"rate_period_s"`
-		Started        int64   `json:"started"`
+		Name           string   `json:"name"`
+		Available      int64    `json:"available"`
+		Running        int64    `json:"running"`
+		Scheduled      int64    `json:"scheduled"`
+		Discarded      int64    `json:"discarded"`
+		Completed      int64    `json:"completed"`
+		Cancelled      int64    `json:"cancelled"`
+		Paused         bool     `json:"paused"`
+		OldestWaitingS float64  `json:"oldest_waiting_s"`
+		Rate           float64  `json:"rate_per_s"`
+		Limit          int      `json:"limit"`
+		Held           int64    `json:"held"`
+		RateLimit      int      `json:"rate_limit"`
+		RatePeriodS    float64  `json:"rate_period_s"`
+		Started        int64    `json:"started"`
+		PerKey         int      `json:"per_key"`
+		Key            []string `json:"key,omitempty"`
+		KeysRunning    int64    `json:"keys_running"`
+		KeysFull       int64    `json:"keys_full"`
+		Deferred       int64    `json:"deferred"`
 	}{q.Name, q.Available, q.Running, q.Scheduled, q.Discarded, q.Completed, q.Cancelled, q.Paused, q.OldestWaiting.Seconds(), q.Rate,
-		q.Limit, q.Held, q.RateLimit, q.Per.Seconds(), q.Started})
+		q.Limit, q.Held, q.RateLimit, q.Per.Seconds(), q.Started, q.PerKey, q.Key, q.KeysRunning, q.KeysFull, q.Deferred})
 }
 
 // Queues lists every queue: its jobs by state, whether it is paused, its
@@ -114,7 +126,8 @@ func queueRows(ctx context.Context, db DB, rows []storage.QueueRow, err error) (
 		l := limits[r.Name]
 		qs[i] = Queue{Name: r.Name, Available: r.Available, Running: r.Running, Scheduled: r.Scheduled, Discarded: r.Discarded,
 			Completed: r.Completed, Cancelled: r.Cancelled, Paused: r.Paused, OldestWaiting: r.OldestWaiting, Rate: r.Rate,
-			Limit: l.Running, Held: l.Held, RateLimit: l.Rate, Per: l.Per, Started: l.Started}
+			Limit: l.Running, Held: l.Held, RateLimit: l.Rate, Per: l.Per, Started: l.Started,
+			PerKey: l.PerKey, Key: l.Key, KeysRunning: l.KeysRunning, KeysFull: l.KeysFull, Deferred: l.Deferred}
 	}
 	return qs, nil
 }
@@ -326,6 +339,7 @@ func Resume(ctx context.Context, db DB, queue string) error {
 type (
 	Limit      = storage.Limit
 	QueueLimit = storage.QueueLimit
+	KeyCount   = storage.KeyCount
 )
 
 // ParseRate parses a rate limit written N/PERIOD (100/1s, 60/1m): N from
@@ -347,6 +361,11 @@ func ParseRate(s string) (n int, per time.Duration, err error) {
 // SetLimit replaces queue's limits (the zero Limit: none).
 func SetLimit(ctx context.Context, db DB, queue string, l storage.Limit) error {
 	return storage.SetLimit(ctx, db, queue, l)
+}
+
+// KeyLimits lists the top keys of queue's per-key limit by slots held.
+func KeyLimits(ctx context.Context, db DB, queue string, top int) ([]storage.KeyCount, error) {
+	return storage.KeyLimits(ctx, db, queue, top)
 }
 
 // Limits lists the queues with a concurrency limit.
