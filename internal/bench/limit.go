@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,10 +20,26 @@ type Limit struct {
 	// Rate is the most jobs that may start per Per (0: none).
 	Rate int           `json:"rate,omitempty"`
 	Per  time.Duration `json:"per_ns,omitempty"`
+	// PerKey is the most jobs of one key that may run at once across
+	// every process (0: none), the key being the args field Key, whose
+	// value the producer spreads over Keys keys (the job's bench id
+	// modulo Keys).
+	PerKey int    `json:"per_key,omitempty"`
+	Key    string `json:"key,omitempty"`
+	Keys   int    `json:"keys,omitempty"`
 }
 
 // Zero reports whether no limit is set.
 func (l Limit) Zero() bool { return l == Limit{} }
+
+// KeyOf is the key the producer gives job id under a per-key limit (0:
+// none).
+func (l Limit) KeyOf(id int64) int64 {
+	if l.PerKey == 0 || l.Keys <= 0 {
+		return 0
+	}
+	return 1 + id%int64(l.Keys)
+}
 
 // String is the limit in --limit syntax.
 func (l Limit) String() string {
@@ -33,13 +50,19 @@ func (l Limit) String() string {
 	if l.Rate != 0 {
 		parts = append(parts, fmt.Sprintf("rate=%d/%s", l.Rate, l.Per))
 	}
+	if l.PerKey != 0 {
+		parts = append(parts, fmt.Sprintf("per-key=%d,key=%s,keys=%d", l.PerKey, l.Key, l.Keys))
+	}
 	return strings.Join(parts, ",")
 }
 
 // ParseLimit parses --limit: comma-separated running=N, the most jobs of
-// the queue running at once across every process (1 to 1,000,000), and
+// the queue running at once across every process (1 to 1,000,000),
 // rate=N/PERIOD, the most jobs starting per PERIOD (a Go duration, 10ms to
-// 24h). An empty string is no limit.
+// 24h), and per-key=N, the most jobs of one key running at once, with
+// key=ARG, the args field that holds the key (default customer_id), and
+// keys=K, how many keys the producer spreads the jobs over (default 1000).
+// An empty string is no limit.
 func ParseLimit(s string) (Limit, error) {
 	var l Limit
 	if strings.TrimSpace(s) == "" {
@@ -71,9 +94,34 @@ func ParseLimit(s string) (Limit, error) {
 				return Limit{}, fmt.Errorf("--limit %q: rate given twice", s)
 			}
 			l.Rate, l.Per = n, per
+		case "per-key":
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 || n > 1000000 || l.PerKey != 0 {
+				return Limit{}, fmt.Errorf("--limit %q: per-key=%q: want a whole number from 1 to 1000000, once", s, v)
+			}
+			l.PerKey = n
+		case "key":
+			v = strings.TrimSpace(v)
+			if v == "" || len(v) > 63 || strings.ContainsAny(v, "\"\\") || l.Key != "" {
+				return Limit{}, fmt.Errorf("--limit %q: key=%q: want an args field name of 1 to 63 bytes, once", s, v)
+			}
+			l.Key = v
+		case "keys":
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 || n > 1000000 || l.Keys != 0 {
+				return Limit{}, fmt.Errorf("--limit %q: keys=%q: want a whole number from 1 to 1000000, once", s, v)
+			}
+			l.Keys = n
 		default:
-			return Limit{}, fmt.Errorf("--limit %q: unknown key %q (have: running, rate)", s, k)
+			return Limit{}, fmt.Errorf("--limit %q: unknown key %q (have: running, rate, per-key, key, keys)", s, k)
 		}
+	}
+	if l.PerKey == 0 && (l.Key != "" || l.Keys != 0) {
+		return Limit{}, fmt.Errorf("--limit %q: key and keys go with per-key=N", s)
+	}
+	if l.PerKey != 0 {
+		l.Key = cmp.Or(l.Key, "customer_id")
+		l.Keys = cmp.Or(l.Keys, 1000)
 	}
 	return l, nil
 }
@@ -103,6 +151,39 @@ func (g *gauge) enter() {
 
 // leave counts a job that ends.
 func (g *gauge) leave() { g.now.Add(-1) }
+
+// keyGauges counts, per key of a per-key limit, the jobs running now and
+// the most seen at once.
+type keyGauges struct {
+	mu sync.Mutex
+	g  map[int64]*gauge
+}
+
+// of is key's gauge.
+func (k *keyGauges) of(key int64) *gauge {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.g == nil {
+		k.g = map[int64]*gauge{}
+	}
+	g := k.g[key]
+	if g == nil {
+		g = &gauge{}
+		k.g[key] = g
+	}
+	return g
+}
+
+// most is the most jobs of any one key seen running at once.
+func (k *keyGauges) most() int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var m int64
+	for _, g := range k.g {
+		m = max(m, g.most.Load())
+	}
+	return m
+}
 
 // startLog records when jobs start, to find the most that started in any
 // window of a rate's period (--limit rate=N/PERIOD); it records nothing

@@ -140,6 +140,9 @@ type StrategySummary struct {
 	// MostStarted is, under --limit rate=N/PERIOD, the most jobs the
 	// bench's own handler saw start within any window of PERIOD: at most N.
 	MostStarted int64 `json:"most_started,omitempty"`
+	// MostRunningPerKey is, under --limit per-key=N, the most jobs of any
+	// one key the bench's own handler saw running at once: at most N.
+	MostRunningPerKey int64 `json:"most_running_per_key,omitempty"`
 	// Chaos is the chaos scenario's figures.
 	Chaos *ChaosStats `json:"chaos,omitempty"`
 	// Totals are the bench's own counts of the main stream over the whole

@@ -21,9 +21,20 @@ type producer struct {
 	mix      *mixer
 	mixer    Mixer
 	schedMax time.Duration // the longest delay of a scheduled job
+	// limit is --limit: under a per-key limit each job gets its key.
+	limit Limit
 
 	errors  atomic.Int64
 	lastErr atomic.Pointer[string]
+}
+
+// job is the bench job id, with its key under a per-key limit.
+func (p *producer) job(id int64) Job {
+	j := Job{ID: id, Payload: payload}
+	if k := p.limit.KeyOf(id); k != 0 {
+		j.Key, j.KeyArg = k, p.limit.Key
+	}
+	return j
 }
 
 // enqueue stores ids and records the outcome. A call in flight when ctx is
@@ -31,7 +42,7 @@ type producer struct {
 func (p *producer) enqueue(ctx context.Context, ids []int64) {
 	jobs := make([]Job, len(ids))
 	for i, id := range ids {
-		jobs[i] = Job{ID: id, Payload: payload}
+		jobs[i] = p.job(id)
 	}
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
@@ -113,7 +124,7 @@ func (p *producer) enqueueMixBatch(ctx context.Context, us []unit) {
 	kinds := make([]mixKind, len(us))
 	for i, u := range us {
 		kinds[i] = kindOf(p.t.metaOf(u.id))
-		job := Job{ID: u.id, Payload: payload}
+		job := p.job(u.id)
 		switch kinds[i] {
 		case kindCancel:
 			job.RunAt = time.Now().Add(MixCancelLead)
@@ -193,7 +204,8 @@ func (p *producer) insertDups(ctx context.Context, us []unit, origs []Job, res [
 			p.t.markInconclusive(u.dup)
 			continue
 		}
-		job := Job{ID: u.dup, Payload: payload, RunAt: origs[i].RunAt, UniqueKey: origs[i].UniqueKey}
+		job := p.job(u.dup)
+		job.RunAt, job.UniqueKey = origs[i].RunAt, origs[i].UniqueKey
 		p.t.setRunAt(u.dup, job.RunAt)
 		dups = append(dups, job)
 		of = append(of, i)

@@ -447,7 +447,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		cha = newChaos(cfg, name, s.(Chaoser), t, time.Now()) // Check made sure it is one
 		st = cha
 	}
-	prod := &producer{s: s, t: t}
+	prod := &producer{s: s, t: t, limit: cfg.Limit}
 	mix := !cfg.Mix.Zero()
 	if mix {
 		prod.mix = newMixer(cfg.Mix, uint64(time.Now().UnixNano()))
@@ -457,6 +457,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	work := cfg.Work
 	workers := cfg.workersFor(s)
 	var running gauge
+	var perKey keyGauges
 	started := &startLog{per: cfg.Limit.Per}
 	env := Env{URL: cmp.Or(cfg.PoolerURL, cfg.URL), Workers: workers, Processes: cfg.processes(), RotateAfter: cfg.RotateAfter,
 		Limit: cfg.Limit,
@@ -464,6 +465,11 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 			running.enter()
 			started.add(time.Now())
 			defer running.leave()
+			if k := cfg.Limit.KeyOf(j.ID); k != 0 {
+				g := perKey.of(k)
+				g.enter()
+				defer g.leave()
+			}
 			n, kind := t.started(j.ID, j.ReadyAt)
 			if err := mixWork(n, kind, work); err != nil {
 				return err
@@ -655,6 +661,7 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	ss.DuplicateJobs = t.duplicates.Load()
 	ss.MostRunning = running.most.Load()
 	ss.MostStarted = started.most()
+	ss.MostRunningPerKey = perKey.most()
 	ss.PerProcessCompleted = t.perProcess()
 	ss.Totals = &RunTotals{Offered: t.offered.Load(), Enqueued: t.enqueued.Load(), Completed: t.completed.Load()}
 	if inst != nil {

@@ -27,6 +27,10 @@ type Job struct {
 	// nothing. Only a Mixer's EnqueueMix sees them.
 	RunAt     time.Time
 	UniqueKey int64
+	// Key, when not 0, is the job's key under --limit per-key=N: the
+	// strategy stores it in the args field KeyArg.
+	Key    int64
+	KeyArg string
 	// ReadyAt is when the strategy made the job ready to run (its run_at,
 	// or when its retry or snooze fell due), as the worker received it;
 	// zero when the strategy does not say.

@@ -174,8 +174,9 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 		fenced, err := p.cfg.Store.Flush(ctx, owner, seq, attempt > 0, acks, done)
 		cancel()
 		if err == nil {
-			if p.cfg.OnAcked != nil && len(acks) > 0 {
-				p.cfg.OnAcked(unfenced(acks, fenced))
+			p.paced(acks)
+			if outcomes := outcomesOf(acks); p.cfg.OnAcked != nil && len(outcomes) > 0 {
+				p.cfg.OnAcked(unfenced(outcomes, fenced))
 			}
 			for _, t := range fenced {
 				p.cfg.Logger.Warn("millrace: batch was released to another process; its acks from here were dropped", "tick", t)
@@ -194,6 +195,38 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 		}
 		backoff = min(backoff*2, time.Second)
 	}
+}
+
+// paced counts, for each job of a per-key limit that this flush wrote the
+// end of, the time its key's slot was held here (from its start to now)
+// into its queue's pace: a claim paces the jobs it defers by it.
+func (p *Pool) paced(acks []storage.Ack) {
+	now := p.cfg.Now()
+	for _, a := range acks {
+		if a.Job.Key == "" || a.Started.IsZero() {
+			continue
+		}
+		if q := p.queues[a.Job.Queue]; q != nil {
+			q.ran(now.Sub(a.Started))
+		}
+	}
+}
+
+// outcomesOf is acks without the entries that only free a key's slot
+// (storage.AckKeyFreed): no outcome, no event.
+func outcomesOf(acks []storage.Ack) []storage.Ack {
+	for i, a := range acks {
+		if a.State == storage.AckKeyFreed {
+			out := slices.Clone(acks[:i])
+			for _, b := range acks[i+1:] {
+				if b.State != storage.AckKeyFreed {
+					out = append(out, b)
+				}
+			}
+			return out
+		}
+	}
+	return acks
 }
 
 // unfenced is acks without those of the fenced batches.

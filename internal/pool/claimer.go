@@ -164,7 +164,6 @@ func (p *Pool) claim(q *queue) {
 		}
 		held := int(q.held.Load())
 		lim.Held = &held
-		lim.Keys, lim.KeyHeld = q.keyReport()
 		lim.Pace = time.Duration(q.pace.Load())
 		replay := retry
 		sbs, seen, err := p.cfg.Store.ClaimSeen(ctx, q.name, owner, req, retry, lim)
@@ -184,7 +183,6 @@ func (p *Pool) claim(q *queue) {
 		}
 		backoff = 10 * time.Millisecond
 		retry = false
-		q.keysClaimed(lim.Keys, lim.KeyHeld, sbs)
 		if seen.Deferred && p.cfg.OnDeferred != nil {
 			p.cfg.OnDeferred()
 		}
@@ -262,7 +260,7 @@ func (p *Pool) claim(q *queue) {
 				if j.Cancelled {
 					// Cancelled before it ran: ack it so, never run it.
 					p.ack(b, storage.Ack{Batch: sb, Job: &j, State: storage.AckCancelled, Finished: p.cfg.Now()})
-					p.free(q, j.Key)
+					p.free(q)
 					continue
 				}
 				it := item{batch: b, job: j}

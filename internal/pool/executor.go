@@ -48,7 +48,7 @@ func (p *Pool) work(q *queue) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if it.batch.owner != p.Owner() {
-			p.free(q, it.job.Key) // leased under a lost identity: released to other claimers
+			p.free(q) // leased under a lost identity: released to other claimers
 			continue
 		}
 		if !q.gate.enter(p.claimCtx) {
@@ -56,18 +56,20 @@ func (p *Pool) work(q *queue) {
 		}
 		if !it.started && !p.markStarted(&it) {
 			q.gate.leave()
-			p.free(q, it.job.Key) // its batch was released meanwhile: it runs elsewhere
+			if it.job.Key != "" {
+				// Its slot of a per-key limit comes back with the next flush.
+				p.send(storage.Ack{Batch: it.batch.Batch, Job: &it.job, State: storage.AckKeyFreed})
+			}
+			p.free(q) // its batch was released meanwhile: it runs elsewhere
 			continue
 		}
-		began := time.Now()
 		p.run(it)
-		q.ran(time.Since(began))
 		q.gate.leave()
-		p.free(q, it.job.Key)
+		p.free(q)
 	}
 }
 
-// free counts a job of q (and of key) that no longer runs here (it ended, or will not
+// free counts a job of q that no longer runs here (it ended, or will not
 // start) out of what the process has in hand of q, and wakes the claimer
 // of a queue that has a rate limit whose last claim took all its idle
 // workers allowed (its claims wait for an idle worker), or whose running limit bound its last claim once the jobs in hand fit
@@ -76,8 +78,7 @@ func (p *Pool) work(q *queue) {
 // or not its outcome is written yet; if the process dies before that, the
 // job runs again only once the process's lease has run out, when the
 // process holds nothing.
-func (p *Pool) free(q *queue, key string) {
-	q.keyEnded(key)
+func (p *Pool) free(q *queue) {
 	held := q.held.Add(-1)
 	if (q.rated.Load() && q.short.Load()) || (q.bound.Load() && !q.waits(held)) {
 		p.Wake(q.name)

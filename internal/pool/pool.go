@@ -189,15 +189,9 @@ type queue struct {
 	// short says its last rate-limited claim took as many jobs as it had
 	// idle workers (or had none): more may wait for a worker.
 	short atomic.Bool
-	// keys is, under a per-key limit, what the process has in hand of
-	// each key (jobs claimed that have not ended here), and gone the keys
-	// that fell to none since a claim last reported them: each claim
-	// sends both, so that the slots of a key come back at the next claim.
-	keyMu sync.Mutex
-	keys  map[string]int32
-	gone  map[string]bool
-	// pace is how long its jobs take here, a moving mean in nanoseconds
-	// (0: none ran yet): a claim paces the jobs a per-key limit defers
+	// pace is how long a job of a per-key limit holds its key's slot
+	// here, from its start to the flush of its outcome: a moving mean in
+	// nanoseconds (0: none yet). A claim paces the jobs the limit defers
 	// by it.
 	pace atomic.Int64
 }
@@ -210,62 +204,6 @@ func (q *queue) ran(d time.Duration) {
 		return
 	}
 	q.pace.Store(old + (int64(d)-old)/8)
-}
-
-// keyReport is what q has in hand of each key, for a claim (nil: no key
-// held since the last claim reported it).
-func (q *queue) keyReport() ([]string, []int32) {
-	q.keyMu.Lock()
-	defer q.keyMu.Unlock()
-	if len(q.keys)+len(q.gone) == 0 {
-		return nil, nil
-	}
-	keys, held := make([]string, 0, len(q.keys)+len(q.gone)), make([]int32, 0, len(q.keys)+len(q.gone))
-	for k, n := range q.keys {
-		keys, held = append(keys, k), append(held, n)
-	}
-	for k := range q.gone {
-		keys, held = append(keys, k), append(held, 0)
-	}
-	return keys, held
-}
-
-// keysClaimed counts in the keys of the jobs a claim took, and forgets
-// the keys it reported with none in hand that still have none (the claim
-// wrote them); a key that fell to none after the report stays gone.
-func (q *queue) keysClaimed(reported []string, held []int32, sbs []*storage.Batch) {
-	q.keyMu.Lock()
-	defer q.keyMu.Unlock()
-	for i, k := range reported {
-		if held[i] == 0 && q.keys[k] == 0 {
-			delete(q.gone, k)
-		}
-	}
-	for _, sb := range sbs {
-		for _, j := range sb.Jobs {
-			if j.Key == "" {
-				continue
-			}
-			if q.keys == nil {
-				q.keys, q.gone = map[string]int32{}, map[string]bool{}
-			}
-			q.keys[j.Key]++
-			delete(q.gone, j.Key)
-		}
-	}
-}
-
-// keyEnded counts out a job of key that no longer runs here.
-func (q *queue) keyEnded(key string) {
-	if key == "" {
-		return
-	}
-	q.keyMu.Lock()
-	defer q.keyMu.Unlock()
-	if q.keys[key]--; q.keys[key] <= 0 {
-		delete(q.keys, key)
-		q.gone[key] = true
-	}
 }
 
 // Pool is a running set of claimers, workers and the acker.

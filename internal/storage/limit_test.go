@@ -384,11 +384,11 @@ func claimJobs(t *testing.T, s *Store, queue string, owner int32, req int64, hel
 	return n, seen
 }
 
-// keyClaim claims queue for owner with its keys in hand (nil: its counts
-// stand) and returns the keys of the jobs the claim took, in order.
-func keyClaim(t *testing.T, s *Store, queue string, owner int32, req int64, keys []string, held []int32) []string {
+// keyClaim claims queue for owner and returns the keys of the jobs the
+// claim took, in order, and its batches.
+func keyClaim(t *testing.T, s *Store, queue string, owner int32, req int64) ([]string, []*Batch) {
 	t.Helper()
-	bs, _, err := s.ClaimSeen(context.Background(), queue, owner, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Keys: keys, KeyHeld: held, Pace: 100 * time.Millisecond})
+	bs, _, err := s.ClaimSeen(context.Background(), queue, owner, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Pace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,14 +398,14 @@ func keyClaim(t *testing.T, s *Store, queue string, owner int32, req int64, keys
 			got = append(got, j.Key)
 		}
 	}
-	return got
+	return got, bs
 }
 
 // TestPerKeyLimitDefersPastTheKeysSlots: under a per-key limit of 1, a
 // claim takes the first job of each key that has a free slot across the
 // live processes and defers the others to the schedule (paced, no
-// history, shown as scheduled), and a key's slot comes back when its
-// holder reports the key gone.
+// history, shown as scheduled); a key's slot comes back with the flush
+// of its job's outcome, and a stopping process's with its release.
 func TestPerKeyLimitDefersPastTheKeysSlots(t *testing.T) {
 	ctx := context.Background()
 	s, pool, a, b := limitedQueue(t, "pk", 0, 0)
@@ -426,7 +426,8 @@ func TestPerKeyLimitDefersPastTheKeysSlots(t *testing.T) {
 	if err := SetLimit(ctx, pool, "pk", Limit{PerKey: 1, Key: []string{"args.c"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := keyClaim(t, s, "pk", a, 1, nil, nil); fmt.Sprint(got) != "[1 2]" {
+	got, aBatches := keyClaim(t, s, "pk", a, 1)
+	if fmt.Sprint(got) != "[1 2]" {
 		t.Fatalf("a's claim took keys %v; want [1 2] (one job of each key)", got)
 	}
 	for _, id := range ones[1:] {
@@ -452,16 +453,21 @@ func TestPerKeyLimitDefersPastTheKeysSlots(t *testing.T) {
 	// Another process: key 1 is a's, key 3 is free.
 	add("1")
 	add("3")
-	if got := keyClaim(t, s, "pk", b, 1, nil, nil); fmt.Sprint(got) != "[3]" {
+	if got, _ := keyClaim(t, s, "pk", b, 1); fmt.Sprint(got) != "[3]" {
 		t.Fatalf("b's claim took keys %v; want [3] (a holds key 1)", got)
 	}
-	// a's job of key 1 ends: its next claim says so, and b gets key 1.
-	if got := keyClaim(t, s, "pk", a, 2, []string{"1", "2"}, []int32{0, 1}); len(got) != 0 {
-		t.Fatalf("a's claim took %v; want nothing", got)
+	// a's job of key 1 ends: the flush of its outcome gives the slot
+	// back, and b gets key 1.
+	j := aBatches[0].Jobs[0]
+	if j.Key != "1" {
+		t.Fatalf("a's first job has key %q; want 1", j.Key)
+	}
+	if _, err := s.Flush(ctx, a, 1, false, []Ack{{Batch: aBatches[0], Job: &j, State: AckCompleted, Finished: time.Now()}}, nil); err != nil {
+		t.Fatal(err)
 	}
 	add("1")
 	add("2")
-	if got := keyClaim(t, s, "pk", b, 2, []string{"3"}, []int32{1}); fmt.Sprint(got) != "[1]" {
+	if got, _ := keyClaim(t, s, "pk", b, 2); fmt.Sprint(got) != "[1]" {
 		t.Fatalf("b's claim took keys %v; want [1] (a gave key 1 back, still holds 2)", got)
 	}
 	top, err := KeyLimits(ctx, pool, "pk", 10)

@@ -44,6 +44,10 @@ const (
 	AckDiscarded int16 = 3
 	AckCancelled int16 = 4
 	AckSnoozed   int16 = 5 // runs again after a delay; not counted as an attempt
+	// AckKeyFreed is no outcome: a job that will not run in this process
+	// (its batch was released) gives back its key's slot of a per-key
+	// limit with the flush, and nothing else is written for it.
+	AckKeyFreed int16 = -2
 )
 
 // Job is a stored job as a worker receives it.
@@ -61,7 +65,8 @@ type Job struct {
 	Cancelled   bool          // cancelled before it ran: ack it cancelled, do not run it
 	// Key is the job's key under its queue's per-key limit
 	// (millrace.job_key; "" without one): it holds one of the key's
-	// slots from its claim until it ends.
+	// slots from its claim until the flush of its outcome (or of
+	// AckKeyFreed).
 	Key string
 }
 
@@ -145,14 +150,6 @@ type Limits struct {
 	// of its slots, so that a freed slot starts the next job without a
 	// claim. Ignored under a rate limit.
 	Buffer int
-	// Keys and KeyHeld are, under a per-key limit, what the caller has
-	// in hand of each key (same order): a claim keeps the caller's slots
-	// of each key that it has jobs for, and gets the others' back for
-	// every process. A key the caller held a slot of since its last
-	// claim must be listed, with 0 when none is left; nil Keys leaves
-	// its counts standing.
-	Keys    []string
-	KeyHeld []int32
 	// Pace is how long a job of the queue takes in the caller (0: not
 	// known yet): jobs a per-key limit defers come back one per slot of
 	// their key at this pace.
@@ -261,7 +258,7 @@ func insertJobs(ctx context.Context, jobs []NewJob, notify bool, run func(scan f
 const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled, key
 	FROM millrace.claim_start(p_queue => $1, p_owner => $2, p_req => $3, p_retry => $4,
 		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9, p_buffer => $10,
-		p_keys => $11, p_kheld => $12, p_pace => $13)`
+		p_pace => $11)`
 
 // Claim takes the next batches of queue for process owner: the batches
 // whose reply an earlier call with the same req lost (when retry is set), a
@@ -380,7 +377,7 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 	}
 	defer c.Release()
 	err = runTx(ctx, c.Conn(), TxOpts{AsyncCommit: true},
-		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held, lim.Buffer, keysArg(lim.Keys), lim.KeyHeld, paceArg(lim.Pace)}, scan: scan},
+		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held, lim.Buffer, paceArg(lim.Pace)}, scan: scan},
 		stmt{sql: claimedBySQL, scan: func(rows pgx.Rows) error {
 			var ms int32
 			if err := scanOne(&seen.TakenBy, &seen.Limit, &seen.Full, &ms, &seen.Rate, &seen.Slots, &seen.Deferred)(rows); err != nil {
@@ -396,15 +393,6 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 		seen.TakenBy = 0
 	}
 	return batches, seen, nil
-}
-
-// keysArg is keys as the claim's p_keys: NULL when nil (the caller's
-// counts stand), else the array, empty or not.
-func keysArg(keys []string) any {
-	if keys == nil {
-		return nil
-	}
-	return keys
 }
 
 // paceArg is pace as the claim's p_pace: NULL when not known.
@@ -467,10 +455,33 @@ func CleanText(s string) string {
 // attempt lost its reply): the server then also skips each ack it already
 // holds, which costs an index probe per ack that a first attempt need not
 // pay.
+//
+// Every ack of a job with a Key (AckKeyFreed ones included, which are
+// not written as acks) gives back the key's slot: the flush counts them
+// per queue and key, fenced or not.
 func (s *Store) Flush(ctx context.Context, owner int32, seq int64, replay bool, acks []Ack, done []*Batch) (fenced []int64, err error) {
 	if len(acks) == 0 && len(done) == 0 {
 		return nil, nil
 	}
+	type qk struct{ queue, key string }
+	var freed map[qk]int32
+	outcomes := acks[:0:0]
+	for _, a := range acks {
+		if a.Job.Key != "" {
+			if freed == nil {
+				freed = map[qk]int32{}
+			}
+			freed[qk{a.Job.Queue, a.Job.Key}]++
+		}
+		if a.State != AckKeyFreed {
+			outcomes = append(outcomes, a)
+		}
+	}
+	keyQueues, keys, keyN := make([]string, 0, len(freed)), make([]string, 0, len(freed)), make([]int32, 0, len(freed))
+	for k, n := range freed {
+		keyQueues, keys, keyN = append(keyQueues, k.queue), append(keys, k.key), append(keyN, n)
+	}
+	acks = outcomes
 	n := len(acks)
 	var (
 		jobIDs, ticks, tokens = make([]int64, n), make([]int64, n), make([]int64, n)
@@ -526,9 +537,9 @@ func (s *Store) Flush(ctx context.Context, owner int32, seq int64, replay bool, 
 		p_state => $6, p_attempt => $7, p_error => $8, p_retry_at => $9, p_queue => $10, p_kind => $11,
 		p_args => $12::jsonb[], p_priority => $13, p_max_attempts => $14, p_created_at => $15,
 		p_timeout_ms => $16, p_started => $17, p_finished => $18, p_done_tick => $19,
-		p_done_token => $20, p_done_queue => $21, p_replay => $22)`,
+		p_done_token => $20, p_done_queue => $21, p_replay => $22, p_key_queue => $23, p_key => $24, p_key_n => $25)`,
 		owner, seq, jobIDs, ticks, tokens, states, attempts, errs, retryAt, queues, kinds, args, prios, maxAtt, createdAt,
-		timeouts, started, finished, doneTicks, doneTokens, doneQueues, replay)
+		timeouts, started, finished, doneTicks, doneTokens, doneQueues, replay, keyQueues, keys, keyN)
 	return fenced, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,31 @@ type args struct {
 	// U is the unique key of a --mix job inserted as unique (the bench
 	// id of the original); the job is unique by it alone.
 	U int64 `json:"u,omitempty"`
+	// key, under --limit per-key=N, is the job's key, stored in the args
+	// field keyArg.
+	key    int64
+	keyArg string
+}
+
+// MarshalJSON writes the job's fields and, under a per-key limit, its
+// key in the field the limit names.
+func (a args) MarshalJSON() ([]byte, error) {
+	type plain args
+	b, err := json.Marshal(plain(a))
+	if err != nil || a.key == 0 {
+		return b, err
+	}
+	k, err := json.Marshal(a.keyArg)
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(append(b[:len(b)-1], ','), k...), ':')
+	return append(strconv.AppendInt(b, a.key, 10), '}'), nil
+}
+
+// argsOf is job j as millrace stores it.
+func argsOf(j bench.Job) args {
+	return args{ID: j.ID, Payload: j.Payload, U: j.UniqueKey, key: j.Key, keyArg: j.KeyArg}
 }
 
 // uniqueByU makes jobs unique by their u argument only, so that a
@@ -99,7 +125,11 @@ func limitConfig(l bench.Limit) *millrace.Limit {
 	if l.Zero() {
 		return nil
 	}
-	return &millrace.Limit{Running: l.Running, Rate: l.Rate, Per: l.Per}
+	ml := &millrace.Limit{Running: l.Running, Rate: l.Rate, Per: l.Per, PerKey: l.PerKey}
+	if l.PerKey > 0 {
+		ml.Key = []string{l.Key}
+	}
+	return ml
 }
 
 // Limits says the strategy runs under --limit (bench.Limiter).
@@ -325,12 +355,12 @@ func (s *Strategy) MaxBatch() int { return 1000 }
 // Enqueue inserts one job with Insert, or several with InsertMany (COPY).
 func (s *Strategy) Enqueue(ctx context.Context, jobs []bench.Job) error {
 	if len(jobs) == 1 {
-		_, err := s.client.Load().Insert(ctx, args{ID: jobs[0].ID, Payload: jobs[0].Payload}, nil)
+		_, err := s.client.Load().Insert(ctx, argsOf(jobs[0]), nil)
 		return err
 	}
 	params := make([]millrace.InsertManyParams, len(jobs))
 	for i, j := range jobs {
-		params[i] = millrace.InsertManyParams{Args: args{ID: j.ID, Payload: j.Payload}}
+		params[i] = millrace.InsertManyParams{Args: argsOf(j)}
 	}
 	_, err := s.client.Load().InsertMany(ctx, params)
 	return err
@@ -620,7 +650,7 @@ func (s *Strategy) EnqueueMix(ctx context.Context, jobs []bench.Job) ([]bench.Mi
 		}
 		return o
 	}
-	mixArgs := func(j bench.Job) args { return args{ID: j.ID, Payload: j.Payload, U: j.UniqueKey} }
+	mixArgs := argsOf
 	if len(jobs) == 1 {
 		res, err := s.client.Load().Insert(ctx, mixArgs(jobs[0]), opts(jobs[0]))
 		if err != nil {

@@ -2,6 +2,7 @@ package native
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -379,5 +380,18 @@ func TestEnqueueMixBatch(t *testing.T) {
 	slices.Sort(rem)
 	if err != nil || !slices.Equal(rem, []int64{1, 3, 4, 7}) {
 		t.Errorf("Remaining = %v, %v; want 1, 3, 4, 7", rem, err)
+	}
+}
+
+// TestArgsCarryTheKey: under a per-key limit the job's args hold its key
+// in the field the limit names; without one they are as before.
+func TestArgsCarryTheKey(t *testing.T) {
+	b, err := json.Marshal(argsOf(bench.Job{ID: 7, Payload: []byte(`{"x":1}`), Key: 3, KeyArg: "customer_id"}))
+	if err != nil || string(b) != `{"id":7,"p":{"x":1},"customer_id":3}` {
+		t.Fatalf("keyed args: %s, %v", b, err)
+	}
+	b, err = json.Marshal(argsOf(bench.Job{ID: 7, Payload: []byte(`{"x":1}`)}))
+	if err != nil || string(b) != `{"id":7,"p":{"x":1}}` {
+		t.Fatalf("plain args: %s, %v", b, err)
 	}
 }

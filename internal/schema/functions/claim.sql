@@ -416,7 +416,7 @@ END $function$;
 COMMENT ON FUNCTION millrace.claim_peek(p_queue text) IS
     'claim_peek says, without a claim''s lock or writes, whether a claim of p_queue would return nothing at once by its short cut: the process that took the queue''s newest batch when that batch already holds every job committed before the call (and no released batch waits), else 0 (a claim may find work: claim). A claimer that keeps losing announcements to another process asks it before it claims: most of its claims found nothing. It answers 0 outside READ COMMITTED (its statements must take their snapshots after their locks).';
 
-CREATE OR REPLACE FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_keys text[], p_kheld integer[], p_pace interval, INOUT p_taken jsonb, INOUT p_until jsonb, OUT deferred bigint[])
+CREATE OR REPLACE FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_pace interval, INOUT p_taken jsonb, INOUT p_until jsonb, OUT deferred bigint[])
  RETURNS record
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -431,53 +431,55 @@ DECLARE
 BEGIN
     deferred := '{}';
     -- Each key of the batch: the slots free for it (the limit less what
-    -- this process keeps, what the live others hold and what this claim
-    -- took already) and where its deferred jobs end.
+    -- the live processes, this one included, hold: each one's newest
+    -- taken total less its newest freed one; less what this claim took
+    -- already) and where its deferred jobs end.
     FOR v_d IN
         WITH j AS MATERIALIZED (
-            SELECT x.id, x.ord, millrace.job_key(x.kind, x.args, p_by) AS k
+            SELECT x.id, x.ord, millrace.job_key(x.kind, x.args, p_by) AS k, x.ready_at > x.created_at AS again
             FROM unnest(p_jobs) WITH ORDINALITY AS x(slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, txid, ready_at, timeout_ms, ord)),
         f AS MATERIALIZED (
-            SELECT d.k,
-                   p_per_key - coalesce(least(o.n, CASE WHEN p_keys IS NULL THEN o.n
-                                                        ELSE coalesce((SELECT u.h FROM unnest(p_keys, p_kheld) u(k, h) WHERE u.k = d.k LIMIT 1), 0) END), 0)
-                             - coalesce(t.n, 0) - coalesce((p_taken ->> d.k)::int, 0) AS free,
-                   greatest(o.until, t.until, (p_until ->> d.k)::timestamptz, v_now) AS after
+            SELECT d.k, p_per_key - coalesce(t.n, 0) - coalesce((p_taken ->> d.k)::int, 0) AS free,
+                   greatest(t.until, (p_until ->> d.k)::timestamptz, v_now) AS after
             FROM (SELECT DISTINCT j.k FROM j) d
-            LEFT JOIN LATERAL (SELECT x.n, x.until FROM millrace.keyhold x
-                               WHERE x.queue = p_queue AND x.key = d.k AND x.owner = p_owner ORDER BY x.id DESC LIMIT 1) o ON true
-            LEFT JOIN LATERAL (SELECT sum(y.n) AS n, max(y.until) AS until FROM unnest(p_live) l(id)
-                               CROSS JOIN LATERAL (SELECT x.n, x.until FROM millrace.keyhold x
-                                                   WHERE x.queue = p_queue AND x.key = d.k AND x.owner = l.id
-                                                   ORDER BY x.id DESC LIMIT 1) y) t ON true),
-        r AS (SELECT j.id, j.k, row_number() OVER (PARTITION BY j.k ORDER BY j.ord) AS rk FROM j)
+            LEFT JOIN LATERAL (SELECT sum(greatest(h.n, 0)) AS n, max(h.until) AS until
+                               FROM unnest(p_live || p_owner) l(id)
+                               CROSS JOIN LATERAL millrace.key_held(p_queue, d.k, l.id) h) t ON true),
+        r AS (SELECT j.id, j.k, j.again, row_number() OVER (PARTITION BY j.k ORDER BY j.ord) AS rk FROM j)
         SELECT f.k, greatest(f.free, 0) AS free, f.after, count(r.id) AS n,
-               coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > greatest(f.free, 0)), '{}') AS later
+               coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > greatest(f.free, 0) AND NOT r.again), '{}') AS later,
+               coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > greatest(f.free, 0) AND r.again), '{}') AS again
         FROM f JOIN r ON r.k = f.k GROUP BY f.k, f.free, f.after
     LOOP
         p_taken := p_taken || jsonb_build_object(v_d.k, coalesce((p_taken ->> v_d.k)::int, 0) + least(v_d.n, v_d.free));
-        CONTINUE WHEN cardinality(v_d.later) = 0;
-        -- The jobs past the key's free slots wait in the schedule, the
-        -- i-th due after the key's deferred jobs, one per slot every
-        -- p_pace (the time a job of the queue takes in the caller): none
+        CONTINUE WHEN cardinality(v_d.later) + cardinality(v_d.again) = 0;
+        -- The jobs past the key's free slots wait in the schedule. Those
+        -- that come from it (they waited their turn, or were due later)
+        -- try again soon: the i-th after i slots of the key may have
+        -- freed, one every p_pace / p_per_key. The others queue after
+        -- the key's deferred jobs, the i-th one per slot every p_pace
+        -- (the time a job of the key holds its slot in the caller): none
         -- comes back long before a slot may be free for it, and none is
         -- held back much longer. They keep their attempt (as a snooze).
         INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, last_error, timeout_ms)
         SELECT millrace.current_gen(), x.id, x.queue, x.kind, x.args, x.priority, x.attempt, x.max_attempts, least(x.created_at, now()),
-               v_d.after + v_pace * ceil(array_position(v_d.later, x.id)::numeric / p_per_key),
+               CASE WHEN x.id = ANY (v_d.again) THEN v_now + v_pace * array_position(v_d.again, x.id) / p_per_key
+                    ELSE v_d.after + v_pace * ceil(array_position(v_d.later, x.id)::numeric / p_per_key) END,
                'deferred by its key''s limit', x.timeout_ms
-        FROM unnest(p_jobs) x WHERE x.id = ANY (v_d.later);
+        FROM unnest(p_jobs) x WHERE x.id = ANY (v_d.later) OR x.id = ANY (v_d.again);
         INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt)
         SELECT millrace.current_segment(), u.id, p_tick, p_token, 5, x.attempt + 1
-        FROM unnest(v_d.later) u(id) JOIN unnest(p_jobs) x ON x.id = u.id;
-        p_until := p_until || jsonb_build_object(v_d.k, v_d.after + v_pace * ceil(cardinality(v_d.later)::numeric / p_per_key));
-        deferred := deferred || v_d.later;
+        FROM unnest(v_d.later || v_d.again) u(id) JOIN unnest(p_jobs) x ON x.id = u.id;
+        IF cardinality(v_d.later) > 0 THEN
+            p_until := p_until || jsonb_build_object(v_d.k, v_d.after + v_pace * ceil(cardinality(v_d.later)::numeric / p_per_key));
+        END IF;
+        deferred := deferred || v_d.later || v_d.again;
     END LOOP;
 END $function$;
-COMMENT ON FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_keys text[], p_kheld integer[], p_pace interval, INOUT p_taken jsonb, INOUT p_until jsonb, OUT deferred bigint[]) IS
-    'key_defer splits batch p_tick (lease p_token) of a queue with a per-key limit of p_per_key, keyed by p_by: each key''s jobs, in order, up to its free slots (the limit less what p_owner keeps of it, least of its newest keyhold count and its jobs in hand p_kheld for p_keys, NULL: the count stands; less what the live processes p_live hold; less what this claim took, p_taken) stay in the batch; the others are deferred: acked as snoozed (state 5, no history) and written to the schedule, paced one per slot every p_pace (10 ms when NULL; 1 ms to 10 s) after the key''s deferred jobs (p_until, and the keyhold rows'' until). It returns their ids, and p_taken and p_until with this batch''s keys.';
+COMMENT ON FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_pace interval, INOUT p_taken jsonb, INOUT p_until jsonb, OUT deferred bigint[]) IS
+    'key_defer splits batch p_tick (lease p_token) of a queue with a per-key limit of p_per_key, keyed by p_by: each key''s jobs, in order, up to its free slots (the limit less what p_owner and the other live processes p_live hold of it, key_held; less what this claim took, p_taken) stay in the batch; the others are deferred: acked as snoozed (state 5, no history) and written to the schedule, paced one per slot every p_pace (10 ms when NULL; 1 ms to 10 s) after the key''s deferred jobs (p_until, and the keyhold rows'' until), or, for a job that comes from the schedule (ready after its creation), the i-th one i slots'' time (p_pace / p_per_key) from now. It returns their ids, and p_taken and p_until with this batch''s keys.';
 
-CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_keys text[] DEFAULT NULL::text[], p_kheld integer[] DEFAULT NULL::integer[], p_pace interval DEFAULT NULL::interval)
+CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_pace interval DEFAULT NULL::interval)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean, key text)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -533,7 +535,7 @@ DECLARE
     v_live   int[];                 -- the other live processes (per-key limit)
     v_jobs   millrace.job[];        -- a batch's jobs, before the per-key split
     v_def    bigint[];              -- and those it deferred
-    v_ktaken jsonb := '{}';         -- jobs this call took, per key
+    v_ktaken jsonb := '{}';         -- jobs this call took, per key (its new taken totals less the old)
     v_kuntil jsonb := '{}';         -- where each key's deferred jobs end
 BEGIN
     IF p_max_jobs IS NULL OR p_max_jobs < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
@@ -684,7 +686,7 @@ BEGIN
             -- holder is gone: its slots no longer count).
             v_jobs := ARRAY(SELECT b FROM millrace.batch_jobs(v_tick) b);
             SELECT d.p_taken, d.p_until, d.deferred INTO v_ktaken, v_kuntil, v_def
-            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_token, v_jobs, v_per_key, v_by, v_live, p_keys, p_kheld, p_pace, v_ktaken, v_kuntil) d;
+            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_token, v_jobs, v_per_key, v_by, v_live, p_pace, v_ktaken, v_kuntil) d;
             IF cardinality(v_def) > 0 THEN
                 PERFORM set_config('millrace.deferred', '1', true);
             END IF;
@@ -845,7 +847,7 @@ BEGIN
             -- A per-key limit: the batch's jobs past their keys' free
             -- slots are deferred (key_defer); the others go out.
             SELECT d.p_taken, d.p_until, d.deferred INTO v_ktaken, v_kuntil, v_def
-            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_tick, v_jobs, v_per_key, v_by, v_live, p_keys, p_kheld, p_pace, v_ktaken, v_kuntil) d;
+            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_tick, v_jobs, v_per_key, v_by, v_live, p_pace, v_ktaken, v_kuntil) d;
             IF cardinality(v_def) > 0 AND cardinality(v_def) = cardinality(v_jobs) THEN
                 -- Nothing of it goes out: it is done here.
                 INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), p_queue, v_tick);
@@ -888,22 +890,19 @@ BEGIN
                     CASE WHEN v_rate IS NOT NULL THEN coalesce(v_total, 0) + v_taken ELSE 0 END, clock_timestamp());
         END IF;
     END IF;
-    IF v_per_key IS NOT NULL AND (p_keys IS NOT NULL OR v_ktaken <> '{}') THEN
-        -- What this process now holds of each key it reported or took
-        -- (its jobs of the key in hand, at most its count, and those it
-        -- took), and where each key's deferred jobs end: a row per key
-        -- whose count or end changed.
-        INSERT INTO millrace.keyhold (slot, queue, key, owner, n, until, at)
-        SELECT millrace.current_segment(), p_queue, k.k, p_owner, k.n, k.until, clock_timestamp()
-        FROM (SELECT u.k,
-                     least(coalesce(o.n, 0), CASE WHEN p_keys IS NULL THEN coalesce(o.n, 0) ELSE coalesce(h.h, 0) END)
-                         + coalesce((v_ktaken ->> u.k)::int, 0) AS n,
-                     o.n AS was, greatest(o.until, (v_kuntil ->> u.k)::timestamptz) AS until, v_kuntil ? u.k AS later
-              FROM (SELECT x.k FROM unnest(p_keys) x(k) UNION SELECT jsonb_object_keys(v_ktaken) UNION SELECT jsonb_object_keys(v_kuntil)) u
-              LEFT JOIN LATERAL (SELECT x.n, x.until FROM millrace.keyhold x
-                                 WHERE x.queue = p_queue AND x.key = u.k AND x.owner = p_owner ORDER BY x.id DESC LIMIT 1) o ON true
-              LEFT JOIN LATERAL (SELECT y.h FROM unnest(p_keys, p_kheld) y(k, h) WHERE y.k = u.k LIMIT 1) h ON true) k
-        WHERE k.n IS DISTINCT FROM k.was OR k.later;
+    IF v_per_key IS NOT NULL AND (v_ktaken <> '{}' OR v_kuntil <> '{}') THEN
+        -- The jobs this process took of each key (its taken total grows
+        -- by them), and where each key's deferred jobs end: a row per key
+        -- it took jobs of or deferred jobs of.
+        INSERT INTO millrace.keyhold (slot, queue, key, owner, freed, n, until, at)
+        SELECT millrace.current_segment(), p_queue, u.k, p_owner, false,
+               coalesce(o.n, 0) + coalesce((v_ktaken ->> u.k)::int, 0),
+               greatest(o.until, (v_kuntil ->> u.k)::timestamptz), clock_timestamp()
+        FROM (SELECT jsonb_object_keys(v_ktaken) AS k UNION SELECT jsonb_object_keys(v_kuntil)) u
+        LEFT JOIN LATERAL (SELECT x.n, x.until FROM millrace.keyhold x
+                           WHERE x.queue = p_queue AND x.key = u.k AND x.owner = p_owner AND NOT x.freed
+                           ORDER BY x.id DESC LIMIT 1) o ON true
+        WHERE coalesce((v_ktaken ->> u.k)::int, 0) > 0 OR v_kuntil ? u.k;
     END IF;
     IF v_limit IS NOT NULL THEN
         -- The slots: at most so many of the queue's jobs run in this
@@ -917,10 +916,10 @@ BEGIN
         PERFORM set_config('millrace.full', '1', true);
     END IF;
 END $function$;
-COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer, p_buffer integer, p_keys text[], p_kheld integer[], p_pace interval) IS
-    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a running limit (set_limit) gives each live process slots, its newest count in millrace.hold: the process runs at most that many of the queue''s jobs at once. A claim keeps the caller''s slots that it has jobs in hand for (p_held: jobs it claimed that have not ended in it; NULL: its newest count stands), adds at most the limit less what the live processes hold, and takes jobs for its slots and a buffer more (up to p_buffer and eight per slot), which wait in the process for one of its slots (none under a rate limit, nothing while the queue is over a lowered limit); it writes the caller''s new count and sets millrace.slots to it for the rest of the transaction; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit bound it (it took all a limit left, maybe nothing), and millrace.retry_in to the milliseconds until the rate''s window has room again. A queue with a per-key limit (set_limit) gives each live process slots of each key, its newest count in millrace.keyhold: a claim keeps the caller''s slots of each key of p_keys that it has jobs in hand for (p_kheld, the same order; NULL: its counts stand), and defers the jobs of each batch past their key''s free slots to the schedule (key_defer, paced by p_pace, the time a job of the queue takes in the caller), setting millrace.deferred to 1 for the rest of the transaction; key is each job''s key (NULL without a per-key limit).';
+COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer, p_buffer integer, p_pace interval) IS
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a running limit (set_limit) gives each live process slots, its newest count in millrace.hold: the process runs at most that many of the queue''s jobs at once. A claim keeps the caller''s slots that it has jobs in hand for (p_held: jobs it claimed that have not ended in it; NULL: its newest count stands), adds at most the limit less what the live processes hold, and takes jobs for its slots and a buffer more (up to p_buffer and eight per slot), which wait in the process for one of its slots (none under a rate limit, nothing while the queue is over a lowered limit); it writes the caller''s new count and sets millrace.slots to it for the rest of the transaction; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit bound it (it took all a limit left, maybe nothing), and millrace.retry_in to the milliseconds until the rate''s window has room again. A queue with a per-key limit (set_limit) counts, per live process and key, the jobs it took less those that ended in it (millrace.keyhold: the claims'' and the flushes'' running totals, key_held): a claim takes each key''s jobs up to the limit less what the live processes hold of it, adds them to the caller''s taken total, and defers the jobs of each batch past their key''s free slots to the schedule (key_defer, paced by p_pace, the time a job of the queue takes in the caller), setting millrace.deferred to 1 for the rest of the transaction; key is each job''s key (NULL without a per-key limit).';
 
-CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_keys text[] DEFAULT NULL::text[], p_kheld integer[] DEFAULT NULL::integer[], p_pace interval DEFAULT NULL::interval)
+CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_pace interval DEFAULT NULL::interval)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean, key text)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -936,7 +935,7 @@ BEGIN
         -- The claim's rows go out as they are, and an empty claim (most
         -- of the claims of a queue that several processes work) plans
         -- and runs no insert.
-        RETURN QUERY SELECT * FROM millrace.claim(p_queue, p_owner, p_req, false, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start > 0, false), p_held, p_buffer, p_keys, p_kheld, p_pace);
+        RETURN QUERY SELECT * FROM millrace.claim(p_queue, p_owner, p_req, false, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start > 0, false), p_held, p_buffer, p_pace);
         RETURN;
     END IF;
     -- One statement: the claim's rows, numbered in the order it returns
@@ -950,7 +949,7 @@ BEGIN
     WITH c AS MATERIALIZED (
         SELECT x.tick_id, x.token, x.id, x.kind, x.args, x.priority, x.attempt, x.max_attempts, x.created_at,
                x.ready_at, x.timeout_ms, x.cancelled, x.key, x.n
-        FROM millrace.claim(p_queue, p_owner, p_req, p_retry, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start >= p_max_jobs, false), p_held, p_buffer, p_keys, p_kheld, p_pace)
+        FROM millrace.claim(p_queue, p_owner, p_req, p_retry, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start >= p_max_jobs, false), p_held, p_buffer, p_pace)
              WITH ORDINALITY AS x(tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at,
                                   ready_at, timeout_ms, cancelled, key, n)),
     marked AS (
@@ -970,5 +969,5 @@ BEGIN
            c.ready_at, c.timeout_ms, c.cancelled, c.key
     FROM c ORDER BY c.n;
 END $function$;
-COMMENT ON FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer, p_buffer integer, p_keys text[], p_kheld integer[], p_pace interval) IS
-    'claim_start is claim, and the start marks (mark_started) of the first p_start jobs it returns that are not cancelled: the claimer passes the number of its idle workers, which start those jobs at once, so that they need no mark of their own. With p_start at least p_max_jobs every job goes to an idle worker, and a new batch is marked started as a whole on its tick, with no start row. The jobs it hands to busy workers wait in the process and are marked when they start. p_held, p_buffer, p_keys, p_kheld and p_pace are claim''s: the jobs of a limited queue the caller has in hand, how many it may take beyond its slots, its jobs in hand per key of a per-key limit, and the pace of deferred jobs.';
+COMMENT ON FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer, p_buffer integer, p_pace interval) IS
+    'claim_start is claim, and the start marks (mark_started) of the first p_start jobs it returns that are not cancelled: the claimer passes the number of its idle workers, which start those jobs at once, so that they need no mark of their own. With p_start at least p_max_jobs every job goes to an idle worker, and a new batch is marked started as a whole on its tick, with no start row. The jobs it hands to busy workers wait in the process and are marked when they start. p_held, p_buffer and p_pace are claim''s: the jobs of a limited queue the caller has in hand, how many it may take beyond its slots, and the pace of the jobs a per-key limit defers.';

@@ -468,15 +468,23 @@ BEGIN
     FROM millrace.hold h
     CROSS JOIN LATERAL (SELECT s.rate_per FROM millrace.queue_state s WHERE s.queue = h.queue ORDER BY s.id DESC LIMIT 1) s
     WHERE h.slot = p_slot AND h.took > 0 AND h.at > clock_timestamp() - millrace.rate_window(s.rate_per);
-    -- And of each key of a per-key limit: its newest row, when it holds a
-    -- slot or the key's deferred jobs end later.
-    INSERT INTO millrace.keyhold (slot, id, queue, key, owner, n, until, at)
-    SELECT p_into, h.id, h.queue, h.key, h.owner, h.n, h.until, h.at
-    FROM (SELECT DISTINCT ON (x.queue, x.key, x.owner) x.* FROM millrace.keyhold x WHERE x.slot = p_slot
-          ORDER BY x.queue, x.key, x.owner, x.id DESC) h
-    WHERE (h.n > 0 OR h.until > clock_timestamp())
-      AND EXISTS (SELECT 1 FROM millrace.process p WHERE p.id = h.owner)
-      AND NOT EXISTS (SELECT 1 FROM millrace.keyhold n WHERE n.queue = h.queue AND n.key = h.key AND n.owner = h.owner AND n.id > h.id);
+    -- And of each key of a per-key limit: its newest taken and freed
+    -- totals, unless both are here and equal (it holds nothing of the
+    -- key) and the key's deferred jobs do not end later. A total left
+    -- behind while the other lives on elsewhere would make the difference
+    -- lie.
+    INSERT INTO millrace.keyhold (slot, id, queue, key, owner, freed, n, until, at)
+    SELECT p_into, h.id, h.queue, h.key, h.owner, h.freed, h.n, h.until, h.at
+    FROM (SELECT DISTINCT ON (x.queue, x.key, x.owner, x.freed) x.* FROM millrace.keyhold x WHERE x.slot = p_slot
+          ORDER BY x.queue, x.key, x.owner, x.freed, x.id DESC) h
+    LEFT JOIN LATERAL (SELECT o.slot, o.n, o.until FROM millrace.keyhold o
+                       WHERE o.queue = h.queue AND o.key = h.key AND o.owner = h.owner AND o.freed <> h.freed
+                       ORDER BY o.id DESC LIMIT 1) o ON true
+    WHERE EXISTS (SELECT 1 FROM millrace.process p WHERE p.id = h.owner)
+      AND NOT EXISTS (SELECT 1 FROM millrace.keyhold n WHERE n.queue = h.queue AND n.key = h.key AND n.owner = h.owner
+                        AND n.freed = h.freed AND n.id > h.id)
+      AND NOT (coalesce(o.slot = p_slot AND o.n = h.n, h.n = 0)
+               AND coalesce(greatest(h.until, o.until) <= clock_timestamp(), true));
 
     -- Each registered process's newest heartbeat, and the newest leader
     -- row: the leases in force.

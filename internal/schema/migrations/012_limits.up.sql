@@ -50,11 +50,16 @@ END $$;
 
 -- A per-key limit (per_key, keyed by per_key_by: 'kind' for the job's
 -- kind, 'args.F' for its top-level args field F) caps the jobs of each
--- key running at once across every process. millrace.keyhold is what each
--- process holds of each key, as hold is for the queue: its newest row per
--- (queue, key) is its slots of the key, written by its claims when they
--- change, never updated. until is the due time of the newest job a claim
--- deferred for the key (the key's queue of deferred jobs ends there).
+-- key running at once across every process. millrace.keyhold counts, per
+-- process and key, the jobs it took (its claims' rows, freed false) and
+-- those that ended in it (its flushes' rows, freed true), each a running
+-- total (n): what it holds of the key is the newest taken total less the
+-- newest freed one. Claims of a process take turns, and so do its
+-- flushes, so each total only grows and neither writer reads the other's
+-- rows: a slot comes back with the flush of its job's outcome, whatever
+-- the process claims next. until, on a claim's row, is the due time of
+-- the newest job a claim deferred for the key (the key's deferred jobs
+-- end there).
 ALTER TABLE millrace.queue_state ADD COLUMN per_key integer, ADD COLUMN per_key_by text[];
 
 CREATE SEQUENCE millrace.keyhold_seq;
@@ -64,11 +69,12 @@ CREATE TABLE millrace.keyhold (
     queue text NOT NULL,
     key   text NOT NULL,
     owner int NOT NULL,
-    n     int NOT NULL,
+    freed boolean NOT NULL DEFAULT false,
+    n     bigint NOT NULL,
     until timestamptz,
     at    timestamptz NOT NULL DEFAULT clock_timestamp()
 ) PARTITION BY LIST (slot);
-CREATE INDEX keyhold_owner ON millrace.keyhold (queue, key, owner, id);
+CREATE INDEX keyhold_owner ON millrace.keyhold (queue, key, owner, freed, id);
 DO $$
 BEGIN
     FOR s IN 0 .. millrace.slots() - 1 LOOP
@@ -76,6 +82,9 @@ BEGIN
                        ' WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false)', 'keyhold_' || s, s);
     END LOOP;
 END $$;
+
+-- The flush counts the keys of the jobs that ended (p_key_queue, p_key, p_key_n).
+DROP FUNCTION IF EXISTS millrace.flush(integer, bigint, bigint[], bigint[], bigint[], smallint[], integer[], text[], timestamp with time zone[], text[], text[], jsonb[], smallint[], integer[], timestamp with time zone[], integer[], timestamp with time zone[], timestamp with time zone[], bigint[], bigint[], text[], boolean);
 
 -- The claim takes what the caller holds of the queue (p_held).
 DROP FUNCTION IF EXISTS millrace.claim(text, integer, bigint, boolean, integer, bigint, interval, boolean);
