@@ -26,6 +26,7 @@ type dbCollector struct {
 	leader, dropped                          *prometheus.Desc
 	queueJobs, queuePaused, countsDuration   *prometheus.Desc
 	queueLimit, queueHeld                    *prometheus.Desc
+	perKey, keysRunning, keysFull, deferred  *prometheus.Desc
 	rateLimit, rateStarted                   *prometheus.Desc
 	ringSlot, ringRotations, ringReclaims    *prometheus.Desc
 	ringRotatedAt, ringReclaimedAt           *prometheus.Desc
@@ -80,6 +81,14 @@ func newDBCollector(opts Options) *dbCollector {
 			"Jobs of a rate-limited queue claimed in its current window (the period and a slack; see millrace.rate_window).", "queue"),
 		queueHeld: d("millrace_queue_running_held",
 			"Slots of a queue's running limit the live processes hold (each runs at most its slots at once): never fewer than run, at most the limit.", "queue"),
+		perKey: d("millrace_queue_per_key_limit",
+			"The queue's per-key concurrency limit across every process (jobs of one key running at once); only queues that have one.", "queue"),
+		keysRunning: d("millrace_queue_keys_running",
+			"Keys of a queue's per-key limit with a job held by a live process.", "queue"),
+		keysFull: d("millrace_queue_keys_full",
+			"Keys of a queue's per-key limit at the limit: their next jobs wait in the schedule.", "queue"),
+		deferred: d("millrace_queue_key_deferred_jobs",
+			"Jobs of a queue that its per-key limit deferred and that wait in the schedule.", "queue"),
 		countsDuration: d("millrace_queue_counts_duration_seconds", "How long the last read of queue depth took."),
 		ringSlot:       d("millrace_ring_current_slot", "The slot of the ring producers write into now."),
 		ringRotations:  d("millrace_ring_rotations_total", "Rotations of the ring since the schema was installed (database-wide)."),
@@ -125,7 +134,7 @@ func (c *dbCollector) sources() []*attachment {
 }
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.leader, c.dropped, c.queueJobs, c.queuePaused, c.countsDuration, c.queueLimit, c.queueHeld, c.rateLimit, c.rateStarted,
+	for _, d := range []*prometheus.Desc{c.leader, c.dropped, c.queueJobs, c.queuePaused, c.countsDuration, c.queueLimit, c.queueHeld, c.perKey, c.keysRunning, c.keysFull, c.deferred, c.rateLimit, c.rateStarted,
 		c.ringSlot, c.ringRotations, c.ringReclaims, c.ringRotatedAt, c.ringReclaimedAt,
 		c.ringRotationAge, c.ringReclaimAge, c.slotBys} {
 		ch <- d
@@ -171,6 +180,12 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 				if l.Limit.Running > 0 {
 					ch <- prometheus.MustNewConstMetric(c.queueLimit, prometheus.GaugeValue, float64(l.Limit.Running), l.Queue)
 					ch <- prometheus.MustNewConstMetric(c.queueHeld, prometheus.GaugeValue, float64(l.Held), l.Queue)
+				}
+				if l.Limit.PerKey > 0 {
+					ch <- prometheus.MustNewConstMetric(c.perKey, prometheus.GaugeValue, float64(l.Limit.PerKey), l.Queue)
+					ch <- prometheus.MustNewConstMetric(c.keysRunning, prometheus.GaugeValue, float64(l.KeysRunning), l.Queue)
+					ch <- prometheus.MustNewConstMetric(c.keysFull, prometheus.GaugeValue, float64(l.KeysFull), l.Queue)
+					ch <- prometheus.MustNewConstMetric(c.deferred, prometheus.GaugeValue, float64(l.Deferred), l.Queue)
 				}
 				if l.Limit.Rate > 0 {
 					ch <- prometheus.MustNewConstMetric(c.rateLimit, prometheus.GaugeValue, float64(l.Limit.Rate)/l.Limit.Per.Seconds(), l.Queue)

@@ -313,6 +313,18 @@ func TestCountsMatch(t *testing.T) {
 	if v, ok := value(t, reg, "millrace_queue_running_held", map[string]string{"queue": "uq"}); !ok || v != 0 {
 		t.Errorf("millrace_queue_running_held{queue=uq} = %v (present %v), want 0", v, ok)
 	}
+	if _, ok := value(t, reg, "millrace_queue_per_key_limit", map[string]string{"queue": "uq"}); ok {
+		t.Error("millrace_queue_per_key_limit{queue=uq} is present without a per-key limit")
+	}
+	if err := millrace.SetLimit(ctx, pool, "uq", millrace.Limit{Running: 7, PerKey: 2, Key: []string{"customer_id"}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]float64{"millrace_queue_per_key_limit": 2, "millrace_queue_keys_running": 0,
+		"millrace_queue_keys_full": 0, "millrace_queue_key_deferred_jobs": 0} {
+		if v, ok := value(t, reg, name, map[string]string{"queue": "uq"}); !ok || v != want {
+			t.Errorf("%s{queue=uq} = %v (present %v), want %v", name, v, ok, want)
+		}
+	}
 	// The ring: four slots with a size, a current slot, ages that make
 	// sense.
 	for s := range 4 {

@@ -666,9 +666,10 @@ func (h *handler) queueAction(w http.ResponseWriter, r *http.Request) {
 }
 
 // limitAction is POST queue/limit with the form fields queue, running (a
-// number from 1 to 1000000; empty: none) and rate (N/PERIOD; empty:
-// none): the queue's limits become those; it redirects to the queues
-// page.
+// number from 1 to 1000000; empty: none), rate (N/PERIOD; empty: none),
+// per_key (1 to 1000000; empty: none) and key (its parts, comma-separated:
+// kind or top-level args fields; empty: the kind): the queue's limits
+// become those; it redirects to the queues page.
 func (h *handler) limitAction(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.PostFormValue("queue")
@@ -690,6 +691,20 @@ func (h *handler) limitAction(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if v := strings.TrimSpace(r.PostFormValue("per_key")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000000 {
+			http.Error(w, "per_key: want a whole number from 1 to 1000000, or nothing for no per-key limit", http.StatusBadRequest)
+			return
+		}
+		l.PerKey = n
+		if k := strings.TrimSpace(r.PostFormValue("key")); k != "" {
+			if l.Key, err = ops.ParseKey(k); err != nil {
+				http.Error(w, "key: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+		}
+	}
 	can, err := h.can(ctx)
 	if err != nil {
 		h.actionError(w, r, "limit", err)
@@ -703,7 +718,7 @@ func (h *handler) limitAction(w http.ResponseWriter, r *http.Request) {
 		h.actionError(w, r, "limit queue "+redact(q), err)
 		return
 	}
-	h.log.Info("ui: limit", "queue", redact(q), "running", l.Running, "rate", l.Rate, "per", l.Per)
+	h.log.Info("ui: limit", "queue", redact(q), "running", l.Running, "rate", l.Rate, "per", l.Per, "per_key", l.PerKey)
 	h.live.invalidate()
 	var said []string
 	if l.Running > 0 {
@@ -711,6 +726,9 @@ func (h *handler) limitAction(w http.ResponseWriter, r *http.Request) {
 	}
 	if l.Rate > 0 {
 		said = append(said, fmt.Sprintf("at most %d starting per %s", l.Rate, l.Per))
+	}
+	if l.PerKey > 0 {
+		said = append(said, fmt.Sprintf("at most %d running per key", l.PerKey))
 	}
 	msg := "queue " + redact(q) + ": no limit"
 	if len(said) > 0 {

@@ -632,7 +632,7 @@ func runQueue(ctx context.Context, args []string) error {
 	}
 	var keyParts []string
 	if given["key"] {
-		if keyParts, err = parseKey(*key); err != nil {
+		if keyParts, err = ops.ParseKey(*key); err != nil {
 			return fmt.Errorf("queue limit: --key %q: %w", *key, err)
 		}
 	}
@@ -716,27 +716,6 @@ type limitChange struct {
 	key                            []string
 	setRunning, setRate, setPerKey bool
 	clear                          bool
-}
-
-// parseKey reads --key: comma-separated parts, each kind or a top-level
-// args field (args.F or F), as the database keeps them.
-func parseKey(s string) ([]string, error) {
-	var parts []string
-	for _, p := range strings.Split(s, ",") {
-		p = strings.TrimSpace(p)
-		f := strings.TrimPrefix(p, "args.")
-		if p == "" || f == "" || len(f) > 63 {
-			return nil, errors.New("each part is kind or a top-level args field name of 1 to 63 bytes")
-		}
-		if p != "kind" && f == p {
-			p = "args." + p
-		}
-		parts = append(parts, p)
-	}
-	if len(parts) > 8 {
-		return nil, errors.New("a key has at most 8 parts")
-	}
-	return parts, nil
 }
 
 // keyName says a per-key limit's key: its parts joined by /.

@@ -13,6 +13,7 @@ package ops
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -361,6 +362,27 @@ func ParseRate(s string) (n int, per time.Duration, err error) {
 // SetLimit replaces queue's limits (the zero Limit: none).
 func SetLimit(ctx context.Context, db DB, queue string, l storage.Limit) error {
 	return storage.SetLimit(ctx, db, queue, l)
+}
+
+// ParseKey reads a per-key limit's key: comma-separated parts, each kind
+// or a top-level args field (args.F or F), as the database keeps them.
+func ParseKey(s string) ([]string, error) {
+	var parts []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		f := strings.TrimPrefix(p, "args.")
+		if p == "" || f == "" || len(f) > 63 {
+			return nil, errors.New("each part is kind or a top-level args field name of 1 to 63 bytes")
+		}
+		if p != "kind" && f == p {
+			p = "args." + p
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) > 8 {
+		return nil, errors.New("a key has at most 8 parts")
+	}
+	return parts, nil
 }
 
 // KeyLimits lists the top keys of queue's per-key limit by slots held.

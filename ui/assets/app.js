@@ -133,13 +133,15 @@ function queueRow(q, can) {
   const name = el("td"); name.appendChild(a); tr.appendChild(name);
   for (const k of ["available", "running", "scheduled", "discarded", "completed", "cancelled", "oldest", "rate"]) tr.appendChild(el("td", { class: "num", "data-col": k }));
   const st = el("td"); st.appendChild(el("span", { class: "state " + (q.paused ? "s-paused" : "s-active"), "data-col": "paused" }, q.paused ? "paused" : "active")); tr.appendChild(st);
-  tr.appendChild(el("td", { class: "num", "data-col": "limit", title: "held / limit: jobs the live processes hold (claimed, not yet ended) over the queue's concurrency limit across every process" }));
+  tr.appendChild(el("td", { class: "num", "data-col": "limit", title: "held / limit: jobs the live processes hold (claimed, not yet ended) over the queue's concurrency limit across every process; started / rate in the current window; per key: keys with a job running, keys at the limit, jobs waiting in the schedule for their key" }));
   if (can.limit) {
     const td = el("td");
     const f = el("form", { method: "post", action: "queue/limit", class: "limit" });
     f.appendChild(el("input", { type: "hidden", name: "queue", value: q.name }));
     f.appendChild(el("input", { type: "number", name: "running", min: "1", max: "1000000", placeholder: "running", title: "at most this many running at once (empty: none)", "aria-label": "running limit of " + q.name, value: q.limit > 0 ? String(q.limit) : "" }));
     f.appendChild(el("input", { type: "text", name: "rate", placeholder: "rate N/1s", title: "at most N starting per period, as N/PERIOD: 100/1s, 60/1m (empty: none)", "aria-label": "rate limit of " + q.name, value: rateText(q) }));
+    f.appendChild(el("input", { type: "number", name: "per_key", min: "1", max: "1000000", placeholder: "per key", title: "at most this many of one key running at once (empty: none)", "aria-label": "per-key limit of " + q.name, value: q.per_key > 0 ? String(q.per_key) : "" }));
+    f.appendChild(el("input", { type: "text", name: "key", placeholder: "key: kind", title: "the key of a job for the per-key limit: kind, or top-level args fields, comma-separated (customer_id)", "aria-label": "key of " + q.name, value: keyText(q) }));
     f.appendChild(el("button", { class: "small", "data-action": "limit", "data-queue": q.name }, "Set limit"));
     td.appendChild(f);
     tr.appendChild(td);
@@ -161,7 +163,7 @@ function queueRow(q, can) {
 }
 
 function rowSig(q, can) {
-  return [q.paused, can.pause, can.resume, can.limit, q.limit, rateText(q)].join(",");
+  return [q.paused, can.pause, can.resume, can.limit, q.limit, rateText(q), q.per_key, keyText(q)].join(",");
 }
 
 // rateText is a queue's rate limit as N/PERIOD ("": none).
@@ -172,12 +174,19 @@ function rateText(q) {
   return q.rate_limit + "/" + per;
 }
 
+// keyText is a per-key limit's key as the form takes it ("": none).
+function keyText(q) {
+  if (!(q.per_key > 0) || !q.key) return "";
+  return q.key.map((p) => p.startsWith("args.") ? p.slice(5) : p).join(",");
+}
+
 // limitText is a queue's limits as the page shows them: held / running
-// limit, and started / rate per period.
+// limit, started / rate per period, and the per-key limit's keys.
 function limitText(q) {
   const parts = [];
   if (q.limit > 0) parts.push(fmt(q.held) + " / " + fmt(q.limit));
   if (q.rate_limit > 0) parts.push(fmt(q.started) + " / " + rateText(q));
+  if (q.per_key > 0) parts.push(fmt(q.per_key) + " per " + keyText(q) + ": " + fmt(q.keys_running) + " keys, " + fmt(q.keys_full) + " full, " + fmt(q.deferred) + " deferred");
   return parts.length ? parts.join(", ") : "–";
 }
 
