@@ -326,3 +326,52 @@ func ExampleSetLimit() {
 	// most running at once: 2
 	// reports: at most 4 running
 }
+
+// A per-key limit caps how many jobs of one key run at once across every
+// process: here at most 1 email per recipient (the args field "to"),
+// while emails to different recipients run side by side. A job whose
+// key is at its limit waits in the schedule, so the jobs of other keys
+// behind it are not held back. Set it in SQL here (the same as
+// Limit{PerKey: 1, Key: []string{"to"}} in QueueConfig.Limit or SetLimit).
+func ExampleLimit_perKey() {
+	ctx := context.Background()
+	pool := exampleDatabase()
+	defer pool.Close()
+
+	var mu sync.Mutex
+	running, most, done := map[string]int{}, 0, make(chan struct{}, 6)
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, job *millrace.Job[EmailArgs]) error {
+		mu.Lock()
+		running[job.Args.To]++
+		most = max(most, running[job.Args.To])
+		mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+		mu.Lock()
+		running[job.Args.To]--
+		mu.Unlock()
+		done <- struct{}{}
+		return nil
+	}))
+	pool.Exec(ctx, "SELECT millrace.set_limit('mail', p_per_key => 1, p_key => '{to}')")
+	client, _ := millrace.NewClient(pool, millrace.Config{
+		Workers: workers,
+		Queues:  map[string]millrace.QueueConfig{"mail": {MaxWorkers: 6}},
+	})
+	client.Start(ctx)
+	defer client.Stop(ctx)
+	limits, _ := millrace.Limits(ctx, pool)
+	fmt.Printf("%s: at most %d running per %v\n", limits[0].Queue, limits[0].Limit.PerKey, limits[0].Limit.Key)
+
+	for i := range 6 {
+		to := []string{"ada@example.com", "bob@example.com"}[i%2]
+		client.Insert(ctx, EmailArgs{To: to, Subject: "receipt"}, &millrace.InsertOpts{Queue: "mail"})
+	}
+	for range 6 {
+		<-done
+	}
+	fmt.Println("most running at once for one recipient:", most)
+	// Output:
+	// mail: at most 1 running per [args.to]
+	// most running at once for one recipient: 1
+}
