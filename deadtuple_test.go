@@ -94,7 +94,9 @@ func TestDeadTupleContract(t *testing.T) {
 		return nil
 	}))
 	cfg := millrace.Config{Workers: workers, Logger: quietLogger(),
-		Queues:           map[string]millrace.QueueConfig{"default": {MaxWorkers: 16}, "victim": {MaxWorkers: 4}},
+		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 16}, "victim": {MaxWorkers: 4},
+			// every limit: slots, a buffer, a rate's window, keys' totals and deferred jobs
+			"limited": {MaxWorkers: 8, Limit: &millrace.Limit{Running: 6, Rate: 5000, Per: time.Second, PerKey: 2, Key: []string{"pad"}}}},
 		Backoff:          func(int) time.Duration { return 100 * time.Millisecond },
 		RotateAfter:      300 * time.Millisecond,
 		MaintenanceEvery: 50 * time.Millisecond}
@@ -183,11 +185,21 @@ func TestDeadTupleContract(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := int64(total - discards + 50)
+	// A limited queue: 300 jobs over 5 keys of 2 (most of them deferred
+	// at least once) under a running and a rate limit.
+	const nLimited = 300
+	lp := make([]millrace.InsertManyParams, nLimited)
+	for i := range lp {
+		lp[i] = millrace.InsertManyParams{Args: countArgs{N: total + 50 + i, Pad: fmt.Sprint(i % 5)}, Opts: &millrace.InsertOpts{Queue: "limited"}}
+	}
+	if _, err := client.InsertMany(ctx, lp); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(total - discards + 50 + nLimited)
 	waitFor(t, "every job to complete", 120*time.Second, func() bool { return completed.Load() >= want },
 		func() string {
 			var missing []int
-			for i := 0; i < total+50 && len(missing) < 20; i++ {
+			for i := 0; i < total+50+nLimited && len(missing) < 20; i++ {
 				if _, ok := ran.Load(i); !ok && !(i < total && i%100 == 2) {
 					missing = append(missing, i)
 				}
@@ -210,7 +222,7 @@ func TestDeadTupleContract(t *testing.T) {
 	if err := client.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < total+50; i++ {
+	for i := 0; i < total+50+nLimited; i++ {
 		if _, ok := ran.Load(i); !ok && !(i < total && i%100 == 2) {
 			t.Fatalf("job %d never completed", i)
 		}
