@@ -42,7 +42,7 @@ var forbidden = []string{
 	`CREATE TABLE millrace.intruder (x int)`,
 	`DROP TABLE millrace.finished`,
 	`TRUNCATE millrace.finished_0`,
-	`DROP FUNCTION millrace.claim(text, int, bigint, boolean, int, bigint, interval, boolean, int, int)`,
+	`DROP FUNCTION millrace.claim(text, int, bigint, boolean, int, bigint, interval, boolean, int, int, interval)`,
 }
 
 // adminOnly are operator actions only millrace_admin may take.
