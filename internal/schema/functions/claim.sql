@@ -442,16 +442,27 @@ BEGIN
             SELECT d.k, p_per_key - coalesce(t.n, 0) - coalesce((p_taken ->> d.k)::int, 0) AS free,
                    greatest(t.until, (p_until ->> d.k)::timestamptz, v_now) AS after
             FROM (SELECT DISTINCT j.k FROM j) d
-            LEFT JOIN LATERAL (SELECT sum(greatest(h.n, 0)) AS n, max(h.until) AS until
-                               FROM unnest(p_live || p_owner) l(id)
-                               CROSS JOIN LATERAL millrace.key_held(p_queue, d.k, l.id) h) t ON true),
+            -- key_held's probes written out (a call per key and process
+            -- cost more than its probes), the freed one only for a
+            -- process that took some of the key.
+            LEFT JOIN LATERAL (
+                SELECT sum(greatest(a.n - coalesce(b.n, 0), 0)) AS n, max(a.until) AS until
+                FROM unnest(p_live || p_owner) l(id)
+                CROSS JOIN LATERAL (SELECT x.n, x.until FROM millrace.keyhold x
+                                    WHERE x.queue = p_queue AND x.key = d.k AND x.owner = l.id AND NOT x.freed
+                                    ORDER BY x.id DESC LIMIT 1) a
+                LEFT JOIN LATERAL (SELECT x.n FROM millrace.keyhold x
+                                   WHERE x.queue = p_queue AND x.key = d.k AND x.owner = l.id AND x.freed
+                                   ORDER BY x.id DESC LIMIT 1) b ON true) t ON true),
         r AS (SELECT j.id, j.k, j.again, row_number() OVER (PARTITION BY j.k ORDER BY j.ord) AS rk FROM j)
         SELECT f.k, greatest(f.free, 0) AS free, f.after, count(r.id) AS n,
                coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > greatest(f.free, 0) AND NOT r.again), '{}') AS later,
                coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > greatest(f.free, 0) AND r.again), '{}') AS again
         FROM f JOIN r ON r.k = f.k GROUP BY f.k, f.free, f.after
     LOOP
-        p_taken := p_taken || jsonb_build_object(v_d.k, coalesce((p_taken ->> v_d.k)::int, 0) + least(v_d.n, v_d.free));
+        IF least(v_d.n, v_d.free) > 0 THEN
+            p_taken := p_taken || jsonb_build_object(v_d.k, coalesce((p_taken ->> v_d.k)::int, 0) + least(v_d.n, v_d.free));
+        END IF;
         CONTINUE WHEN cardinality(v_d.later) + cardinality(v_d.again) = 0;
         -- The jobs past the key's free slots wait in the schedule. Those
         -- that come from it (they waited their turn, or were due later)
