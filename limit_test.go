@@ -340,8 +340,10 @@ func (keyArgs) Kind() string { return "keyed" }
 // TestPerKeyLimitAcrossProcesses: three processes work a queue with a
 // per-key limit of 2 keyed by args.c. A backlog of one key, enqueued
 // first, does not hold back the jobs of the other keys behind it (they
-// all end before half of it has), no key ever runs more than 2 jobs at
+// all end before three quarters of it has), no key ever runs more than 2 jobs at
 // once (measured by the jobs themselves), and every job runs once.
+// The backlog's jobs beyond the slots wait in the process that holds the
+// key (up to eight per slot) or in the schedule.
 func TestPerKeyLimitAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	pool := newDB(t)
@@ -419,8 +421,10 @@ func TestPerKeyLimitAcrossProcesses(t *testing.T) {
 			t.Fatalf("job %d ran %d times; want 1", i, runs[i])
 		}
 	}
-	if backlogAtOthersDone >= backlog/2 {
-		t.Fatalf("%d of key 0's %d jobs had run when the other keys' last job ended; want under half", backlogAtOthersDone, backlog)
+	// Held back behind the backlog, the other keys would end after it
+	// (120 of 120); beside it, while at most 2 of it run at once.
+	if backlogAtOthersDone >= backlog*3/4 {
+		t.Fatalf("%d of key 0's %d jobs had run when the other keys' last job ended; want under three quarters", backlogAtOthersDone, backlog)
 	}
 	t.Logf("key 0 had run %d of %d when the other keys were done; at most %d of key 0 at once", backlogAtOthersDone, backlog, running[0].most.Load())
 }

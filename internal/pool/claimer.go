@@ -257,14 +257,22 @@ func (p *Pool) claim(q *queue) {
 			b := &batch{Batch: sb, owner: owner}
 			b.remaining.Store(int32(len(sb.Jobs)))
 			for _, j := range sb.Jobs {
+				if j.Key != "" {
+					q.keys.claimed(j.Key, int(j.KeySlots))
+				}
 				if j.Cancelled {
 					// Cancelled before it ran: ack it so, never run it.
 					p.ack(b, storage.Ack{Batch: sb, Job: &j, State: storage.AckCancelled, Finished: p.cfg.Now()})
+					if j.Key != "" {
+						q.keys.drop(j.Key)
+					}
 					p.free(q)
 					continue
 				}
 				it := item{batch: b, job: j}
-				if marked > 0 {
+				// A job that waits for a slot of its key here was not
+				// marked started by the claim.
+				if marked > 0 && !j.KeyWaits {
 					marked--
 					// Handed to a worker waiting now, it starts at once, as
 					// the claim recorded. None waits when a worker counted

@@ -41,32 +41,62 @@ func (p *Pool) work(q *queue) {
 		if p.claimCtx.Err() != nil {
 			return // stopping: no job starts after Stop; the batch is released
 		}
-		for p.cfg.Fresh != nil && !p.cfg.Fresh() && p.claimCtx.Err() == nil {
-			// The process may be dead in the others' eyes (it was stopped
-			// or cut off for half its lease or more): the next heartbeat
-			// says whether the batch is still its own.
-			time.Sleep(20 * time.Millisecond)
+		if it.job.Key != "" && !q.keys.begin(it) {
+			continue // it waits for a slot of its key, parked: the job that frees one runs it
 		}
-		if it.batch.owner != p.Owner() {
-			p.free(q) // leased under a lost identity: released to other claimers
-			continue
-		}
-		if !q.gate.enter(p.claimCtx) {
-			return // stopping while it waited for a slot: the batch is released
-		}
-		if !it.started && !p.markStarted(&it) {
-			q.gate.leave()
-			if it.job.Key != "" {
-				// Its slot of a per-key limit comes back with the next flush.
-				p.send(storage.Ack{Batch: it.batch.Batch, Job: &it.job, State: storage.AckKeyFreed})
+		for {
+			var ok bool
+			if it, ok = p.runItem(q, it); !ok {
+				return
 			}
-			p.free(q) // its batch was released meanwhile: it runs elsewhere
-			continue
+			if it.batch == nil {
+				break
+			}
 		}
-		p.run(it)
-		q.gate.leave()
-		p.free(q)
 	}
+}
+
+// runItem starts and runs it, a job of q, and returns the next job to run
+// on this worker: a job of the same key that waited here for the slot it
+// freed (nil batch: none). false: the pool is stopping.
+func (p *Pool) runItem(q *queue, it item) (item, bool) {
+	key := it.job.Key
+	next := func() item {
+		if key == "" {
+			return item{}
+		}
+		n, _ := q.keys.end(key)
+		return n
+	}
+	if p.claimCtx.Err() != nil {
+		return item{}, false // stopping: no job starts after Stop; the batch is released
+	}
+	for p.cfg.Fresh != nil && !p.cfg.Fresh() && p.claimCtx.Err() == nil {
+		// The process may be dead in the others' eyes (it was stopped
+		// or cut off for half its lease or more): the next heartbeat
+		// says whether the batch is still its own.
+		time.Sleep(20 * time.Millisecond)
+	}
+	if it.batch.owner != p.Owner() {
+		p.free(q) // leased under a lost identity: released to other claimers
+		return next(), true
+	}
+	if !q.gate.enter(p.claimCtx) {
+		return item{}, false // stopping while it waited for a slot: the batch is released
+	}
+	if !it.started && !p.markStarted(&it) {
+		q.gate.leave()
+		if it.job.Key != "" {
+			// Its slot of a per-key limit comes back with the next flush.
+			p.send(storage.Ack{Batch: it.batch.Batch, Job: &it.job, State: storage.AckKeyFreed})
+		}
+		p.free(q) // its batch was released meanwhile: it runs elsewhere
+		return next(), true
+	}
+	p.run(it)
+	q.gate.leave()
+	p.free(q)
+	return next(), true
 }
 
 // free counts a job of q that no longer runs here (it ended, or will not

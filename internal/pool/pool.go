@@ -189,6 +189,9 @@ type queue struct {
 	// short says its last rate-limited claim took as many jobs as it had
 	// idle workers (or had none): more may wait for a worker.
 	short atomic.Bool
+	// keys is the process's slots of each key of the queue's per-key
+	// limit, and the key's jobs that wait here for one.
+	keys keyGate
 	// pace is how long a job of a per-key limit holds its key's slot
 	// here, from its start to the flush of its outcome: a moving mean in
 	// nanoseconds (0: none yet). A claim paces the jobs the limit defers

@@ -384,8 +384,9 @@ func claimJobs(t *testing.T, s *Store, queue string, owner int32, req int64, hel
 	return n, seen
 }
 
-// keyClaim claims queue for owner and returns the keys of the jobs the
-// claim took, in order, and its batches.
+// keyClaim claims queue for owner and returns, for each job the claim
+// took in order, its key (with a * when it waits for one of the caller's
+// slots of the key), and its batches.
 func keyClaim(t *testing.T, s *Store, queue string, owner int32, req int64) ([]string, []*Batch) {
 	t.Helper()
 	bs, _, err := s.ClaimSeen(context.Background(), queue, owner, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Pace: 100 * time.Millisecond})
@@ -395,42 +396,58 @@ func keyClaim(t *testing.T, s *Store, queue string, owner int32, req int64) ([]s
 	var got []string
 	for _, b := range bs {
 		for _, j := range b.Jobs {
-			got = append(got, j.Key)
+			k := j.Key
+			if j.KeyWaits {
+				k += "*"
+			}
+			if j.KeySlots != 1 {
+				t.Fatalf("job %d of key %s: %d slots of its key; want 1", j.ID, j.Key, j.KeySlots)
+			}
+			got = append(got, k)
 		}
 	}
 	return got, bs
 }
 
 // TestPerKeyLimitDefersPastTheKeysSlots: under a per-key limit of 1, a
-// claim takes the first job of each key that has a free slot across the
-// live processes and defers the others to the schedule (paced, no
-// history, shown as scheduled); a key's slot comes back with the flush
-// of its job's outcome, and a stopping process's with its release.
+// claim takes, of each key, a job for each slot the live processes leave
+// free and, when its process holds a slot of the key, a buffer of up to
+// eight per slot that waits in it; the others are deferred to the
+// schedule (paced, no history, shown as scheduled). A key's slot comes
+// back with the flush of its jobs' outcomes, and a stopping process's
+// with its release.
 func TestPerKeyLimitDefersPastTheKeysSlots(t *testing.T) {
 	ctx := context.Background()
 	s, pool, a, b := limitedQueue(t, "pk", 0, 0)
-	add := func(c string) int64 {
-		id, err := s.Enqueue(ctx, pool, NewJob{Queue: "pk", Kind: "k", Args: []byte(`{"c":` + c + `}`), Priority: 1, MaxAttempts: 3}, false)
-		if err != nil {
-			t.Fatal(err)
+	add := func(c string, n int) (ids []int64) {
+		for range n {
+			id, err := s.Enqueue(ctx, pool, NewJob{Queue: "pk", Kind: "k", Args: []byte(`{"c":` + c + `}`), Priority: 1, MaxAttempts: 3}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
 		}
-		return id
+		return ids
 	}
-	var ones []int64
-	for _, c := range []string{"1", "1", "2", "1", "2", "1"} {
-		id := add(c)
-		if c == "1" {
-			ones = append(ones, id)
-		}
-	}
+	add("1", 2)
+	add("2", 1)
+	add("1", 1)
+	add("2", 1)
 	if err := SetLimit(ctx, pool, "pk", Limit{PerKey: 1, Key: []string{"args.c"}}); err != nil {
 		t.Fatal(err)
 	}
 	got, aBatches := keyClaim(t, s, "pk", a, 1)
-	if fmt.Sprint(got) != "[1 2]" {
-		t.Fatalf("a's claim took keys %v; want [1 2] (one job of each key)", got)
+	if fmt.Sprint(got) != "[1 1* 2 1* 2*]" {
+		t.Fatalf("a's claim took keys %v; want [1 1* 2 1* 2*] (one of each key at once, the others waiting in a)", got)
 	}
-	for _, id := range ones[1:] {
+	// Another process: keys 1 and 2 are a's, key 3 is free; b holds no
+	// slot of key 1, so its jobs of key 1 wait in the schedule.
+	ones := add("1", 2)
+	add("3", 1)
+	if got, _ := keyClaim(t, s, "pk", b, 1); fmt.Sprint(got) != "[3]" {
+		t.Fatalf("b's claim took keys %v; want [3] (a holds keys 1 and 2)", got)
+	}
+	for _, id := range ones {
 		var st string
 		if err := pool.QueryRow(ctx, "SELECT millrace.job_state($1)", id).Scan(&st); err != nil || st != "scheduled" {
 			t.Fatalf("deferred job %d is %q (%v); want scheduled", id, st, err)
@@ -443,36 +460,52 @@ func TestPerKeyLimitDefersPastTheKeysSlots(t *testing.T) {
 		WHERE queue = 'pk' AND last_error = 'deferred by its key''s limit' AND id = ANY ($1)`, ones).Scan(&n, &spread); err != nil {
 		t.Fatal(err)
 	}
-	if n != 3 || spread < 200*time.Millisecond || spread > 250*time.Millisecond {
-		t.Fatalf("key 1's deferred jobs: %d, due over %s; want 3 over 200ms", n, spread)
+	if n != 2 || spread < 100*time.Millisecond || spread > 150*time.Millisecond {
+		t.Fatalf("key 1's deferred jobs: %d, due over %s; want 2 over 100ms", n, spread)
 	}
 	ls, err := QueueLimits(ctx, pool)
-	if err != nil || len(ls) != 1 || ls[0].KeysRunning != 2 || ls[0].KeysFull != 2 || ls[0].Deferred != 4 {
-		t.Fatalf("queue_limits: %+v (%v); want 2 keys running, 2 full, 4 deferred", ls, err)
+	if err != nil || len(ls) != 1 || ls[0].KeysRunning != 3 || ls[0].KeysFull != 3 || ls[0].Deferred != 2 {
+		t.Fatalf("queue_limits: %+v (%v); want 3 keys running, 3 full, 2 deferred", ls, err)
 	}
-	// Another process: key 1 is a's, key 3 is free.
-	add("1")
-	add("3")
-	if got, _ := keyClaim(t, s, "pk", b, 1); fmt.Sprint(got) != "[3]" {
-		t.Fatalf("b's claim took keys %v; want [3] (a holds key 1)", got)
-	}
-	// a's job of key 1 ends: the flush of its outcome gives the slot
+	// a's jobs of key 1 end: the flush of their outcomes gives its slot
 	// back, and b gets key 1.
-	j := aBatches[0].Jobs[0]
-	if j.Key != "1" {
-		t.Fatalf("a's first job has key %q; want 1", j.Key)
+	var acks []Ack
+	for i := range aBatches[0].Jobs {
+		if j := &aBatches[0].Jobs[i]; j.Key == "1" {
+			acks = append(acks, Ack{Batch: aBatches[0], Job: j, State: AckCompleted, Finished: time.Now()})
+		}
 	}
-	if _, err := s.Flush(ctx, a, 1, false, []Ack{{Batch: aBatches[0], Job: &j, State: AckCompleted, Finished: time.Now()}}, nil); err != nil {
+	if _, err := s.Flush(ctx, a, 1, false, acks, nil); err != nil {
 		t.Fatal(err)
 	}
-	add("1")
-	add("2")
+	add("1", 1)
 	if got, _ := keyClaim(t, s, "pk", b, 2); fmt.Sprint(got) != "[1]" {
 		t.Fatalf("b's claim took keys %v; want [1] (a gave key 1 back, still holds 2)", got)
 	}
 	top, err := KeyLimits(ctx, pool, "pk", 10)
 	if err != nil || fmt.Sprint(top) != "[{1 1} {2 1} {3 1}]" {
 		t.Fatalf("key_limits: %v (%v); want keys 1, 2, 3 with a slot each", top, err)
+	}
+	// The buffer is eight per slot: of eleven jobs of a key, a claim of
+	// ten takes one to run, eight to wait, and defers the tenth.
+	add("7", 11)
+	if got, _ := keyClaim(t, s, "pk", a, 2); fmt.Sprint(got) != "[7 7* 7* 7* 7* 7* 7* 7* 7*]" {
+		t.Fatalf("a's claim of key 7 took %v; want one to run and eight to wait", got)
+	}
+	// The ring turns (every slot reclaimed): a's totals and slots of key
+	// 7 are carried, so b still finds the key full, and a's next claim
+	// of it keeps its one slot.
+	for range 8 {
+		rotate(t, s, 0)
+	}
+	var slots *int
+	if err := pool.QueryRow(ctx, `SELECT slots FROM millrace.keyhold WHERE queue = 'pk' AND key = '7' AND owner = $1 AND NOT freed
+		ORDER BY id DESC LIMIT 1`, a).Scan(&slots); err != nil || slots == nil || *slots != 1 {
+		t.Fatalf("a's slots of key 7 after the ring turned: %v (%v); want 1", slots, err)
+	}
+	add("7", 1)
+	if got, _ := keyClaim(t, s, "pk", b, 3); len(got) != 0 {
+		t.Fatalf("b's claim after the ring turned took %v; want nothing (a holds key 7)", got)
 	}
 	// A process that stops holds nothing.
 	if _, err := s.Release(ctx, a); err != nil {

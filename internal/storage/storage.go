@@ -68,6 +68,13 @@ type Job struct {
 	// slots from its claim until the flush of its outcome (or of
 	// AckKeyFreed).
 	Key string
+	// KeySlots is, under a per-key limit, how many of the key's jobs the
+	// claimer may run at once, as its claim wrote them; KeyWaits says
+	// the job is one the claim took beyond them (a buffer): it starts
+	// when a job of its key ends in the claimer, and the claim did not
+	// mark it started.
+	KeySlots int32
+	KeyWaits bool
 }
 
 // Batch is a claimed tick: jobs of one queue that committed between two
@@ -255,7 +262,8 @@ func insertJobs(ctx context.Context, jobs []NewJob, notify bool, run func(scan f
 
 // claimSQL is a claim; it runs in its own READ COMMITTED transaction that
 // commits asynchronously (see Claim).
-const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled, key
+const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled,
+	key, key_slots, waits
 	FROM millrace.claim_start(p_queue => $1, p_owner => $2, p_req => $3, p_retry => $4,
 		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9, p_buffer => $10,
 		p_pace => $11)`
@@ -352,12 +360,16 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 			var timeoutMS int32
 			var j Job
 			var key *string
+			var slots *int32
 			if err := rows.Scan(&tick, &token, &j.ID, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt,
-				&j.ReadyAt, &timeoutMS, &j.Cancelled, &key); err != nil {
+				&j.ReadyAt, &timeoutMS, &j.Cancelled, &key, &slots, &j.KeyWaits); err != nil {
 				return err
 			}
 			if key != nil {
 				j.Key = *key
+			}
+			if slots != nil {
+				j.KeySlots = *slots
 			}
 			j.Queue = queue
 			j.Timeout = time.Duration(timeoutMS) * time.Millisecond

@@ -211,7 +211,7 @@ $function$;
 COMMENT ON FUNCTION millrace.job_key(p_kind text, p_args jsonb, p_by text[]) IS
     'job_key is the key of a job of kind p_kind with args p_args under a per-key limit keyed by p_by (set_limit): its parts as text, joined by /; NULL when p_by is NULL.';
 
-CREATE OR REPLACE FUNCTION millrace.key_held(p_queue text, p_key text, p_owner integer, OUT n bigint, OUT until timestamp with time zone)
+CREATE OR REPLACE FUNCTION millrace.key_held(p_queue text, p_key text, p_owner integer, OUT n bigint, OUT slots integer, OUT until timestamp with time zone)
  RETURNS record
  LANGUAGE plpgsql
  STABLE
@@ -221,14 +221,15 @@ AS $function$
 -- PL/pgSQL for a plan cached for the session: a claim asks for each key
 -- of its batches and each live process.
 BEGIN
-    SELECT x.n, x.until INTO n, until FROM millrace.keyhold x
+    SELECT x.n, x.slots, x.until INTO n, slots, until FROM millrace.keyhold x
     WHERE x.queue = p_queue AND x.key = p_key AND x.owner = p_owner AND NOT x.freed ORDER BY x.id DESC LIMIT 1;
-    n := coalesce(n, 0) - coalesce((SELECT x.n FROM millrace.keyhold x
-                                    WHERE x.queue = p_queue AND x.key = p_key AND x.owner = p_owner AND x.freed
-                                    ORDER BY x.id DESC LIMIT 1), 0);
+    n := greatest(coalesce(n, 0) - coalesce((SELECT x.n FROM millrace.keyhold x
+                                             WHERE x.queue = p_queue AND x.key = p_key AND x.owner = p_owner AND x.freed
+                                             ORDER BY x.id DESC LIMIT 1), 0), 0);
+    slots := least(coalesce(slots, n), n);
 END $function$;
-COMMENT ON FUNCTION millrace.key_held(p_queue text, p_key text, p_owner integer, OUT n bigint, OUT until timestamp with time zone) IS
-    'key_held is what process p_owner holds of key p_key of queue p_queue''s per-key limit: the jobs its claims took less those its flushes said ended (keyhold''s newest taken and freed totals), and where the key''s deferred jobs end by its claims (until).';
+COMMENT ON FUNCTION millrace.key_held(p_queue text, p_key text, p_owner integer, OUT n bigint, OUT slots integer, OUT until timestamp with time zone) IS
+    'key_held is what process p_owner holds of key p_key of queue p_queue''s per-key limit: n, the jobs its claims took less those its flushes said ended (keyhold''s newest taken and freed totals); slots, what counts against the limit: the least of n and its slots of the key (it runs no more at once); and where the key''s deferred jobs end by its claims (until).';
 
 CREATE OR REPLACE FUNCTION millrace.queue_limits()
  RETURNS TABLE(queue text, running_limit integer, running bigint, rate integer, rate_per interval, started bigint, per_key integer, per_key_by text[], keys_running bigint, keys_full bigint, deferred bigint)
@@ -259,7 +260,7 @@ AS $function$
         -- Keys whose slots the live processes hold (each one's newest row
         -- of the key), and those at the limit.
         SELECT count(*) FILTER (WHERE y.n > 0) AS running, count(*) FILTER (WHERE y.n >= q.per_key) AS full
-        FROM (SELECT x.key, sum(greatest((SELECT h.n FROM millrace.key_held(q.queue, x.key, x.owner) h), 0)) AS n
+        FROM (SELECT x.key, sum((SELECT h.slots FROM millrace.key_held(q.queue, x.key, x.owner) h)) AS n
               FROM (SELECT DISTINCT z.key, z.owner FROM millrace.keyhold z
                     WHERE z.queue = q.queue AND z.owner IN (SELECT l.id FROM live l)) x
               GROUP BY x.key) y
@@ -277,14 +278,14 @@ CREATE OR REPLACE FUNCTION millrace.key_limits(p_queue text, p_top integer DEFAU
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
-    SELECT x.key, sum(greatest((SELECT h.n FROM millrace.key_held(p_queue, x.key, x.owner) h), 0))
+    SELECT x.key, sum((SELECT h.slots FROM millrace.key_held(p_queue, x.key, x.owner) h))
     FROM (SELECT DISTINCT z.key, z.owner FROM millrace.keyhold z WHERE z.queue = p_queue) x
     WHERE (SELECT b.until FROM millrace.heartbeat b WHERE b.process = x.owner ORDER BY b.id DESC LIMIT 1) > clock_timestamp()
-    GROUP BY x.key HAVING sum(greatest((SELECT h.n FROM millrace.key_held(p_queue, x.key, x.owner) h), 0)) > 0
+    GROUP BY x.key HAVING sum((SELECT h.slots FROM millrace.key_held(p_queue, x.key, x.owner) h)) > 0
     ORDER BY 2 DESC, 1 LIMIT greatest(p_top, 0)
 $function$;
 COMMENT ON FUNCTION millrace.key_limits(p_queue text, p_top integer) IS
-    'key_limits is the p_top keys of queue p_queue''s per-key limit with the most slots held by the live processes (what each one''s claims took of the key less what its flushes said ended, key_held: never fewer than run).';
+    'key_limits is the p_top keys of queue p_queue''s per-key limit with the most slots held by the live processes (key_held''s slots: never fewer than run).';
 
 CREATE OR REPLACE FUNCTION millrace.cancel_space()
  RETURNS integer

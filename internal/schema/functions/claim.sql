@@ -416,7 +416,7 @@ END $function$;
 COMMENT ON FUNCTION millrace.claim_peek(p_queue text) IS
     'claim_peek says, without a claim''s lock or writes, whether a claim of p_queue would return nothing at once by its short cut: the process that took the queue''s newest batch when that batch already holds every job committed before the call (and no released batch waits), else 0 (a claim may find work: claim). A claimer that keeps losing announcements to another process asks it before it claims: most of its claims found nothing. It answers 0 outside READ COMMITTED (its statements must take their snapshots after their locks).';
 
-CREATE OR REPLACE FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_pace interval, INOUT p_taken jsonb, INOUT p_until jsonb, OUT deferred bigint[])
+CREATE OR REPLACE FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_pace interval, INOUT p_taken jsonb, INOUT p_until jsonb, INOUT p_slots jsonb, OUT deferred bigint[], OUT waiting bigint[])
  RETURNS record
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -430,48 +430,70 @@ DECLARE
     v_pace interval := least(greatest(coalesce(p_pace, interval '10 ms'), interval '1 ms'), interval '10 s');
 BEGIN
     deferred := '{}';
-    -- Each key of the batch: the slots free for it (the limit less what
-    -- the live processes, this one included, hold: each one's newest
-    -- taken total less its newest freed one; less what this claim took
-    -- already) and where its deferred jobs end.
+    waiting := '{}';
+    -- Each key of the batch. What a process holds of it is its newest
+    -- taken total less its newest freed one; it counts as the least of
+    -- that and its slots (it runs no more than its slots at once). This
+    -- process keeps the slots it holds jobs for (or what this claim gave
+    -- it already, p_slots), and gets at most the limit less what the
+    -- others count, for the batch's jobs of the key and those it holds
+    -- beyond its slots. Of the batch's jobs of the key, in order: those
+    -- its new slots have room for run at once; then, while it has a slot
+    -- of the key, a buffer of up to eight per slot waits in it for one
+    -- of its own slots (no claim, no schedule: a job of the key that
+    -- ends here starts the next); the others wait in the schedule.
     FOR v_d IN
         WITH j AS MATERIALIZED (
             SELECT x.id, x.ord, millrace.job_key(x.kind, x.args, p_by) AS k, x.ready_at > x.created_at AS again
             FROM unnest(p_jobs) WITH ORDINALITY AS x(slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, txid, ready_at, timeout_ms, ord)),
-        f AS MATERIALIZED (
-            SELECT d.k, p_per_key - coalesce(t.n, 0) - coalesce((p_taken ->> d.k)::int, 0) AS free,
-                   greatest(t.until, (p_until ->> d.k)::timestamptz, v_now) AS after
-            FROM (SELECT DISTINCT j.k FROM j) d
+        h AS MATERIALIZED (
             -- key_held's probes written out (a call per key and process
             -- cost more than its probes), the freed one only for a
             -- process that took some of the key.
-            LEFT JOIN LATERAL (
-                SELECT sum(greatest(a.n - coalesce(b.n, 0), 0)) AS n, max(a.until) AS until
-                FROM unnest(p_live || p_owner) l(id)
-                CROSS JOIN LATERAL (SELECT x.n, x.until FROM millrace.keyhold x
-                                    WHERE x.queue = p_queue AND x.key = d.k AND x.owner = l.id AND NOT x.freed
-                                    ORDER BY x.id DESC LIMIT 1) a
-                LEFT JOIN LATERAL (SELECT x.n FROM millrace.keyhold x
-                                   WHERE x.queue = p_queue AND x.key = d.k AND x.owner = l.id AND x.freed
-                                   ORDER BY x.id DESC LIMIT 1) b ON true) t ON true),
+            SELECT d.k, l.id = p_owner AS own, greatest(a.n - coalesce(b.n, 0), 0) AS held, a.slots, a.until
+            FROM (SELECT DISTINCT j.k FROM j) d
+            CROSS JOIN unnest(p_live || p_owner) l(id)
+            CROSS JOIN LATERAL (SELECT x.n, x.slots, x.until FROM millrace.keyhold x
+                                WHERE x.queue = p_queue AND x.key = d.k AND x.owner = l.id AND NOT x.freed
+                                ORDER BY x.id DESC LIMIT 1) a
+            LEFT JOIN LATERAL (SELECT x.n FROM millrace.keyhold x
+                               WHERE x.queue = p_queue AND x.key = d.k AND x.owner = l.id AND x.freed
+                               ORDER BY x.id DESC LIMIT 1) b ON true),
+        c AS (
+            SELECT d.k, d.n,
+                   coalesce((SELECT sum(least(coalesce(h.slots, h.held), h.held)) FROM h WHERE h.k = d.k AND NOT h.own), 0) AS others,
+                   coalesce((SELECT least(coalesce(h.slots, p_per_key), h.held) FROM h WHERE h.k = d.k AND h.own), 0) AS keep,
+                   coalesce((SELECT h.held FROM h WHERE h.k = d.k AND h.own), 0) + coalesce((p_taken ->> d.k)::int, 0) AS inhand,
+                   greatest((SELECT max(h.until) FROM h WHERE h.k = d.k), (p_until ->> d.k)::timestamptz, v_now) AS after
+            FROM (SELECT j.k, count(*) AS n FROM j GROUP BY j.k) d),
+        s AS (
+            SELECT c.k, c.n, c.inhand, c.after, b.s + least(greatest(p_per_key - c.others - b.s, 0), c.n + greatest(c.inhand - b.s, 0)) AS slots
+            FROM c CROSS JOIN LATERAL (SELECT coalesce((p_slots ->> c.k)::int, c.keep) AS s) b),
+        f AS (
+            SELECT s.k, s.after, s.slots, greatest(s.slots - s.inhand, 0) AS run,
+                   CASE WHEN s.slots > 0 THEN greatest(9 * s.slots - s.inhand - greatest(s.slots - s.inhand, 0), 0) ELSE 0 END AS buf
+            FROM s),
         r AS (SELECT j.id, j.k, j.again, row_number() OVER (PARTITION BY j.k ORDER BY j.ord) AS rk FROM j)
-        SELECT f.k, greatest(f.free, 0) AS free, f.after, count(r.id) AS n,
-               coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > greatest(f.free, 0) AND NOT r.again), '{}') AS later,
-               coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > greatest(f.free, 0) AND r.again), '{}') AS again
-        FROM f JOIN r ON r.k = f.k GROUP BY f.k, f.free, f.after
+        SELECT f.k, f.slots, f.after, least(count(r.id), f.run + f.buf) AS took,
+               coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > f.run AND r.rk <= f.run + f.buf), '{}') AS waits,
+               coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > f.run + f.buf AND NOT r.again), '{}') AS later,
+               coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > f.run + f.buf AND r.again), '{}') AS again
+        FROM f JOIN r ON r.k = f.k GROUP BY f.k, f.slots, f.after, f.run, f.buf
     LOOP
-        IF least(v_d.n, v_d.free) > 0 THEN
-            p_taken := p_taken || jsonb_build_object(v_d.k, coalesce((p_taken ->> v_d.k)::int, 0) + least(v_d.n, v_d.free));
+        p_slots := p_slots || jsonb_build_object(v_d.k, v_d.slots);
+        IF v_d.took > 0 THEN
+            p_taken := p_taken || jsonb_build_object(v_d.k, coalesce((p_taken ->> v_d.k)::int, 0) + v_d.took);
         END IF;
+        waiting := waiting || v_d.waits;
         CONTINUE WHEN cardinality(v_d.later) + cardinality(v_d.again) = 0;
-        -- The jobs past the key's free slots wait in the schedule. Those
-        -- that come from it (they waited their turn, or were due later)
-        -- try again soon: the i-th after i slots of the key may have
-        -- freed, one every p_pace / p_per_key. The others queue after
-        -- the key's deferred jobs, the i-th one per slot every p_pace
-        -- (the time a job of the key holds its slot in the caller): none
-        -- comes back long before a slot may be free for it, and none is
-        -- held back much longer. They keep their attempt (as a snooze).
+        -- The jobs past the key's slots and buffer wait in the schedule.
+        -- Those that come from it (they waited their turn, or were due
+        -- later) try again soon: the i-th after i slots of the key may
+        -- have freed, one every p_pace / p_per_key. The others queue after
+        -- the key's deferred jobs, the i-th one per slot every p_pace (the
+        -- time a job of the key holds its slot in the caller): none comes
+        -- back long before a slot may be free for it, and none is held
+        -- back much longer. They keep their attempt (as a snooze).
         INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, last_error, timeout_ms)
         SELECT millrace.current_gen(), x.id, x.queue, x.kind, x.args, x.priority, x.attempt, x.max_attempts, least(x.created_at, now()),
                CASE WHEN x.id = ANY (v_d.again) THEN v_now + v_pace * array_position(v_d.again, x.id) / p_per_key
@@ -487,11 +509,11 @@ BEGIN
         deferred := deferred || v_d.later || v_d.again;
     END LOOP;
 END $function$;
-COMMENT ON FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_pace interval, INOUT p_taken jsonb, INOUT p_until jsonb, OUT deferred bigint[]) IS
-    'key_defer splits batch p_tick (lease p_token) of a queue with a per-key limit of p_per_key, keyed by p_by: each key''s jobs, in order, up to its free slots (the limit less what p_owner and the other live processes p_live hold of it, key_held; less what this claim took, p_taken) stay in the batch; the others are deferred: acked as snoozed (state 5, no history) and written to the schedule, paced one per slot every p_pace (10 ms when NULL; 1 ms to 10 s) after the key''s deferred jobs (p_until, and the keyhold rows'' until), or, for a job that comes from the schedule (ready after its creation), the i-th one i slots'' time (p_pace / p_per_key) from now. It returns their ids, and p_taken and p_until with this batch''s keys.';
+COMMENT ON FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_pace interval, INOUT p_taken jsonb, INOUT p_until jsonb, INOUT p_slots jsonb, OUT deferred bigint[], OUT waiting bigint[]) IS
+    'key_defer splits batch p_tick (lease p_token) of a queue with a per-key limit of p_per_key, keyed by p_by. A process''s count of a key is the least of its slots and what it holds (its claims'' taken total less its flushes'' freed total, keyhold). For each key of the batch, p_owner keeps the slots it holds jobs for (or those this claim gave it, p_slots) and gets at most the limit less what the other live processes p_live count; of the key''s jobs, in order, those its slots have room for run at once, then up to eight per slot wait in the caller for one of its slots (waiting: not to be marked started at the claim), and the others are deferred: acked as snoozed (state 5, no history) and written to the schedule, paced one per slot every p_pace (10 ms when NULL; 1 ms to 10 s) after the key''s deferred jobs (p_until, and the keyhold rows'' until), or, for a job that comes from the schedule (ready after its creation), the i-th one i slots'' time (p_pace / p_per_key) from now. It returns the deferred and the waiting ids, and p_taken, p_until and p_slots with this batch''s keys.';
 
 CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_pace interval DEFAULT NULL::interval)
- RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean, key text)
+ RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean, key text, key_slots integer, waits boolean)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -548,6 +570,9 @@ DECLARE
     v_def    bigint[];              -- and those it deferred
     v_ktaken jsonb := '{}';         -- jobs this call took, per key (its new taken totals less the old)
     v_kuntil jsonb := '{}';         -- where each key's deferred jobs end
+    v_kslots jsonb := '{}';         -- the caller's slots of each key of this call's batches
+    v_wait   bigint[] := '{}';      -- the jobs that wait in the caller for a slot of their key
+    v_whole  boolean := p_start_all; -- new batches are marked started on their ticks
 BEGIN
     IF p_max_jobs IS NULL OR p_max_jobs < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
         RAISE EXCEPTION 'millrace: claim limits must be positive' USING ERRCODE = '22023';
@@ -562,6 +587,10 @@ BEGIN
     SELECT s.paused, s.running, s.rate, s.rate_per, s.per_key, s.per_key_by INTO v_paused, v_limit, v_rate, v_per, v_per_key, v_by
     FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1;
     IF v_per_key IS NOT NULL THEN
+        -- A job that waits in the caller for its key's slot is not
+        -- started at its claim: no new batch is marked started as a
+        -- whole; with p_start_all the jobs that start get a start row.
+        v_whole := false;
         v_live := ARRAY(SELECT p.id FROM millrace.process p
                         WHERE p.id <> p_owner
                           AND (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp());
@@ -592,7 +621,13 @@ BEGIN
             v_found := true;
             RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
                                 b.ready_at, b.timeout_ms, (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = b.id) > 0,
-                                millrace.job_key(b.kind, b.args, v_by)
+                                millrace.job_key(b.kind, b.args, v_by),
+                                -- the caller's slots of the key, and every job
+                                -- waiting for one (which ran at once is not known)
+                                (SELECT x.slots FROM millrace.keyhold x
+                                 WHERE x.queue = p_queue AND x.key = millrace.job_key(b.kind, b.args, v_by) AND x.owner = p_owner AND NOT x.freed
+                                 ORDER BY x.id DESC LIMIT 1),
+                                v_by IS NOT NULL
                          FROM millrace.batch_jobs(v_tick) b;
             GET DIAGNOSTICS v_n = ROW_COUNT;
             v_taken := v_taken + v_n;
@@ -696,8 +731,8 @@ BEGIN
             -- Its jobs past their keys' free slots are deferred (their
             -- holder is gone: its slots no longer count).
             v_jobs := ARRAY(SELECT b FROM millrace.batch_jobs(v_tick) b);
-            SELECT d.p_taken, d.p_until, d.deferred INTO v_ktaken, v_kuntil, v_def
-            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_token, v_jobs, v_per_key, v_by, v_live, p_pace, v_ktaken, v_kuntil) d;
+            SELECT d.p_taken, d.p_until, d.p_slots, d.deferred, v_wait || d.waiting INTO v_ktaken, v_kuntil, v_kslots, v_def, v_wait
+            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_token, v_jobs, v_per_key, v_by, v_live, p_pace, v_ktaken, v_kuntil, v_kslots) d;
             IF cardinality(v_def) > 0 THEN
                 PERFORM set_config('millrace.deferred', '1', true);
             END IF;
@@ -713,11 +748,11 @@ BEGIN
         marked AS (
             INSERT INTO millrace.start (slot, tick_id, token, jobs)
             SELECT millrace.current_segment(), v_tick, v_token, array_agg(b.id ORDER BY b.id)
-            FROM b WHERE p_start_all AND NOT b.cancelled
+            FROM b WHERE p_start_all AND NOT b.cancelled AND b.id <> ALL (v_wait)
             HAVING count(*) > 0)
         SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
-               b.ready_at, b.timeout_ms, b.cancelled, millrace.job_key(b.kind, b.args, v_by)
-        FROM b;
+               b.ready_at, b.timeout_ms, b.cancelled, b.k, (v_kslots ->> b.k)::int, b.id = ANY (v_wait)
+        FROM (SELECT b.*, millrace.job_key(b.kind, b.args, v_by) AS k FROM b) b;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         IF v_n > 0 THEN
             v_taken := v_taken + v_n;
@@ -840,12 +875,12 @@ BEGIN
             -- found.
             RETURN QUERY
             WITH r AS MATERIALIZED (
-                SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, p_start_all)
+                SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, v_whole)
                               WITH ORDINALITY AS r),
             x AS MATERIALIZED (
                 SELECT c.job_id FROM millrace.cancel c WHERE c.job_id = ANY (ARRAY(SELECT r.id FROM r)))
             SELECT v_tick, v_tick, r.id, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
-                   r.ready_at, r.timeout_ms, r.id IN (SELECT x.job_id FROM x), NULL::text
+                   r.ready_at, r.timeout_ms, r.id IN (SELECT x.job_id FROM x), NULL::text, NULL::int, false
             FROM r ORDER BY r.ordinality;
             GET DIAGNOSTICS v_n = ROW_COUNT;
             v_taken := v_taken + v_n;
@@ -853,12 +888,12 @@ BEGIN
         END IF;
         v_n := 0;
         v_def := '{}';
-        v_jobs := ARRAY(SELECT r FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, p_start_all) r);
+        v_jobs := ARRAY(SELECT r FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, v_whole) r);
         IF v_per_key IS NOT NULL THEN
             -- A per-key limit: the batch's jobs past their keys' free
             -- slots are deferred (key_defer); the others go out.
-            SELECT d.p_taken, d.p_until, d.deferred INTO v_ktaken, v_kuntil, v_def
-            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_tick, v_jobs, v_per_key, v_by, v_live, p_pace, v_ktaken, v_kuntil) d;
+            SELECT d.p_taken, d.p_until, d.p_slots, d.deferred, v_wait || d.waiting INTO v_ktaken, v_kuntil, v_kslots, v_def, v_wait
+            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_tick, v_jobs, v_per_key, v_by, v_live, p_pace, v_ktaken, v_kuntil, v_kslots) d;
             IF cardinality(v_def) > 0 AND cardinality(v_def) = cardinality(v_jobs) THEN
                 -- Nothing of it goes out: it is done here.
                 INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), p_queue, v_tick);
@@ -866,6 +901,15 @@ BEGIN
             v_left := v_left - cardinality(v_jobs) + cardinality(v_def);
             IF cardinality(v_def) > 0 THEN
                 PERFORM set_config('millrace.deferred', '1', true);
+            END IF;
+            IF p_start_all THEN
+                -- Every job that does not wait goes to an idle worker.
+                INSERT INTO millrace.start (slot, tick_id, token, jobs)
+                SELECT millrace.current_segment(), v_tick, v_tick, array_agg(x.id ORDER BY x.id)
+                FROM unnest(v_jobs) x
+                WHERE x.id <> ALL (v_def) AND x.id <> ALL (v_wait)
+                  AND (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = x.id) = 0
+                HAVING count(*) > 0;
             END IF;
         END IF;
         FOR v_r IN SELECT * FROM unnest(v_jobs) x WHERE x.id <> ALL (v_def) LOOP
@@ -876,6 +920,8 @@ BEGIN
             created_at := v_r.created_at; ready_at := v_r.ready_at; timeout_ms := v_r.timeout_ms;
             cancelled := (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = v_r.id) > 0;
             key := millrace.job_key(v_r.kind, v_r.args, v_by);
+            key_slots := (v_kslots ->> key)::int;
+            waits := v_r.id = ANY (v_wait);
             RETURN NEXT;
         END LOOP;
         v_left := v_left - v_n;
@@ -901,19 +947,20 @@ BEGIN
                     CASE WHEN v_rate IS NOT NULL THEN coalesce(v_total, 0) + v_taken ELSE 0 END, clock_timestamp());
         END IF;
     END IF;
-    IF v_per_key IS NOT NULL AND (v_ktaken <> '{}' OR v_kuntil <> '{}') THEN
-        -- The jobs this process took of each key (its taken total grows
-        -- by them), and where each key's deferred jobs end: a row per key
-        -- it took jobs of or deferred jobs of.
-        INSERT INTO millrace.keyhold (slot, queue, key, owner, freed, n, until, at)
+    IF v_per_key IS NOT NULL AND v_kslots <> '{}' THEN
+        -- The jobs this process took of each key of its batches (its taken
+        -- total grows by them), its slots of the key, and where the key's
+        -- deferred jobs end: a row per key whose total, slots or end
+        -- changed.
+        INSERT INTO millrace.keyhold (slot, queue, key, owner, freed, n, slots, until, at)
         SELECT millrace.current_segment(), p_queue, u.k, p_owner, false,
-               coalesce(o.n, 0) + coalesce((v_ktaken ->> u.k)::int, 0),
+               coalesce(o.n, 0) + coalesce((v_ktaken ->> u.k)::int, 0), (v_kslots ->> u.k)::int,
                greatest(o.until, (v_kuntil ->> u.k)::timestamptz), clock_timestamp()
-        FROM (SELECT jsonb_object_keys(v_ktaken) AS k UNION SELECT jsonb_object_keys(v_kuntil)) u
-        LEFT JOIN LATERAL (SELECT x.n, x.until FROM millrace.keyhold x
+        FROM jsonb_object_keys(v_kslots) u(k)
+        LEFT JOIN LATERAL (SELECT x.n, x.slots, x.until FROM millrace.keyhold x
                            WHERE x.queue = p_queue AND x.key = u.k AND x.owner = p_owner AND NOT x.freed
                            ORDER BY x.id DESC LIMIT 1) o ON true
-        WHERE coalesce((v_ktaken ->> u.k)::int, 0) > 0 OR v_kuntil ? u.k;
+        WHERE coalesce((v_ktaken ->> u.k)::int, 0) > 0 OR v_kuntil ? u.k OR (v_kslots ->> u.k)::int IS DISTINCT FROM o.slots;
     END IF;
     IF v_limit IS NOT NULL THEN
         -- The slots: at most so many of the queue's jobs run in this
@@ -928,10 +975,10 @@ BEGIN
     END IF;
 END $function$;
 COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer, p_buffer integer, p_pace interval) IS
-    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a running limit (set_limit) gives each live process slots, its newest count in millrace.hold: the process runs at most that many of the queue''s jobs at once. A claim keeps the caller''s slots that it has jobs in hand for (p_held: jobs it claimed that have not ended in it; NULL: its newest count stands), adds at most the limit less what the live processes hold, and takes jobs for its slots and a buffer more (up to p_buffer and eight per slot), which wait in the process for one of its slots (none under a rate limit, nothing while the queue is over a lowered limit); it writes the caller''s new count and sets millrace.slots to it for the rest of the transaction; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit bound it (it took all a limit left, maybe nothing), and millrace.retry_in to the milliseconds until the rate''s window has room again. A queue with a per-key limit (set_limit) counts, per live process and key, the jobs it took less those that ended in it (millrace.keyhold: the claims'' and the flushes'' running totals, key_held): a claim takes each key''s jobs up to the limit less what the live processes hold of it, adds them to the caller''s taken total, and defers the jobs of each batch past their key''s free slots to the schedule (key_defer, paced by p_pace, the time a job of the queue takes in the caller), setting millrace.deferred to 1 for the rest of the transaction; key is each job''s key (NULL without a per-key limit).';
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a running limit (set_limit) gives each live process slots, its newest count in millrace.hold: the process runs at most that many of the queue''s jobs at once. A claim keeps the caller''s slots that it has jobs in hand for (p_held: jobs it claimed that have not ended in it; NULL: its newest count stands), adds at most the limit less what the live processes hold, and takes jobs for its slots and a buffer more (up to p_buffer and eight per slot), which wait in the process for one of its slots (none under a rate limit, nothing while the queue is over a lowered limit); it writes the caller''s new count and sets millrace.slots to it for the rest of the transaction; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit bound it (it took all a limit left, maybe nothing), and millrace.retry_in to the milliseconds until the rate''s window has room again. A queue with a per-key limit (set_limit) counts, per live process and key, the least of its slots of the key and the jobs it took less those that ended in it (millrace.keyhold: the claims'' and the flushes'' running totals, key_held): a claim gives the caller slots of each key of its batches up to the limit less what the other live processes count, takes the key''s jobs its slots have room for and a buffer of up to eight per slot that waits in the caller for one of them (waits; a job that waits is not marked started, and no new batch is marked started as a whole: with p_start_all the others get a start row), and defers the rest to the schedule (key_defer, paced by p_pace, the time a job of the key holds its slot in the caller), setting millrace.deferred to 1 for the rest of the transaction; key is each job''s key and key_slots the caller''s slots of it (NULL without a per-key limit).';
 
 CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_pace interval DEFAULT NULL::interval)
- RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean, key text)
+ RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean, key text, key_slots integer, waits boolean)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -959,14 +1006,14 @@ BEGIN
     RETURN QUERY
     WITH c AS MATERIALIZED (
         SELECT x.tick_id, x.token, x.id, x.kind, x.args, x.priority, x.attempt, x.max_attempts, x.created_at,
-               x.ready_at, x.timeout_ms, x.cancelled, x.key, x.n
+               x.ready_at, x.timeout_ms, x.cancelled, x.key, x.key_slots, x.waits, x.n
         FROM millrace.claim(p_queue, p_owner, p_req, p_retry, p_max_jobs, p_max_bytes, p_starve, coalesce(p_start >= p_max_jobs, false), p_held, p_buffer, p_pace)
              WITH ORDINALITY AS x(tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at,
-                                  ready_at, timeout_ms, cancelled, key, n)),
+                                  ready_at, timeout_ms, cancelled, key, key_slots, waits, n)),
     marked AS (
         INSERT INTO millrace.start (slot, tick_id, token, jobs)
         SELECT millrace.current_segment(), f.tick_id, f.token, array_agg(f.id ORDER BY f.id)
-        FROM (SELECT c.tick_id, c.token, c.id FROM c WHERE NOT c.cancelled
+        FROM (SELECT c.tick_id, c.token, c.id FROM c WHERE NOT c.cancelled AND NOT c.waits
               ORDER BY c.n LIMIT coalesce(greatest(p_start, 0), 0)) f
         -- A new batch the claim marked started as a whole needs no row. Its
         -- tick, written by the claim inside this statement, is not visible
@@ -977,7 +1024,7 @@ BEGIN
                    AND coalesce((SELECT t.started FROM millrace.tick t WHERE t.tick_id = f.tick_id AND NOT t.carried LIMIT 1), true))
         GROUP BY f.tick_id, f.token)
     SELECT c.tick_id, c.token, c.id, c.kind, c.args, c.priority, c.attempt, c.max_attempts, c.created_at,
-           c.ready_at, c.timeout_ms, c.cancelled, c.key
+           c.ready_at, c.timeout_ms, c.cancelled, c.key, c.key_slots, c.waits
     FROM c ORDER BY c.n;
 END $function$;
 COMMENT ON FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer, p_buffer integer, p_pace interval) IS

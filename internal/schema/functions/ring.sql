@@ -473,8 +473,8 @@ BEGIN
     -- key) and the key's deferred jobs do not end later. A total left
     -- behind while the other lives on elsewhere would make the difference
     -- lie.
-    INSERT INTO millrace.keyhold (slot, id, queue, key, owner, freed, n, until, at)
-    SELECT p_into, h.id, h.queue, h.key, h.owner, h.freed, h.n, h.until, h.at
+    INSERT INTO millrace.keyhold (slot, id, queue, key, owner, freed, n, slots, until, at)
+    SELECT p_into, h.id, h.queue, h.key, h.owner, h.freed, h.n, h.slots, h.until, h.at
     FROM (SELECT DISTINCT ON (x.queue, x.key, x.owner, x.freed) x.* FROM millrace.keyhold x WHERE x.slot = p_slot
           ORDER BY x.queue, x.key, x.owner, x.freed, x.id DESC) h
     LEFT JOIN LATERAL (SELECT o.slot, o.n, o.until FROM millrace.keyhold o

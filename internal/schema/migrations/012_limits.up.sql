@@ -55,11 +55,13 @@ END $$;
 -- those that ended in it (its flushes' rows, freed true), each a running
 -- total (n): what it holds of the key is the newest taken total less the
 -- newest freed one. Claims of a process take turns, and so do its
--- flushes, so each total only grows and neither writer reads the other's
+-- flushes, so each total only grows and each writer only adds to its own
 -- rows: a slot comes back with the flush of its job's outcome, whatever
--- the process claims next. until, on a claim's row, is the due time of
--- the newest job a claim deferred for the key (the key's deferred jobs
--- end there).
+-- the process claims next. On a claim's row, slots is how many of the
+-- key's jobs the process may run at once (it may hold more: a buffer that
+-- waits in it for its own slots; it counts as the least of the two), and
+-- until the due time of the newest job a claim deferred for the key (the
+-- key's deferred jobs end there).
 ALTER TABLE millrace.queue_state ADD COLUMN per_key integer, ADD COLUMN per_key_by text[];
 
 CREATE SEQUENCE millrace.keyhold_seq;
@@ -71,6 +73,7 @@ CREATE TABLE millrace.keyhold (
     owner int NOT NULL,
     freed boolean NOT NULL DEFAULT false,
     n     bigint NOT NULL,
+    slots int,
     until timestamptz,
     at    timestamptz NOT NULL DEFAULT clock_timestamp()
 ) PARTITION BY LIST (slot);
