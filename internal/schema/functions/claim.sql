@@ -427,6 +427,7 @@ AS $function$
 DECLARE
     v_now  timestamptz := clock_timestamp();
     v_d    record;
+    v_defer jsonb;
     v_pace interval := least(greatest(coalesce(p_pace, interval '10 ms'), interval '1 ms'), interval '10 s');
 BEGIN
     deferred := '{}';
@@ -442,30 +443,39 @@ BEGIN
     -- of the key, a buffer of up to eight per slot waits in it for one
     -- of its own slots (no claim, no schedule: a job of the key that
     -- ends here starts the next); the others wait in the schedule.
-    FOR v_d IN
-        WITH j AS MATERIALIZED (
+    WITH j AS MATERIALIZED (
             SELECT x.id, x.ord, millrace.job_key(x.kind, x.args, p_by) AS k, x.ready_at > x.created_at AS again
             FROM unnest(p_jobs) WITH ORDINALITY AS x(slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, txid, ready_at, timeout_ms, ord)),
-        h AS MATERIALIZED (
+        c AS MATERIALIZED (
             -- key_held's probes written out (a call per key and process
             -- cost more than its probes), the freed one only for a
-            -- process that took some of the key.
-            SELECT d.k, l.id = p_owner AS own, greatest(a.n - coalesce(b.n, 0), 0) AS held, a.slots, a.until
-            FROM (SELECT DISTINCT j.k FROM j) d
-            CROSS JOIN unnest(p_live || p_owner) l(id)
-            CROSS JOIN LATERAL (SELECT x.n, x.slots, x.until FROM millrace.keyhold x
-                                WHERE x.queue = p_queue AND x.key = d.k AND x.owner = l.id AND NOT x.freed
-                                ORDER BY x.id DESC LIMIT 1) a
-            LEFT JOIN LATERAL (SELECT x.n FROM millrace.keyhold x
-                               WHERE x.queue = p_queue AND x.key = d.k AND x.owner = l.id AND x.freed
-                               ORDER BY x.id DESC LIMIT 1) b ON true),
-        c AS (
-            SELECT d.k, d.n,
-                   coalesce((SELECT sum(least(coalesce(h.slots, h.held), h.held)) FROM h WHERE h.k = d.k AND NOT h.own), 0) AS others,
-                   coalesce((SELECT least(coalesce(h.slots, p_per_key), h.held) FROM h WHERE h.k = d.k AND h.own), 0) AS keep,
-                   coalesce((SELECT h.held FROM h WHERE h.k = d.k AND h.own), 0) + coalesce((p_taken ->> d.k)::int, 0) AS inhand,
-                   greatest((SELECT max(h.until) FROM h WHERE h.k = d.k), (p_until ->> d.k)::timestamptz, v_now) AS after
-            FROM (SELECT j.k, count(*) AS n FROM j GROUP BY j.k) d),
+            -- process that took some of the key; per key, as lateral
+            -- subqueries (a join of keys and processes first was planned
+            -- as a scan of keyhold: 376 ms a call).
+            SELECT d.k, d.n, coalesce(t.others, 0) AS others, coalesce(o.keep, 0) AS keep,
+                   coalesce(o.held, 0) + coalesce((p_taken ->> d.k)::int, 0) AS inhand,
+                   greatest(t.until, o.until, (p_until ->> d.k)::timestamptz, v_now) AS after
+            FROM (SELECT j.k, count(*) AS n FROM j GROUP BY j.k) d
+            LEFT JOIN LATERAL (
+                SELECT sum(least(coalesce(a.slots, a.held), a.held)) AS others, max(a.until) AS until
+                FROM unnest(p_live) l(id)
+                CROSS JOIN LATERAL (
+                    SELECT x.slots, x.until,
+                           greatest(x.n - coalesce((SELECT y.n FROM millrace.keyhold y
+                                                    WHERE y.queue = p_queue AND y.key = d.k AND y.owner = l.id AND y.freed
+                                                    ORDER BY y.id DESC LIMIT 1), 0), 0) AS held
+                    FROM millrace.keyhold x
+                    WHERE x.queue = p_queue AND x.key = d.k AND x.owner = l.id AND NOT x.freed
+                    ORDER BY x.id DESC LIMIT 1) a) t ON true
+            LEFT JOIN LATERAL (
+                SELECT least(coalesce(a.slots, p_per_key), a.held) AS keep, a.held, a.until
+                FROM (SELECT x.slots, x.until,
+                             greatest(x.n - coalesce((SELECT y.n FROM millrace.keyhold y
+                                                      WHERE y.queue = p_queue AND y.key = d.k AND y.owner = p_owner AND y.freed
+                                                      ORDER BY y.id DESC LIMIT 1), 0), 0) AS held
+                      FROM millrace.keyhold x
+                      WHERE x.queue = p_queue AND x.key = d.k AND x.owner = p_owner AND NOT x.freed
+                      ORDER BY x.id DESC LIMIT 1) a) o ON true),
         s AS (
             SELECT c.k, c.n, c.inhand, c.after, b.s + least(greatest(p_per_key - c.others - b.s, 0), c.n + greatest(c.inhand - b.s, 0)) AS slots
             FROM c CROSS JOIN LATERAL (SELECT coalesce((p_slots ->> c.k)::int, c.keep) AS s) b),
@@ -473,19 +483,24 @@ BEGIN
             SELECT s.k, s.after, s.slots, greatest(s.slots - s.inhand, 0) AS run,
                    CASE WHEN s.slots > 0 THEN greatest(9 * s.slots - s.inhand - greatest(s.slots - s.inhand, 0), 0) ELSE 0 END AS buf
             FROM s),
-        r AS (SELECT j.id, j.k, j.again, row_number() OVER (PARTITION BY j.k ORDER BY j.ord) AS rk FROM j)
-        SELECT f.k, f.slots, f.after, least(count(r.id), f.run + f.buf) AS took,
-               coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > f.run AND r.rk <= f.run + f.buf), '{}') AS waits,
-               coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > f.run + f.buf AND NOT r.again), '{}') AS later,
-               coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > f.run + f.buf AND r.again), '{}') AS again
-        FROM f JOIN r ON r.k = f.k GROUP BY f.k, f.slots, f.after, f.run, f.buf
-    LOOP
-        p_slots := p_slots || jsonb_build_object(v_d.k, v_d.slots);
-        IF v_d.took > 0 THEN
-            p_taken := p_taken || jsonb_build_object(v_d.k, coalesce((p_taken ->> v_d.k)::int, 0) + v_d.took);
-        END IF;
-        waiting := waiting || v_d.waits;
-        CONTINUE WHEN cardinality(v_d.later) + cardinality(v_d.again) = 0;
+        r AS (SELECT j.id, j.k, j.again, row_number() OVER (PARTITION BY j.k ORDER BY j.ord) AS rk FROM j),
+        g AS MATERIALIZED (
+            SELECT f.k, f.slots, f.after, least(count(r.id), f.run + f.buf) AS took,
+                   coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > f.run AND r.rk <= f.run + f.buf), '{}') AS waits,
+                   coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > f.run + f.buf AND NOT r.again), '{}') AS later,
+                   coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > f.run + f.buf AND r.again), '{}') AS again
+            FROM f JOIN r ON r.k = f.k GROUP BY f.k, f.slots, f.after, f.run, f.buf)
+    -- The maps and the waiting jobs in one pass (a statement per key cost
+    -- more than the key's probes); the keys with jobs to defer, to loop on.
+    SELECT p_slots || jsonb_object_agg(g.k, g.slots),
+           p_taken || coalesce(jsonb_object_agg(g.k, coalesce((p_taken ->> g.k)::int, 0) + g.took) FILTER (WHERE g.took > 0), '{}'),
+           coalesce((SELECT array_agg(w) FROM g, unnest(g.waits) w), '{}'),
+           coalesce(jsonb_agg(jsonb_build_object('k', g.k, 'after', g.after, 'later', g.later, 'again', g.again))
+                    FILTER (WHERE cardinality(g.later) + cardinality(g.again) > 0), '[]')
+    INTO p_slots, p_taken, waiting, v_defer
+    FROM g;
+    FOR v_d IN SELECT x.k, x.after, x.later, x.again
+               FROM jsonb_to_recordset(v_defer) AS x(k text, after timestamptz, later bigint[], again bigint[]) LOOP
         -- The jobs past the key's slots and buffer wait in the schedule.
         -- Those that come from it (they waited their turn, or were due
         -- later) try again soon: the i-th after i slots of the key may
