@@ -218,8 +218,8 @@ CREATE OR REPLACE FUNCTION millrace.key_held(p_queue text, p_key text, p_owner i
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
--- PL/pgSQL for a plan cached for the session: a claim asks for each key
--- of its batches and each live process.
+-- PL/pgSQL for a plan cached for the session: the reads ask for each key
+-- and live process (a claim writes its probes out, key_defer).
 BEGIN
     SELECT x.n, x.slots, x.until INTO n, slots, until FROM millrace.keyhold x
     WHERE x.queue = p_queue AND x.key = p_key AND x.owner = p_owner AND NOT x.freed ORDER BY x.id DESC LIMIT 1;
