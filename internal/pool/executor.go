@@ -102,9 +102,10 @@ func (p *Pool) runItem(q *queue, it item) (item, bool) {
 // free counts a job of q that no longer runs here (it ended, or will not
 // start) out of what the process has in hand of q, and wakes the claimer
 // of a queue that has a rate limit whose last claim took all its idle
-// workers allowed (its claims wait for an idle worker), or whose running limit bound its last claim once the jobs in hand fit
-// its slots (the next claim refills the buffer; until then a freed slot
-// goes to a job in hand). A job that ended is no longer running, whether
+// workers allowed (its claims wait for an idle worker), or whose running
+// limit bound its last claim once the jobs in hand fit its slots (the
+// next claim refills the buffer; until then a freed slot goes to a job in
+// hand). A job that ended is no longer running, whether
 // or not its outcome is written yet; if the process dies before that, the
 // job runs again only once the process's lease has run out, when the
 // process holds nothing.
