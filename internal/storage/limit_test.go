@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -514,5 +515,33 @@ func TestPerKeyLimitDefersPastTheKeysSlots(t *testing.T) {
 	top, err = KeyLimits(ctx, pool, "pk", 10)
 	if err != nil || fmt.Sprint(top) != "[{1 1} {3 1}]" {
 		t.Fatalf("key_limits after a's release: %v (%v); want keys 1 and 3", top, err)
+	}
+	// A process that dies (its lease runs out, as when it is killed)
+	// holds nothing: b takes the key it held.
+	c, err := s.Register(ctx, "c", "h", 3, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add("9", 1)
+	for req := int64(1); ; req++ { // a's released batches are adopted first
+		got, _ := keyClaim(t, s, "pk", c, req)
+		if slices.Contains(got, "9") {
+			break
+		}
+		if req == 5 {
+			t.Fatalf("c's claims took no job of key 9 (last: %v)", got)
+		}
+	}
+	add("9", 1)
+	if got, _ := keyClaim(t, s, "pk", b, 4); len(got) != 0 {
+		t.Fatalf("b's claim took %v while c holds key 9; want nothing", got)
+	}
+	testkit.WaitFor(t, "c's lease to run out", 10*time.Second, func() bool {
+		top, err := KeyLimits(ctx, pool, "pk", 10)
+		return err == nil && fmt.Sprint(top) == "[{1 1} {3 1}]"
+	})
+	add("9", 1)
+	if got, _ := keyClaim(t, s, "pk", b, 5); fmt.Sprint(got) != "[9]" {
+		t.Fatalf("b's claim after c died took %v; want key 9", got)
 	}
 }
