@@ -66,11 +66,30 @@ func TestSkewedClocksDecideNothing(t *testing.T) {
 			// On a queue nobody works: the jobs stay unfinished, so only
 			// their period decides whether they block.
 			period := &millrace.InsertOpts{Queue: "skew-unworked", Unique: &millrace.UniqueOpts{ByPeriod: time.Hour}}
+			// The period is the hour on the server's clock (the insert reads
+			// clock_timestamp()), so the three inserts must all fall in one
+			// server hour: too near the next hour, wait until it has begun.
+			serverNow := func() time.Time {
+				var now time.Time
+				if err := pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&now); err != nil {
+					t.Fatal(err)
+				}
+				return now.UTC()
+			}
+			const margin = 10 * time.Second
+			testkit.WaitFor(t, "the server's clock to be at least 10 s from the next hour", time.Minute, func() bool {
+				now := serverNow()
+				return now.Truncate(time.Hour).Add(time.Hour).Sub(now) > margin
+			})
+			before := serverNow().Truncate(time.Hour)
 			inserted := 0
 			for range 3 {
 				if !mustInsert(t, c, skewPeriod{}, period).Duplicate {
 					inserted++
 				}
+			}
+			if after := serverNow().Truncate(time.Hour); !after.Equal(before) {
+				t.Fatalf("the three inserts took over %v and spanned the server's hours %v and %v", margin, before, after)
 			}
 			if inserted != 1 {
 				t.Errorf("three inserts unique by the hour made %d jobs, want 1", inserted)
