@@ -108,12 +108,19 @@ type Limit struct {
 	// for its kind, "args.F" (or F) for its top-level args field F as
 	// text (a missing field is ""). nil: the kind.
 	Key []string
+	// KeyRate is how many of the queue's jobs of one key (Key) may start
+	// per KeyPer (1 to MaxLimit per 10ms to 24h), counted as Rate is. A
+	// claim defers the jobs of a key past its rate to the schedule, a
+	// rate's worth every window after the key's deferred jobs, so that a
+	// backlog of one key holds no other key back.
+	KeyRate int
+	KeyPer  time.Duration
 }
 
 // keyParts is key as the database keeps it: each part "kind" or
 // "args.F", nil without a per-key limit, ["kind"] for none given.
 func (l Limit) keyParts() []string {
-	if l.PerKey == 0 {
+	if l.PerKey == 0 && l.KeyRate == 0 {
 		return nil
 	}
 	if len(l.Key) == 0 {
@@ -142,8 +149,12 @@ func (l *Limit) check() error {
 		return fmt.Errorf("a rate limit must be 1 to %d starts per 10ms to 24h, not %d per %s", MaxLimit, l.Rate, l.Per)
 	case l.PerKey < 0 || l.PerKey > MaxLimit:
 		return fmt.Errorf("the per-key limit must be 0 (none) to %d, not %d", MaxLimit, l.PerKey)
-	case l.PerKey == 0 && len(l.Key) > 0:
-		return errors.New("a Key needs a PerKey limit")
+	case (l.KeyRate == 0) != (l.KeyPer == 0):
+		return errors.New("a per-key rate needs both KeyRate and KeyPer (or neither)")
+	case l.KeyRate < 0 || l.KeyRate > MaxLimit || l.KeyRate > 0 && (l.KeyPer < 10*time.Millisecond || l.KeyPer > 24*time.Hour):
+		return fmt.Errorf("a per-key rate must be 1 to %d starts per 10ms to 24h, not %d per %s", MaxLimit, l.KeyRate, l.KeyPer)
+	case l.PerKey == 0 && l.KeyRate == 0 && len(l.Key) > 0:
+		return errors.New("a Key needs a PerKey limit or a KeyRate")
 	case len(l.Key) > 8:
 		return fmt.Errorf("a key has at most 8 parts, not %d", len(l.Key))
 	}
@@ -170,7 +181,7 @@ func SetLimit(ctx context.Context, db DB, queue string, l Limit) error {
 
 // storage is l as the storage package takes it, its key normalized.
 func (l Limit) storage() storage.Limit {
-	return storage.Limit{Running: l.Running, Rate: l.Rate, Per: l.Per, PerKey: l.PerKey, Key: l.keyParts()}
+	return storage.Limit{Running: l.Running, Rate: l.Rate, Per: l.Per, PerKey: l.PerKey, Key: l.keyParts(), KeyRate: l.KeyRate, KeyPer: l.KeyPer}
 }
 
 // QueueLimit is a queue's limits and what runs under them.

@@ -95,8 +95,9 @@ func TestDeadTupleContract(t *testing.T) {
 	}))
 	cfg := millrace.Config{Workers: workers, Logger: quietLogger(),
 		Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 16}, "victim": {MaxWorkers: 4},
-			// every limit: slots, a buffer, a rate's window, keys' totals and deferred jobs
-			"limited": {MaxWorkers: 8, Limit: &millrace.Limit{Running: 6, Rate: 5000, Per: time.Second, PerKey: 2, Key: []string{"pad"}}}},
+			// every limit: slots, a buffer, a rate's window, keys' totals, a key's window and deferred jobs
+			"limited": {MaxWorkers: 8, Limit: &millrace.Limit{Running: 6, Rate: 5000, Per: time.Second, PerKey: 2, Key: []string{"pad"},
+				KeyRate: 40, KeyPer: time.Second}}},
 		Backoff:          func(int) time.Duration { return 100 * time.Millisecond },
 		RotateAfter:      300 * time.Millisecond,
 		MaintenanceEvery: 50 * time.Millisecond}

@@ -375,3 +375,53 @@ func ExampleLimit_perKey() {
 	// mail: at most 1 running per [args.to]
 	// most running at once for one recipient: 1
 }
+
+// A per-key rate caps how many jobs of one key start per period across
+// every process: here at most 2 emails an hour to one recipient. The
+// jobs past a key's rate wait in the schedule (JobState "scheduled"),
+// due one every period / rate from when the window has room, while
+// other recipients' emails go on. Set it in SQL here (the same as
+// Limit{KeyRate: 2, KeyPer: time.Hour, Key: []string{"to"}}).
+func ExampleLimit_keyRate() {
+	ctx := context.Background()
+	pool := exampleDatabase()
+	defer pool.Close()
+
+	var mu sync.Mutex
+	sent := map[string]int{}
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, job *millrace.Job[EmailArgs]) error {
+		mu.Lock()
+		sent[job.Args.To]++
+		mu.Unlock()
+		return nil
+	}))
+	pool.Exec(ctx, "SELECT millrace.set_limit('digest', p_key_rate => 2, p_key_per => '1 hour', p_key => '{to}')")
+	client, _ := millrace.NewClient(pool, millrace.Config{
+		Workers: workers,
+		Queues:  map[string]millrace.QueueConfig{"digest": {MaxWorkers: 4}},
+	})
+	client.Start(ctx)
+	defer client.Stop(ctx)
+	limits, _ := millrace.Limits(ctx, pool)
+	fmt.Printf("%s: at most %d starting per %s per %v\n", limits[0].Queue, limits[0].Limit.KeyRate, limits[0].Limit.KeyPer, limits[0].Limit.Key)
+
+	var params []millrace.InsertManyParams
+	for _, to := range []string{"ada@example.com", "ada@example.com", "ada@example.com", "bob@example.com"} {
+		params = append(params, millrace.InsertManyParams{Args: EmailArgs{To: to, Subject: "digest"}, Opts: &millrace.InsertOpts{Queue: "digest"}})
+	}
+	ids, _ := client.InsertMany(ctx, params)
+	third := waitState(ctx, pool, ids[2].ID, "scheduled")
+	for _, r := range ids[:2] {
+		waitFinished(ctx, pool, r.ID)
+	}
+	waitFinished(ctx, pool, ids[3].ID)
+	mu.Lock()
+	fmt.Println("sent to ada:", sent["ada@example.com"], "to bob:", sent["bob@example.com"])
+	mu.Unlock()
+	fmt.Println("ada's third digest:", third.State, "in about an hour:", time.Until(third.RunAt).Round(time.Hour))
+	// Output:
+	// digest: at most 2 starting per 1h0m0s per [args.to]
+	// sent to ada: 2 to bob: 1
+	// ada's third digest: scheduled in about an hour: 1h0m0s
+}

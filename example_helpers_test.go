@@ -27,6 +27,19 @@ func waitFinished(ctx context.Context, db millrace.DB, id int64) millrace.JobInf
 	return j
 }
 
+// waitState waits until job id is in state and returns it.
+func waitState(ctx context.Context, db millrace.DB, id int64, state millrace.JobState) millrace.JobInfo {
+	var j millrace.JobInfo
+	var err error
+	if !testkit.Until(30*time.Second, func() bool {
+		j, err = millrace.JobByID(ctx, db, id)
+		return err == nil && j.State == state
+	}) {
+		panic(fmt.Sprintf("job %d is not %s: state %q, err %v", id, state, j.State, err))
+	}
+	return j
+}
+
 // printAttempts prints a job's finished attempts, oldest first.
 func printAttempts(j millrace.JobInfo) {
 	for _, a := range j.Attempts {

@@ -428,3 +428,90 @@ func TestPerKeyLimitAcrossProcesses(t *testing.T) {
 	}
 	t.Logf("key 0 had run %d of %d when the other keys were done; at most %d of key 0 at once", backlogAtOthersDone, backlog, running[0].most.Load())
 }
+
+// TestPerKeyRateAcrossProcesses: three processes work a queue with a
+// per-key rate of 20 starts per 300ms keyed by args.c. A backlog of one
+// key, enqueued first, comes through at the rate, deferred to the
+// schedule, while the other keys' jobs behind it run at once; every job
+// runs once, and on the database's clock no window holds more of a key's
+// claims than the rate.
+func TestPerKeyRateAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	pool := newDB(t)
+	const rate, backlog, others, keys = 20, 200, 60, 12
+	var mu sync.Mutex
+	runs := map[int]int{}
+	var backlogDone, othersDone, backlogAtOthersDone int
+	workers := millrace.NewWorkers()
+	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, j *millrace.Job[keyArgs]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		runs[j.Args.N]++
+		if j.Args.C == 0 {
+			backlogDone++
+		} else if othersDone++; othersDone == others {
+			backlogAtOthersDone = backlogDone
+		}
+		return nil
+	}))
+	limit := &millrace.Limit{KeyRate: rate, KeyPer: 300 * time.Millisecond, Key: []string{"c"}}
+	var clients []*millrace.Client
+	for range 3 {
+		c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+			Queues: map[string]millrace.QueueConfig{"keyrated": {MaxWorkers: 8, Limit: limit}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	params := make([]millrace.InsertManyParams, 0, backlog+others)
+	for i := range backlog + others {
+		c := 0
+		if i >= backlog {
+			c = 1 + i%keys
+		}
+		params = append(params, millrace.InsertManyParams{Args: keyArgs{N: i, C: c}, Opts: &millrace.InsertOpts{Queue: "keyrated"}})
+	}
+	if _, err := clients[0].InsertMany(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every job to run", 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs) == backlog+others
+	})
+	ls, err := millrace.Limits(ctx, pool)
+	if err != nil || len(ls) != 1 || ls[0].Limit.KeyRate != rate || ls[0].Limit.KeyPer != 300*time.Millisecond || fmt.Sprint(ls[0].Limit.Key) != "[args.c]" {
+		t.Fatalf("Limits = %+v (%v); want the per-key rate of %d per 300ms by args.c", ls, err, rate)
+	}
+	for _, c := range clients {
+		if err := c.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range backlog + others {
+		if runs[i] != 1 {
+			t.Fatalf("job %d ran %d times; want 1", i, runs[i])
+		}
+	}
+	// On the database's clock: no window of the key's claims holds more
+	// than the rate (the window is the period and a tenth).
+	var worst int
+	if err := pool.QueryRow(ctx, `SELECT coalesce(max(w), 0) FROM (SELECT (SELECT sum(y.took) FROM millrace.keyrate y
+		WHERE y.queue = 'keyrated' AND y.key = x.key AND y.at >= x.at AND y.at < x.at + interval '330 milliseconds') AS w
+		FROM millrace.keyrate x WHERE x.queue = 'keyrated' AND x.took > 0) z`).Scan(&worst); err != nil {
+		t.Fatal(err)
+	}
+	if worst == 0 || worst > rate {
+		t.Fatalf("the most claims of one key in a window of 330ms took %d jobs; want 1 to %d", worst, rate)
+	}
+	// Held back behind the backlog, the other keys would end after it
+	// (200 of 200, ten windows); beside it, within its first windows.
+	if backlogAtOthersDone >= backlog/2 {
+		t.Fatalf("%d of key 0's %d jobs had run when the other keys' last job ended; want under half", backlogAtOthersDone, backlog)
+	}
+	t.Logf("key 0 had run %d of %d when the other keys were done; the most claimed of a key in a window: %d", backlogAtOthersDone, backlog, worst)
+}

@@ -23,15 +23,15 @@ type dbCollector struct {
 	srcMu    sync.Mutex
 	attached []*attachment // newest last
 
-	leader, dropped                          *prometheus.Desc
-	queueJobs, queuePaused, countsDuration   *prometheus.Desc
-	queueLimit, queueHeld                    *prometheus.Desc
-	perKey, keysRunning, keysFull, deferred  *prometheus.Desc
-	rateLimit, rateStarted                   *prometheus.Desc
-	ringSlot, ringRotations, ringReclaims    *prometheus.Desc
-	ringRotatedAt, ringReclaimedAt           *prometheus.Desc
-	ringRotationAge, ringReclaimAge, slotBys *prometheus.Desc
-	readErrors                               *prometheus.CounterVec
+	leader, dropped                                  *prometheus.Desc
+	queueJobs, queuePaused, countsDuration           *prometheus.Desc
+	queueLimit, queueHeld                            *prometheus.Desc
+	perKey, keysRunning, keysFull, deferred, keyRate *prometheus.Desc
+	rateLimit, rateStarted                           *prometheus.Desc
+	ringSlot, ringRotations, ringReclaims            *prometheus.Desc
+	ringRotatedAt, ringReclaimedAt                   *prometheus.Desc
+	ringRotationAge, ringReclaimAge, slotBys         *prometheus.Desc
+	readErrors                                       *prometheus.CounterVec
 
 	mu sync.Mutex // held through a scrape's reads
 
@@ -88,7 +88,9 @@ func newDBCollector(opts Options) *dbCollector {
 		keysFull: d("millrace_queue_keys_full",
 			"Keys of a queue's per-key limit at the limit: their next jobs wait in the schedule.", "queue"),
 		deferred: d("millrace_queue_key_deferred_jobs",
-			"Jobs of a queue that its per-key limit deferred and that wait in the schedule.", "queue"),
+			"Jobs of a queue that its per-key limit or rate deferred and that wait in the schedule.", "queue"),
+		keyRate: d("millrace_queue_key_rate_limit_per_second",
+			"The queue's per-key rate across every process (starts of one key per period, as per second); only queues that have one.", "queue"),
 		countsDuration: d("millrace_queue_counts_duration_seconds", "How long the last read of queue depth took."),
 		ringSlot:       d("millrace_ring_current_slot", "The slot of the ring producers write into now."),
 		ringRotations:  d("millrace_ring_rotations_total", "Rotations of the ring since the schema was installed (database-wide)."),
@@ -134,7 +136,7 @@ func (c *dbCollector) sources() []*attachment {
 }
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.leader, c.dropped, c.queueJobs, c.queuePaused, c.countsDuration, c.queueLimit, c.queueHeld, c.perKey, c.keysRunning, c.keysFull, c.deferred, c.rateLimit, c.rateStarted,
+	for _, d := range []*prometheus.Desc{c.leader, c.dropped, c.queueJobs, c.queuePaused, c.countsDuration, c.queueLimit, c.queueHeld, c.perKey, c.keysRunning, c.keysFull, c.deferred, c.keyRate, c.rateLimit, c.rateStarted,
 		c.ringSlot, c.ringRotations, c.ringReclaims, c.ringRotatedAt, c.ringReclaimedAt,
 		c.ringRotationAge, c.ringReclaimAge, c.slotBys} {
 		ch <- d
@@ -185,7 +187,12 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 					ch <- prometheus.MustNewConstMetric(c.perKey, prometheus.GaugeValue, float64(l.Limit.PerKey), l.Queue)
 					ch <- prometheus.MustNewConstMetric(c.keysRunning, prometheus.GaugeValue, float64(l.KeysRunning), l.Queue)
 					ch <- prometheus.MustNewConstMetric(c.keysFull, prometheus.GaugeValue, float64(l.KeysFull), l.Queue)
+				}
+				if l.Limit.PerKey > 0 || l.Limit.KeyRate > 0 {
 					ch <- prometheus.MustNewConstMetric(c.deferred, prometheus.GaugeValue, float64(l.Deferred), l.Queue)
+				}
+				if l.Limit.KeyRate > 0 {
+					ch <- prometheus.MustNewConstMetric(c.keyRate, prometheus.GaugeValue, float64(l.Limit.KeyRate)/l.Limit.KeyPer.Seconds(), l.Queue)
 				}
 				if l.Limit.Rate > 0 {
 					ch <- prometheus.MustNewConstMetric(c.rateLimit, prometheus.GaugeValue, float64(l.Limit.Rate)/l.Limit.Per.Seconds(), l.Queue)

@@ -316,11 +316,11 @@ func TestCountsMatch(t *testing.T) {
 	if _, ok := value(t, reg, "millrace_queue_per_key_limit", map[string]string{"queue": "uq"}); ok {
 		t.Error("millrace_queue_per_key_limit{queue=uq} is present without a per-key limit")
 	}
-	if err := millrace.SetLimit(ctx, pool, "uq", millrace.Limit{Running: 7, PerKey: 2, Key: []string{"customer_id"}}); err != nil {
+	if err := millrace.SetLimit(ctx, pool, "uq", millrace.Limit{Running: 7, PerKey: 2, Key: []string{"customer_id"}, KeyRate: 30, KeyPer: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]float64{"millrace_queue_per_key_limit": 2, "millrace_queue_keys_running": 0,
-		"millrace_queue_keys_full": 0, "millrace_queue_key_deferred_jobs": 0} {
+		"millrace_queue_keys_full": 0, "millrace_queue_key_deferred_jobs": 0, "millrace_queue_key_rate_limit_per_second": 0.5} {
 		if v, ok := value(t, reg, name, map[string]string{"queue": "uq"}); !ok || v != want {
 			t.Errorf("%s{queue=uq} = %v (present %v), want %v", name, v, ok, want)
 		}

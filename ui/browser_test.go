@@ -345,6 +345,7 @@ func TestBrowserLimit(t *testing.T) {
 	input := `#queues tr[data-queue="email"] form.limit input[name="running"]`
 	rate := `#queues tr[data-queue="email"] form.limit input[name="rate"]`
 	perKey := `#queues tr[data-queue="email"] form.limit input[name="per_key"]`
+	keyRate := `#queues tr[data-queue="email"] form.limit input[name="key_rate"]`
 	key := `#queues tr[data-queue="email"] form.limit input[name="key"]`
 	button := `button[data-action="limit"][data-queue="email"]`
 	b.do(t, "queues page", chromedp.Navigate(srv.URL+"/"),
@@ -352,19 +353,21 @@ func TestBrowserLimit(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(input), "40"),
 		chromedp.SetValue(chromedp.CSS(rate), "10/1s"),
 		chromedp.SetValue(chromedp.CSS(perKey), "2"),
+		chromedp.SetValue(chromedp.CSS(keyRate), "5/1m"),
 		chromedp.SetValue(chromedp.CSS(key), "customer_id"),
 		chromedp.Click(chromedp.CSS(button)),
 		chromedp.WaitVisible(chromedp.CSS(`#msg`)))
 	if ls, err := ops.Limits(ctx, pool); err != nil || len(ls) != 1 || ls[0].Running != 40 || ls[0].Rate != 10 || ls[0].Per != time.Second ||
-		ls[0].PerKey != 2 || strings.Join(ls[0].Key, ",") != "args.customer_id" {
-		t.Fatalf("setting limits of 40 running, 10/1s and 2 per customer_id in the page: limits %+v, %v", ls, err)
+		ls[0].PerKey != 2 || strings.Join(ls[0].Key, ",") != "args.customer_id" || ls[0].KeyRate != 5 || ls[0].KeyPer != time.Minute {
+		t.Fatalf("setting limits of 40 running, 10/1s, 2 per customer_id and 5/1m per customer_id in the page: limits %+v, %v", ls, err)
 	}
-	b.waitJS(t, "the page shows the limits", `(document.querySelector('#queues tr[data-queue="email"] [data-col="limit"]') || {}).textContent === '0 / 40, 0 / 10/1s, 2 per customer_id: 0 keys, 0 full, 0 deferred'`, 5*time.Second)
+	b.waitJS(t, "the page shows the limits", `(document.querySelector('#queues tr[data-queue="email"] [data-col="limit"]') || {}).textContent === '0 / 40, 0 / 10/1s, 2 per customer_id: 0 keys, 0 full, 0 deferred, 5/1m per customer_id'`, 5*time.Second)
 	b.screenshot(t, "limit")
 	b.do(t, "clear", chromedp.WaitVisible(chromedp.CSS(input)),
 		chromedp.Clear(chromedp.CSS(rate)),
 		chromedp.Clear(chromedp.CSS(input)),
 		chromedp.Clear(chromedp.CSS(perKey)),
+		chromedp.Clear(chromedp.CSS(keyRate)),
 		chromedp.Clear(chromedp.CSS(key)),
 		chromedp.Click(chromedp.CSS(button)))
 	testkit.WaitFor(t, "the limit cleared from the page", 10*time.Second, func() bool {

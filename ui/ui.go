@@ -667,9 +667,10 @@ func (h *handler) queueAction(w http.ResponseWriter, r *http.Request) {
 
 // limitAction is POST queue/limit with the form fields queue, running (a
 // number from 1 to 1000000; empty: none), rate (N/PERIOD; empty: none),
-// per_key (1 to 1000000; empty: none) and key (its parts, comma-separated:
-// kind or top-level args fields; empty: the kind): the queue's limits
-// become those; it redirects to the queues page.
+// per_key (1 to 1000000; empty: none), key_rate (N/PERIOD per key; empty:
+// none) and key (its parts, comma-separated: kind or top-level args
+// fields; empty: the kind): the queue's limits become those; it redirects
+// to the queues page.
 func (h *handler) limitAction(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.PostFormValue("queue")
@@ -698,11 +699,15 @@ func (h *handler) limitAction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		l.PerKey = n
-		if k := strings.TrimSpace(r.PostFormValue("key")); k != "" {
-			if l.Key, err = ops.ParseKey(k); err != nil {
-				http.Error(w, "key: "+err.Error(), http.StatusBadRequest)
-				return
-			}
+	}
+	if l.KeyRate, l.KeyPer, err = ops.ParseRate(r.PostFormValue("key_rate")); err != nil {
+		http.Error(w, "key_rate: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if k := strings.TrimSpace(r.PostFormValue("key")); k != "" && (l.PerKey > 0 || l.KeyRate > 0) {
+		if l.Key, err = ops.ParseKey(k); err != nil {
+			http.Error(w, "key: "+err.Error(), http.StatusBadRequest)
+			return
 		}
 	}
 	can, err := h.can(ctx)
@@ -718,7 +723,8 @@ func (h *handler) limitAction(w http.ResponseWriter, r *http.Request) {
 		h.actionError(w, r, "limit queue "+redact(q), err)
 		return
 	}
-	h.log.Info("ui: limit", "queue", redact(q), "running", l.Running, "rate", l.Rate, "per", l.Per, "per_key", l.PerKey)
+	h.log.Info("ui: limit", "queue", redact(q), "running", l.Running, "rate", l.Rate, "per", l.Per, "per_key", l.PerKey,
+		"key_rate", l.KeyRate, "key_per", l.KeyPer)
 	h.live.invalidate()
 	var said []string
 	if l.Running > 0 {
@@ -729,6 +735,9 @@ func (h *handler) limitAction(w http.ResponseWriter, r *http.Request) {
 	}
 	if l.PerKey > 0 {
 		said = append(said, fmt.Sprintf("at most %d running per key", l.PerKey))
+	}
+	if l.KeyRate > 0 {
+		said = append(said, fmt.Sprintf("at most %d starting per %s per key", l.KeyRate, l.KeyPer))
 	}
 	msg := "queue " + redact(q) + ": no limit"
 	if len(said) > 0 {

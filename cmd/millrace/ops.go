@@ -151,6 +151,12 @@ for a rate limit, the jobs started in the current window over the rate;
 			limit = strings.TrimPrefix(limit+fmt.Sprintf(",%d per %s: %d keys running, %d full, %d deferred",
 				q.PerKey, keyName(q.Key), q.KeysRunning, q.KeysFull, q.Deferred), "-,")
 		}
+		if q.KeyRate > 0 {
+			limit = strings.TrimPrefix(limit+fmt.Sprintf(",%d per %s per %s", q.KeyRate, q.KeyPer, keyName(q.Key)), "-,")
+			if q.PerKey == 0 {
+				limit += fmt.Sprintf(": %d deferred", q.Deferred)
+			}
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%s\t%s\n", cmdline.Escape(q.Name), q.Available, q.Running, q.Scheduled, q.Discarded,
 			q.Completed, q.Cancelled, q.Rate, dur(q.OldestWaiting), paused, limit)
 	}
@@ -569,20 +575,23 @@ func queueUsage() {
 	fmt.Fprintln(os.Stderr, `Usage:
   millrace queue pause NAME --yes [--create]   stop handing out the queue's jobs (those running finish)
   millrace queue resume NAME                   hand them out again
-  millrace queue limit NAME [--running N] [--rate N/PERIOD] [--per-key N [--key K]] [--clear] [--create]
+  millrace queue limit NAME [--running N] [--rate N/PERIOD] [--per-key N] [--key-rate N/PERIOD] [--key K] [--clear] [--create]
                                                at most N of its jobs running at once, or
                                                starting per PERIOD (100/1s, 60/1m), or
-                                               running at once per key, across every
-                                               process (no flag: show the limits)
+                                               running at once per key, or starting per
+                                               PERIOD per key, across every process
+                                               (no flag: show the limits)
 
 NAME must be a queue the database knows (millrace queues lists them);
 --create pauses a queue, or limits it, ahead of its first job. queue limit
 changes the limits it is given and keeps the others (--running 0, --rate
-0 or --per-key 0 removes one, --clear all); a limit takes effect at each
-process's next claim, and running jobs finish. A job's key is --key's
-parts, comma-separated: kind (the job's kind) or a top-level args field
-(customer_id, or args.customer_id); the kind when --key is not given.
-Jobs of a key at its limit wait in the schedule (jobs show: scheduled). Every action takes --database-url
+0, --per-key 0 or --key-rate 0 removes one, --clear all); a limit takes
+effect at each process's next claim, and running jobs finish. A job's key
+(for --per-key and --key-rate) is --key's parts, comma-separated: kind
+(the job's kind) or a top-level args field (customer_id, or
+args.customer_id); a key stays until another is given, and is the kind
+when none ever was. Jobs of a key at its limit or rate wait in the
+schedule (jobs show: scheduled), and other keys' jobs go on. Every action takes --database-url
 (default $DATABASE_URL).`)
 }
 
@@ -593,7 +602,8 @@ func runQueue(ctx context.Context, args []string) error {
 	running := fs.Int("running", 0, "queue limit: at most this many of the queue's jobs running at once across every process (1 to 1000000; 0: none)")
 	rate := fs.String("rate", "", "queue limit: at most N of the queue's jobs starting per PERIOD across every process, as N/PERIOD (100/1s; 0: none)")
 	perKey := fs.Int("per-key", 0, "queue limit: at most this many of the queue's jobs of one key running at once across every process (1 to 1000000; 0: none)")
-	key := fs.String("key", "", "queue limit: a job's key for --per-key, comma-separated parts: kind, or a top-level args field (default: kind)")
+	keyRate := fs.String("key-rate", "", "queue limit: at most N of the queue's jobs of one key starting per PERIOD across every process, as N/PERIOD (100/1s; 0: none)")
+	key := fs.String("key", "", "queue limit: a job's key for --per-key and --key-rate, comma-separated parts: kind, or a top-level args field (default: kind)")
 	clearLimit := fs.Bool("clear", false, "queue limit: remove the queue's limits")
 	fs.Usage = func() { queueUsage(); fs.PrintDefaults() }
 	pos, err := parseArgs(fs, args)
@@ -615,11 +625,11 @@ func runQueue(ctx context.Context, args []string) error {
 	}
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
-	if action != "limit" && (given["running"] || given["rate"] || given["per-key"] || given["key"] || given["clear"]) {
-		return errors.New("--running, --rate, --per-key, --key and --clear belong to queue limit")
+	if action != "limit" && (given["running"] || given["rate"] || given["per-key"] || given["key-rate"] || given["key"] || given["clear"]) {
+		return errors.New("--running, --rate, --per-key, --key-rate, --key and --clear belong to queue limit")
 	}
-	if action == "limit" && *clearLimit && (given["running"] || given["rate"] || given["per-key"] || given["key"]) {
-		return errors.New("queue limit: give --running, --rate or --per-key, or --clear, not both")
+	if action == "limit" && *clearLimit && (given["running"] || given["rate"] || given["per-key"] || given["key-rate"] || given["key"]) {
+		return errors.New("queue limit: give --running, --rate, --per-key or --key-rate, or --clear, not both")
 	}
 	if action == "limit" && (*running < 0 || *running > 1000000) {
 		return fmt.Errorf("queue limit: --running %d: want 1 to 1000000 (0: none)", *running)
@@ -627,8 +637,15 @@ func runQueue(ctx context.Context, args []string) error {
 	if action == "limit" && (*perKey < 0 || *perKey > 1000000) {
 		return fmt.Errorf("queue limit: --per-key %d: want 1 to 1000000 (0: none)", *perKey)
 	}
-	if action == "limit" && given["key"] && (!given["per-key"] || *perKey == 0) {
-		return errors.New("queue limit: --key goes with --per-key N")
+	var keyRateN int
+	var keyRatePer time.Duration
+	if action == "limit" && given["key-rate"] {
+		if keyRateN, keyRatePer, err = ops.ParseRate(*keyRate); err != nil {
+			return fmt.Errorf("queue limit: --key-%w", err)
+		}
+	}
+	if action == "limit" && given["key"] && (!given["per-key"] || *perKey == 0) && (!given["key-rate"] || keyRateN == 0) {
+		return errors.New("queue limit: --key goes with --per-key N or --key-rate N/PERIOD")
 	}
 	var keyParts []string
 	if given["key"] {
@@ -681,7 +698,8 @@ func runQueue(ctx context.Context, args []string) error {
 	// make it).
 	if action == "limit" {
 		return queueLimit(ctx, pool, name, limitChange{running: *running, rate: rateN, per: ratePer, perKey: *perKey, key: keyParts,
-			setRunning: given["running"], setRate: given["rate"], setPerKey: given["per-key"], clear: *clearLimit}, *f.json)
+			keyRate: keyRateN, keyPer: keyRatePer, setRunning: given["running"], setRate: given["rate"], setPerKey: given["per-key"],
+			setKeyRate: given["key-rate"], setKey: given["key"], clear: *clearLimit}, *f.json)
 	}
 	if action == "pause" && !*f.yes {
 		return fmt.Errorf("queue pause %s stops every worker from taking its jobs until it is resumed: pass --yes to confirm", cmdline.Escape(name))
@@ -711,11 +729,11 @@ func runQueue(ctx context.Context, args []string) error {
 
 // limitChange is what queue limit was asked to change.
 type limitChange struct {
-	running, rate, perKey          int
-	per                            time.Duration
-	key                            []string
-	setRunning, setRate, setPerKey bool
-	clear                          bool
+	running, rate, perKey, keyRate                     int
+	per, keyPer                                        time.Duration
+	key                                                []string
+	setRunning, setRate, setPerKey, setKeyRate, setKey bool
+	clear                                              bool
 }
 
 // keyName says a per-key limit's key: its parts joined by /.
@@ -738,7 +756,7 @@ func queueLimit(ctx context.Context, db ops.DB, name string, ch limitChange, asJ
 		}
 		return ops.QueueLimit{Queue: name}, err
 	}
-	if ch.setRunning || ch.setRate || ch.setPerKey || ch.clear {
+	if ch.setRunning || ch.setRate || ch.setPerKey || ch.setKeyRate || ch.clear {
 		cur, err := current()
 		if err != nil {
 			return err
@@ -751,10 +769,18 @@ func queueLimit(ctx context.Context, db ops.DB, name string, ch limitChange, asJ
 			l.Rate, l.Per = ch.rate, ch.per
 		}
 		if ch.setPerKey {
-			l.PerKey, l.Key = ch.perKey, ch.key
-			if ch.perKey == 0 {
-				l.Key = nil
-			}
+			l.PerKey = ch.perKey
+		}
+		if ch.setKeyRate {
+			l.KeyRate, l.KeyPer = ch.keyRate, ch.keyPer
+		}
+		if ch.setKey {
+			// Both per-key limits are keyed by it; without --key the
+			// key stays (the kind for a queue that had none).
+			l.Key = ch.key
+		}
+		if l.PerKey == 0 && l.KeyRate == 0 {
+			l.Key = nil
 		}
 		if ch.clear {
 			l = ops.Limit{}
@@ -768,7 +794,7 @@ func queueLimit(ctx context.Context, db ops.DB, name string, ch limitChange, asJ
 		return err
 	}
 	var top []ops.KeyCount
-	if cur.PerKey > 0 {
+	if cur.PerKey > 0 || cur.KeyRate > 0 {
 		if top, err = ops.KeyLimits(ctx, db, name, 10); err != nil {
 			return err
 		}
@@ -777,15 +803,22 @@ func queueLimit(ctx context.Context, db ops.DB, name string, ch limitChange, asJ
 		keys := make([]map[string]any, len(top))
 		for i, k := range top {
 			keys[i] = map[string]any{"key": k.Key, "running": k.Running}
+			if k.Started >= 0 {
+				keys[i]["started"] = k.Started
+			}
 		}
 		return printJSON(os.Stdout, map[string]any{"queue": name, "running_limit": cur.Running, "held": cur.Held,
 			"rate_limit": cur.Rate, "rate_period_s": cur.Per.Seconds(), "started": cur.Started,
 			"per_key": cur.PerKey, "key": cur.Key, "keys_running": cur.KeysRunning, "keys_full": cur.KeysFull,
-			"deferred": cur.Deferred, "top_keys": keys})
+			"key_rate": cur.KeyRate, "key_rate_period_s": cur.KeyPer.Seconds(), "deferred": cur.Deferred, "top_keys": keys})
 	}
 	fmt.Printf("queue %s: %s\n", cmdline.Escape(name), describeLimits(cur))
 	for _, k := range top {
-		fmt.Printf("  key %s: %d running\n", cmdline.Escape(k.Key), k.Running)
+		if k.Started >= 0 {
+			fmt.Printf("  key %s: %d running, %d started in the window\n", cmdline.Escape(k.Key), k.Running, k.Started)
+		} else {
+			fmt.Printf("  key %s: %d running\n", cmdline.Escape(k.Key), k.Running)
+		}
 	}
 	return nil
 }
@@ -802,6 +835,13 @@ func describeLimits(l ops.QueueLimit) string {
 	if l.PerKey > 0 {
 		parts = append(parts, fmt.Sprintf("at most %d running per key %s (%d keys running, %d at the limit, %d jobs deferred)",
 			l.PerKey, keyName(l.Key), l.KeysRunning, l.KeysFull, l.Deferred))
+	}
+	if l.KeyRate > 0 {
+		deferred := ""
+		if l.PerKey == 0 {
+			deferred = fmt.Sprintf(" (%d jobs deferred)", l.Deferred)
+		}
+		parts = append(parts, fmt.Sprintf("at most %d starting per %s per key %s%s", l.KeyRate, l.KeyPer, keyName(l.Key), deferred))
 	}
 	if len(parts) == 0 {
 		return "no limit (each process runs up to its workers)"

@@ -575,6 +575,10 @@ func TestQueueLimitCommand(t *testing.T) {
 		{"queue", "limit", "email", "--per-key", "-2"},
 		{"queue", "limit", "email", "--per-key", "2", "--clear"},
 		{"queue", "pause", "email", "--per-key", "2", "--yes"},
+		{"queue", "limit", "email", "--key-rate", "5"},
+		{"queue", "limit", "email", "--key-rate", "5/1ms"},
+		{"queue", "limit", "email", "--key-rate", "0", "--key", "c"},
+		{"queue", "limit", "email", "--key-rate", "5/1s", "--clear"},
 	} {
 		code, _, errs := millrace(t, append(bad, "--database-url", u)...)
 		if code == 0 {
@@ -620,6 +624,31 @@ func TestQueueLimitCommand(t *testing.T) {
 	code, out, _ = millrace(t, "queues", "--database-url", u)
 	if code != 0 || !strings.Contains(out, "2 per args.customer_id/kind: 0 keys running, 0 full, 0 deferred") {
 		t.Fatalf("queues after the per-key limit:\n%s", out)
+	}
+	// A per-key rate keeps the per-key limit and its key.
+	code, out, errs = millrace(t, "queue", "limit", "email", "--key-rate", "10/1m", "--database-url", u)
+	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "; at most 10 starting per 1m0s per key args.customer_id/kind") {
+		t.Fatalf("queue limit --key-rate 10/1m: exit %d %q %s", code, out, errs)
+	}
+	if ls, err := ops.Limits(ctx, pool); err != nil || len(ls) != 1 || ls[0].PerKey != 2 || ls[0].KeyRate != 10 || ls[0].KeyPer != time.Minute ||
+		strings.Join(ls[0].Key, ",") != "args.customer_id,kind" {
+		t.Fatalf("after --key-rate: limits %+v, %v", ls, err)
+	}
+	// Without the per-key limit, the rate keeps the key.
+	code, out, errs = millrace(t, "queue", "limit", "email", "--per-key", "0", "--json", "--database-url", u)
+	var kr struct {
+		PerKey  int      `json:"per_key"`
+		KeyRate int      `json:"key_rate"`
+		Period  float64  `json:"key_rate_period_s"`
+		Key     []string `json:"key"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &kr) != nil || kr.PerKey != 0 || kr.KeyRate != 10 || kr.Period != 60 ||
+		strings.Join(kr.Key, ",") != "args.customer_id,kind" {
+		t.Fatalf("queue limit --per-key 0 --json: exit %d %s %s", code, out, errs)
+	}
+	code, out, _ = millrace(t, "queues", "--database-url", u)
+	if code != 0 || !strings.Contains(out, "10 per 1m0s per args.customer_id/kind: 0 deferred") {
+		t.Fatalf("queues after the per-key rate:\n%s", out)
 	}
 	code, out, _ = millrace(t, "queue", "limit", "email", "--clear", "--database-url", u)
 	if code != 0 || !strings.Contains(out, "no limit") {

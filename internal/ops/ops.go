@@ -57,6 +57,10 @@ type Queue struct {
 	PerKey                          int
 	Key                             []string
 	KeysRunning, KeysFull, Deferred int64
+	// KeyRate is the queue's per-key rate, starts of a key per KeyPer
+	// (0: none), keyed by Key.
+	KeyRate int
+	KeyPer  time.Duration
 }
 
 // MarshalJSON writes durations in seconds and the counts by name.
@@ -82,8 +86,11 @@ func (q Queue) MarshalJSON() ([]byte, error) {
 		KeysRunning    int64    `json:"keys_running"`
 		KeysFull       int64    `json:"keys_full"`
 		Deferred       int64    `json:"deferred"`
+		KeyRate        int      `json:"key_rate"`
+		KeyRatePeriodS float64  `json:"key_rate_period_s"`
 	}{q.Name, q.Available, q.Running, q.Scheduled, q.Discarded, q.Completed, q.Cancelled, q.Paused, q.OldestWaiting.Seconds(), q.Rate,
-		q.Limit, q.Held, q.RateLimit, q.Per.Seconds(), q.Started, q.PerKey, q.Key, q.KeysRunning, q.KeysFull, q.Deferred})
+		q.Limit, q.Held, q.RateLimit, q.Per.Seconds(), q.Started, q.PerKey, q.Key, q.KeysRunning, q.KeysFull, q.Deferred,
+		q.KeyRate, q.KeyPer.Seconds()})
 }
 
 // Queues lists every queue: its jobs by state, whether it is paused, its
@@ -128,7 +135,8 @@ func queueRows(ctx context.Context, db DB, rows []storage.QueueRow, err error) (
 		qs[i] = Queue{Name: r.Name, Available: r.Available, Running: r.Running, Scheduled: r.Scheduled, Discarded: r.Discarded,
 			Completed: r.Completed, Cancelled: r.Cancelled, Paused: r.Paused, OldestWaiting: r.OldestWaiting, Rate: r.Rate,
 			Limit: l.Running, Held: l.Held, RateLimit: l.Rate, Per: l.Per, Started: l.Started,
-			PerKey: l.PerKey, Key: l.Key, KeysRunning: l.KeysRunning, KeysFull: l.KeysFull, Deferred: l.Deferred}
+			PerKey: l.PerKey, Key: l.Key, KeysRunning: l.KeysRunning, KeysFull: l.KeysFull, Deferred: l.Deferred,
+			KeyRate: l.KeyRate, KeyPer: l.KeyPer}
 	}
 	return qs, nil
 }

@@ -189,6 +189,12 @@ func (p *Pool) claim(q *queue) {
 		q.gate.set(seen.Limit > 0, int(seen.Slots))
 		q.bound.Store(seen.Full)
 		q.rated.Store(seen.Rate > 0)
+		if len(sbs) == 0 && seen.Deferred {
+			// A per-key limit or rate deferred every job of the batch: the
+			// lane may hold more (other keys' jobs behind them), and no
+			// wake comes for them. It claims again at once.
+			continue
+		}
 		if len(sbs) == 0 {
 			q.short.Store(false)
 			if seen.TakenBy != 0 && seen.TakenBy != owner && p.cfg.Yield > 0 {
@@ -246,7 +252,9 @@ func (p *Pool) claim(q *queue) {
 		// After an adopted batch, several lanes, a claim at either cap or
 		// the replay of a claim whose reply was lost, more may be waiting
 		// with no wake to come: it claims again.
-		drained := !replay && len(sbs) == 1 && sbs[0].Token == sbs[0].TickID && n < lim.MaxJobs && int64(bytes) < lim.MaxBytes/2
+		// A claim whose per-key limits deferred jobs took fewer than its
+		// batch: it claims again.
+		drained := !replay && !seen.Deferred && len(sbs) == 1 && sbs[0].Token == sbs[0].TickID && n < lim.MaxJobs && int64(bytes) < lim.MaxBytes/2
 		if p.cfg.OnClaim != nil {
 			p.cfg.OnClaim(q.name, time.Since(start), n)
 		}

@@ -177,7 +177,7 @@ func TestPartitionsMatchTheirParent(t *testing.T) {
 	var n int
 	pool.QueryRow(ctx, `SELECT count(*) FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
 		JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = 'millrace' AND c.relkind = 'r'`).Scan(&n)
-	if n != 15*4+1+2+68+68+36 {
-		t.Fatalf("%d partitions; want 15 ring tables x 4 slots + the park + 2 schedule generations + 68 history buckets + 68 tally buckets + 36 buckets of completed history", n)
+	if n != 16*4+1+2+68+68+36 {
+		t.Fatalf("%d partitions; want 16 ring tables x 4 slots + the park + 2 schedule generations + 68 history buckets + 68 tally buckets + 36 buckets of completed history", n)
 	}
 }

@@ -75,11 +75,16 @@ type Limit struct {
 	// Key's parts ("kind", or a top-level args field; nil: the kind).
 	PerKey int
 	Key    []string
+	// KeyRate is how many jobs of one key may start per KeyPer, the key
+	// being Key's parts as for PerKey.
+	KeyRate int
+	KeyPer  time.Duration
 }
 
 // Equal says l and o are the same limits.
 func (l Limit) Equal(o Limit) bool {
-	return l.Running == o.Running && l.Rate == o.Rate && l.Per == o.Per && l.PerKey == o.PerKey && slices.Equal(l.Key, o.Key)
+	return l.Running == o.Running && l.Rate == o.Rate && l.Per == o.Per && l.PerKey == o.PerKey && slices.Equal(l.Key, o.Key) &&
+		l.KeyRate == o.KeyRate && l.KeyPer == o.KeyPer
 }
 
 // SetLimit replaces queue's limits (millrace.set_limit); the zero Limit
@@ -93,14 +98,22 @@ func SetLimit(ctx context.Context, q Querier, queue string, l Limit) error {
 	if l.Rate != 0 || l.Per != 0 {
 		rate, per = &l.Rate, &l.Per
 	}
-	var perKey *int
+	var perKey, keyRate *int
+	var keyPer *time.Duration
 	var key []string
 	if l.PerKey != 0 {
-		perKey, key = &l.PerKey, l.Key
+		perKey = &l.PerKey
+	}
+	if l.KeyRate != 0 || l.KeyPer != 0 {
+		keyRate, keyPer = &l.KeyRate, &l.KeyPer
+	}
+	if perKey != nil || keyRate != nil {
+		key = l.Key
 	}
 	var x *string
-	return ReadCommitted(ctx, q, "SELECT millrace.set_limit(p_queue => $1, p_running => $2, p_rate => $3, p_per => $4, p_per_key => $5, p_key => $6)::text",
-		[]any{queue, running, rate, per, perKey, key}, &x)
+	return ReadCommitted(ctx, q, `SELECT millrace.set_limit(p_queue => $1, p_running => $2, p_rate => $3, p_per => $4, p_per_key => $5, p_key => $6,
+		p_key_rate => $7, p_key_per => $8)::text`,
+		[]any{queue, running, rate, per, perKey, key, keyRate, keyPer}, &x)
 }
 
 // QueueLimit is a queue's limits and what runs under them
@@ -117,35 +130,40 @@ type QueueLimit struct {
 	Started int64
 	// KeysRunning and KeysFull are, for a per-key limit, how many keys
 	// have a slot held and how many are at the limit; Deferred is how
-	// many of the queue's jobs it deferred wait in the schedule.
+	// many of the queue's jobs it, or a per-key rate, deferred wait in
+	// the schedule.
 	KeysRunning, KeysFull, Deferred int64
 }
 
 // QueueLimits lists the queues with a limit, by name.
 func QueueLimits(ctx context.Context, q Querier) ([]QueueLimit, error) {
 	rows, err := q.Query(ctx, `SELECT queue, coalesce(running_limit, 0), running, coalesce(rate, 0), coalesce(rate_per, '0'), coalesce(started, 0),
-		coalesce(per_key, 0), per_key_by, coalesce(keys_running, 0), coalesce(keys_full, 0), coalesce(deferred, 0) FROM millrace.queue_limits()`)
+		coalesce(per_key, 0), per_key_by, coalesce(keys_running, 0), coalesce(keys_full, 0), coalesce(deferred, 0),
+		coalesce(key_rate, 0), coalesce(key_rate_per, '0') FROM millrace.queue_limits()`)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueLimit, error) {
 		var l QueueLimit
-		err := r.Scan(&l.Queue, &l.Running, &l.Held, &l.Rate, &l.Per, &l.Started, &l.PerKey, &l.Key, &l.KeysRunning, &l.KeysFull, &l.Deferred)
+		err := r.Scan(&l.Queue, &l.Running, &l.Held, &l.Rate, &l.Per, &l.Started, &l.PerKey, &l.Key, &l.KeysRunning, &l.KeysFull, &l.Deferred,
+			&l.KeyRate, &l.KeyPer)
 		return l, err
 	})
 }
 
-// KeyCount is a key of a per-key limit and the slots of it the live
-// processes hold.
+// KeyCount is a key of a queue's per-key limits: the slots of it the
+// live processes hold, and (under a per-key rate; else -1) the jobs of it
+// the claims of the rate's current window took.
 type KeyCount struct {
 	Key     string
 	Running int64
+	Started int64
 }
 
-// KeyLimits lists the top keys of queue's per-key limit by slots held
-// (millrace.key_limits), at most top.
+// KeyLimits lists the top keys of queue's per-key limits by slots held,
+// then by starts in the rate's window (millrace.key_limits), at most top.
 func KeyLimits(ctx context.Context, q Querier, queue string, top int) ([]KeyCount, error) {
-	rows, err := q.Query(ctx, "SELECT key, running FROM millrace.key_limits($1, $2)", queue, top)
+	rows, err := q.Query(ctx, "SELECT key, running, coalesce(started, -1) FROM millrace.key_limits($1, $2)", queue, top)
 	if err != nil {
 		return nil, err
 	}

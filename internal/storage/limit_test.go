@@ -2,11 +2,13 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millrace/millrace/internal/testkit"
@@ -484,7 +486,7 @@ func TestPerKeyLimitDefersPastTheKeysSlots(t *testing.T) {
 		t.Fatalf("b's claim took keys %v; want [1] (a gave key 1 back, still holds 2)", got)
 	}
 	top, err := KeyLimits(ctx, pool, "pk", 10)
-	if err != nil || fmt.Sprint(top) != "[{1 1} {2 1} {3 1}]" {
+	if err != nil || fmt.Sprint(top) != "[{1 1 -1} {2 1 -1} {3 1 -1}]" {
 		t.Fatalf("key_limits: %v (%v); want keys 1, 2, 3 with a slot each", top, err)
 	}
 	// The buffer is eight per slot: of eleven jobs of a key, a claim of
@@ -513,7 +515,7 @@ func TestPerKeyLimitDefersPastTheKeysSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	top, err = KeyLimits(ctx, pool, "pk", 10)
-	if err != nil || fmt.Sprint(top) != "[{1 1} {3 1}]" {
+	if err != nil || fmt.Sprint(top) != "[{1 1 -1} {3 1 -1}]" {
 		t.Fatalf("key_limits after a's release: %v (%v); want keys 1 and 3", top, err)
 	}
 	// A process that dies (its lease runs out, as when it is killed)
@@ -538,10 +540,148 @@ func TestPerKeyLimitDefersPastTheKeysSlots(t *testing.T) {
 	}
 	testkit.WaitFor(t, "c's lease to run out", 10*time.Second, func() bool {
 		top, err := KeyLimits(ctx, pool, "pk", 10)
-		return err == nil && fmt.Sprint(top) == "[{1 1} {3 1}]"
+		return err == nil && fmt.Sprint(top) == "[{1 1 -1} {3 1 -1}]"
 	})
 	add("9", 1)
 	if got, _ := keyClaim(t, s, "pk", b, 5); fmt.Sprint(got) != "[9]" {
 		t.Fatalf("b's claim after c died took %v; want key 9", got)
+	}
+}
+
+// rateClaim claims queue for owner and returns the args field c of each
+// job the claim took, in order.
+func rateClaim(t *testing.T, s *Store, queue string, owner int32, req int64) []string {
+	t.Helper()
+	bs, _, err := s.ClaimSeen(context.Background(), queue, owner, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range bs {
+		for _, j := range b.Jobs {
+			var a struct{ C json.Number }
+			if err := json.Unmarshal(j.Args, &a); err != nil {
+				t.Fatal(err)
+			}
+			if j.Key != "" || j.KeyWaits {
+				t.Fatalf("job %d under a per-key rate alone came with key %q (waits %v); want none", j.ID, j.Key, j.KeyWaits)
+			}
+			got = append(got, a.C.String())
+		}
+	}
+	return got
+}
+
+// TestPerKeyRateDefersPastTheWindow: under a per-key rate, a claim takes
+// each key's jobs up to the rate less what the claims of the key's window
+// took, across processes, and defers the rest to the schedule, a rate's
+// worth every window after the key's deferred jobs, while other keys'
+// jobs go out; the window's claims survive the ring; and on the server's
+// clock no window holds more of a key's claims than the rate.
+func TestPerKeyRateDefersPastTheWindow(t *testing.T) {
+	ctx := context.Background()
+	s, pool, a, b := limitedQueue(t, "kr", 0, 0)
+	add := func(c string, n int) (ids []int64) {
+		for range n {
+			id, err := s.Enqueue(ctx, pool, NewJob{Queue: "kr", Kind: "k", Args: []byte(`{"c":` + c + `}`), Priority: 1, MaxAttempts: 3}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	add("1", 3)
+	later := add("1", 4)
+	add("2", 1)
+	if err := SetLimit(ctx, pool, "kr", Limit{KeyRate: 3, KeyPer: time.Hour, Key: []string{"args.c"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rateClaim(t, s, "kr", a, 1); fmt.Sprint(got) != "[1 1 1 2]" {
+		t.Fatalf("a's claim took %v; want [1 1 1 2] (three of key 1, the rest of it deferred)", got)
+	}
+	// Deferred from when the window's claims leave it (an hour and a
+	// second on), one every window / rate: the rate, spread.
+	var due []time.Duration
+	rows, err := pool.Query(ctx, `SELECT due_at - now() FROM millrace.sched
+		WHERE queue = 'kr' AND last_error = 'deferred by its key''s limit' AND id = ANY ($1) ORDER BY due_at`, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if due, err = pgx.CollectRows(rows, pgx.RowTo[time.Duration]); err != nil {
+		t.Fatal(err)
+	}
+	window := time.Hour + time.Second
+	near := func(d, want time.Duration) bool { return d > want-time.Minute && d < want+time.Minute }
+	if len(due) != 4 || !near(due[0], window) || !near(due[1]-due[0], window/3) || !near(due[3]-due[0], window) {
+		t.Fatalf("key 1's deferred jobs are due in %v; want from %v on, one every %v", due, window, window/3)
+	}
+	for _, id := range later {
+		var st string
+		if err := pool.QueryRow(ctx, "SELECT millrace.job_state($1)", id).Scan(&st); err != nil || st != "scheduled" {
+			t.Fatalf("deferred job %d is %q (%v); want scheduled", id, st, err)
+		}
+	}
+	// Another process: key 1's window is full, key 2 has two starts left.
+	more := add("1", 1)
+	add("2", 3)
+	if got := rateClaim(t, s, "kr", b, 1); fmt.Sprint(got) != "[2 2]" {
+		t.Fatalf("b's claim took %v; want [2 2] (key 1's window is full, key 2 has two left)", got)
+	}
+	var after time.Duration
+	if err := pool.QueryRow(ctx, "SELECT due_at - now() FROM millrace.sched WHERE id = $1", more[0]).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if !near(after, window+4*window/3) {
+		t.Fatalf("key 1's job deferred by b is due in %v; want after the key's deferred jobs (%v)", after, window+4*window/3)
+	}
+	ls, err := QueueLimits(ctx, pool)
+	if err != nil || len(ls) != 1 || ls[0].KeyRate != 3 || ls[0].KeyPer != time.Hour || ls[0].Deferred != 6 || ls[0].PerKey != 0 {
+		t.Fatalf("queue_limits: %+v (%v); want a per-key rate of 3 an hour and 6 deferred", ls, err)
+	}
+	top, err := KeyLimits(ctx, pool, "kr", 10)
+	if err != nil || fmt.Sprint(top) != "[{1 0 3} {2 0 3}]" {
+		t.Fatalf("key_limits: %v (%v); want keys 1 and 2 with 3 started each", top, err)
+	}
+	// The ring turns (every slot reclaimed): the window's rows are
+	// carried, so the keys stay full.
+	for range 8 {
+		rotate(t, s, 0)
+	}
+	add("2", 1)
+	if got := rateClaim(t, s, "kr", a, 2); len(got) != 0 {
+		t.Fatalf("a's claim after the ring turned took %v; want nothing (both keys' windows are full)", got)
+	}
+	if top, err := KeyLimits(ctx, pool, "kr", 10); err != nil || fmt.Sprint(top) != "[{1 0 3} {2 0 3}]" {
+		t.Fatalf("key_limits after the ring turned: %v (%v); want keys 1 and 2 with 3 started each", top, err)
+	}
+
+	// A short period: every job of a key comes through, at the rate on
+	// the server's clock.
+	if err := SetLimit(ctx, pool, "kr2", Limit{KeyRate: 2, KeyPer: 100 * time.Millisecond, Key: []string{"args.c"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 9 {
+		if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "kr2", Kind: "k", Args: []byte(`{"c":` + fmt.Sprint(i%3) + `}`), Priority: 1, MaxAttempts: 3}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, req := 0, int64(0)
+	testkit.WaitFor(t, "every job of kr2 to be claimed", 30*time.Second, func() bool {
+		if _, err := s.Promote(ctx, 0, 1000); err != nil {
+			t.Fatal(err)
+		}
+		req++
+		got += len(rateClaim(t, s, "kr2", a, req))
+		return got == 9
+	})
+	var worst int
+	if err := pool.QueryRow(ctx, `SELECT max(w) FROM (SELECT (SELECT sum(y.took) FROM millrace.keyrate y
+		WHERE y.queue = 'kr2' AND y.key = x.key AND y.at >= x.at AND y.at < x.at + millrace.rate_window('100 ms')) AS w
+		FROM millrace.keyrate x WHERE x.queue = 'kr2' AND x.took > 0) z`).Scan(&worst); err != nil {
+		t.Fatal(err)
+	}
+	if worst != 2 {
+		t.Fatalf("the most jobs of a key claimed in a window of 110ms was %d; want 2", worst)
 	}
 }

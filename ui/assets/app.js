@@ -133,7 +133,7 @@ function queueRow(q, can) {
   const name = el("td"); name.appendChild(a); tr.appendChild(name);
   for (const k of ["available", "running", "scheduled", "discarded", "completed", "cancelled", "oldest", "rate"]) tr.appendChild(el("td", { class: "num", "data-col": k }));
   const st = el("td"); st.appendChild(el("span", { class: "state " + (q.paused ? "s-paused" : "s-active"), "data-col": "paused" }, q.paused ? "paused" : "active")); tr.appendChild(st);
-  tr.appendChild(el("td", { class: "num", "data-col": "limit", title: "held / limit: jobs the live processes hold (claimed, not yet ended) over the queue's concurrency limit across every process; started / rate in the current window; per key: keys with a job running, keys at the limit, jobs waiting in the schedule for their key" }));
+  tr.appendChild(el("td", { class: "num", "data-col": "limit", title: "held / limit: jobs the live processes hold (claimed, not yet ended) over the queue's concurrency limit across every process; started / rate in the current window; per key: keys with a job running, keys at the limit, jobs waiting in the schedule for their key; the per-key rate" }));
   if (can.limit) {
     const td = el("td");
     const f = el("form", { method: "post", action: "queue/limit", class: "limit" });
@@ -141,7 +141,8 @@ function queueRow(q, can) {
     f.appendChild(el("input", { type: "number", name: "running", min: "1", max: "1000000", placeholder: "running", title: "at most this many running at once (empty: none)", "aria-label": "running limit of " + q.name, value: q.limit > 0 ? String(q.limit) : "" }));
     f.appendChild(el("input", { type: "text", name: "rate", placeholder: "rate N/1s", title: "at most N starting per period, as N/PERIOD: 100/1s, 60/1m (empty: none)", "aria-label": "rate limit of " + q.name, value: rateText(q) }));
     f.appendChild(el("input", { type: "number", name: "per_key", min: "1", max: "1000000", placeholder: "per key", title: "at most this many of one key running at once (empty: none)", "aria-label": "per-key limit of " + q.name, value: q.per_key > 0 ? String(q.per_key) : "" }));
-    f.appendChild(el("input", { type: "text", name: "key", placeholder: "key: kind", title: "the key of a job for the per-key limit: kind, or top-level args fields, comma-separated (customer_id)", "aria-label": "key of " + q.name, value: keyText(q) }));
+    f.appendChild(el("input", { type: "text", name: "key_rate", placeholder: "per key N/1s", title: "at most N of one key starting per period, as N/PERIOD: 100/1s, 60/1m (empty: none)", "aria-label": "per-key rate of " + q.name, value: periodText(q.key_rate, q.key_rate_period_s) }));
+    f.appendChild(el("input", { type: "text", name: "key", placeholder: "key: kind", title: "the key of a job for the per-key limit and rate: kind, or top-level args fields, comma-separated (customer_id)", "aria-label": "key of " + q.name, value: keyText(q) }));
     f.appendChild(el("button", { class: "small", "data-action": "limit", "data-queue": q.name }, "Set limit"));
     td.appendChild(f);
     tr.appendChild(td);
@@ -163,20 +164,24 @@ function queueRow(q, can) {
 }
 
 function rowSig(q, can) {
-  return [q.paused, can.pause, can.resume, can.limit, q.limit, rateText(q), q.per_key, keyText(q)].join(",");
+  return [q.paused, can.pause, can.resume, can.limit, q.limit, rateText(q), q.per_key, periodText(q.key_rate, q.key_rate_period_s), keyText(q)].join(",");
 }
 
 // rateText is a queue's rate limit as N/PERIOD ("": none).
 function rateText(q) {
-  if (!(q.rate_limit > 0)) return "";
-  const s = q.rate_period_s;
+  return periodText(q.rate_limit, q.rate_period_s);
+}
+
+// periodText is n per s seconds as N/PERIOD ("": none).
+function periodText(n, s) {
+  if (!(n > 0)) return "";
   const per = s % 3600 === 0 ? s / 3600 + "h" : s % 60 === 0 ? s / 60 + "m" : s >= 1 ? s + "s" : Math.round(s * 1000) + "ms";
-  return q.rate_limit + "/" + per;
+  return n + "/" + per;
 }
 
 // keyText is a per-key limit's key as the form takes it ("": none).
 function keyText(q) {
-  if (!(q.per_key > 0) || !q.key) return "";
+  if (!(q.per_key > 0 || q.key_rate > 0) || !q.key) return "";
   return q.key.map((p) => p.startsWith("args.") ? p.slice(5) : p).join(",");
 }
 
@@ -187,6 +192,7 @@ function limitText(q) {
   if (q.limit > 0) parts.push(fmt(q.held) + " / " + fmt(q.limit));
   if (q.rate_limit > 0) parts.push(fmt(q.started) + " / " + rateText(q));
   if (q.per_key > 0) parts.push(fmt(q.per_key) + " per " + keyText(q) + ": " + fmt(q.keys_running) + " keys, " + fmt(q.keys_full) + " full, " + fmt(q.deferred) + " deferred");
+  if (q.key_rate > 0) parts.push(periodText(q.key_rate, q.key_rate_period_s) + " per " + (keyText(q) || "kind") + (q.per_key > 0 ? "" : ": " + fmt(q.deferred) + " deferred"));
   return parts.length ? parts.join(", ") : "–";
 }
 

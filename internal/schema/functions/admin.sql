@@ -155,7 +155,7 @@ AS $function$ SELECT p_per + least(p_per / 10, interval '1 second') $function$;
 COMMENT ON FUNCTION millrace.rate_window(p_per interval) IS
     'rate_window is the window a rate limit of so many starts per p_per counts claims in: the period and a tenth of it, at most a second more, for the time a job takes from its claim to its start in a process (a start measured there stays within the rate).';
 
-CREATE OR REPLACE FUNCTION millrace.set_limit(p_queue text, p_running integer DEFAULT NULL::integer, p_rate integer DEFAULT NULL::integer, p_per interval DEFAULT NULL::interval, p_per_key integer DEFAULT NULL::integer, p_key text[] DEFAULT NULL::text[])
+CREATE OR REPLACE FUNCTION millrace.set_limit(p_queue text, p_running integer DEFAULT NULL::integer, p_rate integer DEFAULT NULL::integer, p_per interval DEFAULT NULL::interval, p_per_key integer DEFAULT NULL::integer, p_key text[] DEFAULT NULL::text[], p_key_rate integer DEFAULT NULL::integer, p_key_per interval DEFAULT NULL::interval)
  RETURNS void
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -178,10 +178,16 @@ BEGIN
     IF p_per_key IS NOT NULL AND p_per_key NOT BETWEEN 1 AND 1000000 THEN
         RAISE EXCEPTION 'millrace: a per-key limit must be 1 to 1000000 (NULL: none), not %', p_per_key USING ERRCODE = '22023';
     END IF;
-    IF p_per_key IS NULL AND p_key IS NOT NULL THEN
-        RAISE EXCEPTION 'millrace: a key needs a per-key limit' USING ERRCODE = '22023';
+    IF (p_key_rate IS NULL) <> (p_key_per IS NULL) THEN
+        RAISE EXCEPTION 'millrace: a per-key rate needs both a number of starts and a period (or neither)' USING ERRCODE = '22023';
     END IF;
-    IF p_per_key IS NOT NULL THEN
+    IF p_key_rate IS NOT NULL AND (p_key_rate NOT BETWEEN 1 AND 1000000 OR p_key_per < interval '10 milliseconds' OR p_key_per > interval '1 day') THEN
+        RAISE EXCEPTION 'millrace: a per-key rate must be 1 to 1000000 starts per 10 ms to 1 day, not % per %', p_key_rate, p_key_per USING ERRCODE = '22023';
+    END IF;
+    IF p_per_key IS NULL AND p_key_rate IS NULL AND p_key IS NOT NULL THEN
+        RAISE EXCEPTION 'millrace: a key needs a per-key limit or a per-key rate' USING ERRCODE = '22023';
+    END IF;
+    IF p_per_key IS NOT NULL OR p_key_rate IS NOT NULL THEN
         -- The key: 'kind', or a top-level args field ('args.F', or F).
         v_by := ARRAY(SELECT CASE WHEN b = 'kind' OR starts_with(b, 'args.') THEN b ELSE 'args.' || b END
                       FROM unnest(coalesce(p_key, ARRAY['kind'])) WITH ORDINALITY u(b, o) ORDER BY o);
@@ -189,14 +195,14 @@ BEGIN
             RAISE EXCEPTION 'millrace: a key is 1 to 8 parts, each kind or a top-level args field name of 1 to 63 bytes, not %', p_key USING ERRCODE = '22023';
         END IF;
     END IF;
-    INSERT INTO millrace.queue_state (queue, paused, running, rate, rate_per, per_key, per_key_by)
+    INSERT INTO millrace.queue_state (queue, paused, running, rate, rate_per, per_key, per_key_by, key_rate, key_rate_per)
     VALUES (p_queue, coalesce((SELECT s.paused FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1), false),
-            p_running, p_rate, p_per, p_per_key, v_by);
+            p_running, p_rate, p_per, p_per_key, v_by, p_key_rate, p_key_per);
     -- Claimers held back by a lower limit try again.
     PERFORM pg_notify('millrace', p_queue);
 END $function$;
-COMMENT ON FUNCTION millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval, p_per_key integer, p_key text[]) IS
-    'set_limit sets queue p_queue''s limits, replacing the ones it had: p_running, how many of its jobs may run at once across every process (1 to 1000000), p_rate starts per p_per (1 to 1000000 per 10 ms to 1 day) across every process, and p_per_key, how many jobs of one key may run at once across every process (1 to 1000000), the key being p_key''s parts: ''kind'' for the job''s kind, ''args.F'' (or F) for its top-level args field F as text (a missing field is the empty string; parts are joined by /), ''kind'' when NULL; NULL: none (then each process''s workers are the only bound). A job counts for p_running and p_per_key from its claim until it ends in its process, or until its process''s lease runs out; for p_rate, at its claim (server clock: no more than p_rate claims'' jobs in any window of rate_window(p_per)). A claim defers the jobs of a key at its limit to the schedule (job_state says scheduled), paced at one per slot of the key for each time a job of the queue takes in the claiming process, after the key''s deferred jobs, so that other keys'' jobs behind them are not held back. It takes effect at each process''s next claim; a lower limit than what runs now lets the running jobs finish and starts none until the queue is under it. The newest call wins; a pause keeps it.';
+COMMENT ON FUNCTION millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval, p_per_key integer, p_key text[], p_key_rate integer, p_key_per interval) IS
+    'set_limit sets queue p_queue''s limits, replacing the ones it had: p_running, how many of its jobs may run at once across every process (1 to 1000000), p_rate starts per p_per (1 to 1000000 per 10 ms to 1 day) across every process, p_per_key, how many jobs of one key may run at once across every process (1 to 1000000), and p_key_rate starts of one key per p_key_per (as p_rate), the key being p_key''s parts: ''kind'' for the job''s kind, ''args.F'' (or F) for its top-level args field F as text (a missing field is the empty string; parts are joined by /), ''kind'' when NULL; NULL: none (then each process''s workers are the only bound). A job counts for p_running and p_per_key from its claim until it ends in its process, or until its process''s lease runs out; for p_rate and p_key_rate, at its claim (server clock: no more than p_rate claims'' jobs in any window of rate_window(p_per), no more than p_key_rate of one key in any window of rate_window(p_key_per)). A claim defers the jobs of a key at its limit or rate to the schedule (job_state says scheduled), paced at one per slot of the key for each time a job of the queue takes in the claiming process, and at most p_key_rate every rate_window(p_key_per), after the key''s deferred jobs, so that other keys'' jobs behind them are not held back. It takes effect at each process''s next claim; a lower limit than what runs now lets the running jobs finish and starts none until the queue is under it. The newest call wins; a pause keeps it.';
 
 CREATE OR REPLACE FUNCTION millrace.job_key(p_kind text, p_args jsonb, p_by text[])
  RETURNS text
@@ -232,7 +238,7 @@ COMMENT ON FUNCTION millrace.key_held(p_queue text, p_key text, p_owner integer,
     'key_held is what process p_owner holds of key p_key of queue p_queue''s per-key limit: n, the jobs its claims took less those its flushes said ended (keyhold''s newest taken and freed totals); slots, what counts against the limit: the least of n and its slots of the key (it runs no more at once); and where the key''s deferred jobs end by its claims (until).';
 
 CREATE OR REPLACE FUNCTION millrace.queue_limits()
- RETURNS TABLE(queue text, running_limit integer, running bigint, rate integer, rate_per interval, started bigint, per_key integer, per_key_by text[], keys_running bigint, keys_full bigint, deferred bigint)
+ RETURNS TABLE(queue text, running_limit integer, running bigint, rate integer, rate_per interval, started bigint, per_key integer, per_key_by text[], keys_running bigint, keys_full bigint, deferred bigint, key_rate integer, key_rate_per interval)
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -254,8 +260,10 @@ AS $function$
                ORDER BY h.at LIMIT 1), 0) END,
         q.per_key, q.per_key_by, k.running, k.full,
         -- Jobs a per-key limit deferred that wait in the schedule.
-        CASE WHEN q.per_key IS NOT NULL THEN (SELECT count(*) FROM millrace.sched s WHERE s.queue = q.queue AND s.last_error = 'deferred by its key''s limit') END
-    FROM (SELECT DISTINCT ON (s.queue) s.queue, s.running, s.rate, s.rate_per, s.per_key, s.per_key_by FROM millrace.queue_state s ORDER BY s.queue, s.id DESC) q
+        CASE WHEN q.per_key IS NOT NULL OR q.key_rate IS NOT NULL THEN (SELECT count(*) FROM millrace.sched s WHERE s.queue = q.queue AND s.last_error = 'deferred by its key''s limit') END,
+        q.key_rate, q.key_rate_per
+    FROM (SELECT DISTINCT ON (s.queue) s.queue, s.running, s.rate, s.rate_per, s.per_key, s.per_key_by, s.key_rate, s.key_rate_per
+          FROM millrace.queue_state s ORDER BY s.queue, s.id DESC) q
     LEFT JOIN LATERAL (
         -- Keys whose slots the live processes hold (each one's newest row
         -- of the key), and those at the limit.
@@ -265,27 +273,45 @@ AS $function$
                     WHERE z.queue = q.queue AND z.owner IN (SELECT l.id FROM live l)) x
               GROUP BY x.key) y
         WHERE q.per_key IS NOT NULL) k ON true
-    WHERE q.running IS NOT NULL OR q.rate IS NOT NULL OR q.per_key IS NOT NULL
+    WHERE q.running IS NOT NULL OR q.rate IS NOT NULL OR q.per_key IS NOT NULL OR q.key_rate IS NOT NULL
     ORDER BY q.queue
 $function$;
 COMMENT ON FUNCTION millrace.queue_limits() IS
-    'queue_limits lists the queues with a limit: the running limit (NULL: none) and how many slots of it the live processes hold (as each one''s newest claim wrote them; each runs at most its slots at once: never fewer than run); the rate limit (rate starts per rate_per; NULL: none) and how many jobs the claims of its current window took (started); the per-key limit (per_key, keyed by per_key_by; NULL: none), how many keys have jobs running (keys_running) and how many are at the limit (keys_full), and how many jobs it deferred wait in the schedule (deferred).';
+    'queue_limits lists the queues with a limit: the running limit (NULL: none) and how many slots of it the live processes hold (as each one''s newest claim wrote them; each runs at most its slots at once: never fewer than run); the rate limit (rate starts per rate_per; NULL: none) and how many jobs the claims of its current window took (started); the per-key limit (per_key, keyed by per_key_by; NULL: none), how many keys have jobs running (keys_running) and how many are at the limit (keys_full), how many jobs the per-key limit or rate deferred wait in the schedule (deferred), and the per-key rate (key_rate starts of a key per key_rate_per, keyed by per_key_by; NULL: none).';
 
 CREATE OR REPLACE FUNCTION millrace.key_limits(p_queue text, p_top integer DEFAULT 10)
- RETURNS TABLE(key text, running bigint)
+ RETURNS TABLE(key text, running bigint, started bigint)
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
-    SELECT x.key, sum((SELECT h.slots FROM millrace.key_held(p_queue, x.key, x.owner) h))
-    FROM (SELECT DISTINCT z.key, z.owner FROM millrace.keyhold z WHERE z.queue = p_queue) x
-    WHERE (SELECT b.until FROM millrace.heartbeat b WHERE b.process = x.owner ORDER BY b.id DESC LIMIT 1) > clock_timestamp()
-    GROUP BY x.key HAVING sum((SELECT h.slots FROM millrace.key_held(p_queue, x.key, x.owner) h)) > 0
-    ORDER BY 2 DESC, 1 LIMIT greatest(p_top, 0)
+    WITH q AS MATERIALIZED (
+        SELECT s.key_rate_per FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1),
+    r AS (
+        -- Slots held by the live processes (key_held's: never fewer than run).
+        SELECT x.key, sum((SELECT h.slots FROM millrace.key_held(p_queue, x.key, x.owner) h)) AS n
+        FROM (SELECT DISTINCT z.key, z.owner FROM millrace.keyhold z WHERE z.queue = p_queue) x
+        WHERE (SELECT b.until FROM millrace.heartbeat b WHERE b.process = x.owner ORDER BY b.id DESC LIMIT 1) > clock_timestamp()
+        GROUP BY x.key),
+    w AS (
+        -- Started in the key's rate window: the claims' running totals,
+        -- as a claim reads them (the statement's time, stable).
+        SELECT k.key, n.total - o.before AS n
+        FROM (SELECT DISTINCT z.key FROM millrace.keyrate z, q
+              WHERE z.queue = p_queue AND z.at > statement_timestamp() - millrace.rate_window(q.key_rate_per)) k
+        CROSS JOIN q
+        CROSS JOIN LATERAL (SELECT x.total FROM millrace.keyrate x WHERE x.queue = p_queue AND x.key = k.key ORDER BY x.at DESC LIMIT 1) n
+        CROSS JOIN LATERAL (SELECT x.total - x.took AS before FROM millrace.keyrate x
+                            WHERE x.queue = p_queue AND x.key = k.key AND x.at > statement_timestamp() - millrace.rate_window(q.key_rate_per)
+                            ORDER BY x.at LIMIT 1) o)
+    SELECT coalesce(r.key, w.key), coalesce(r.n, 0), w.n
+    FROM r FULL JOIN w ON w.key = r.key
+    WHERE coalesce(r.n, 0) > 0 OR w.n > 0
+    ORDER BY 2 DESC, 3 DESC NULLS LAST, 1 LIMIT greatest(p_top, 0)
 $function$;
 COMMENT ON FUNCTION millrace.key_limits(p_queue text, p_top integer) IS
-    'key_limits is the p_top keys of queue p_queue''s per-key limit with the most slots held by the live processes (key_held''s slots: never fewer than run).';
+    'key_limits is the p_top keys of queue p_queue''s per-key limits with the most slots held by the live processes (running, key_held''s slots: never fewer than run), then the most started in the current window of the per-key rate (started: the jobs the claims of the window took of the key; NULL without a per-key rate).';
 
 CREATE OR REPLACE FUNCTION millrace.cancel_space()
  RETURNS integer

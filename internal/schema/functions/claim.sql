@@ -416,7 +416,7 @@ END $function$;
 COMMENT ON FUNCTION millrace.claim_peek(p_queue text) IS
     'claim_peek says, without a claim''s lock or writes, whether a claim of p_queue would return nothing at once by its short cut: the process that took the queue''s newest batch when that batch already holds every job committed before the call (and no released batch waits), else 0 (a claim may find work: claim). A claimer that keeps losing announcements to another process asks it before it claims: most of its claims found nothing. It answers 0 outside READ COMMITTED (its statements must take their snapshots after their locks).';
 
-CREATE OR REPLACE FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_pace interval, INOUT p_taken jsonb, INOUT p_until jsonb, INOUT p_slots jsonb, OUT deferred bigint[], OUT waiting bigint[])
+CREATE OR REPLACE FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_rate integer, p_rate_per interval, p_by text[], p_live integer[], p_pace interval, p_now timestamp with time zone, INOUT p_taken jsonb, INOUT p_until jsonb, INOUT p_slots jsonb, OUT deferred bigint[], OUT waiting bigint[])
  RETURNS record
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
@@ -425,24 +425,29 @@ AS $function$
 -- PL/pgSQL for a plan cached for the session: a claim of a queue with a
 -- per-key limit calls it for each batch it takes.
 DECLARE
-    v_now  timestamptz := clock_timestamp();
+    v_now  timestamptz := coalesce(p_now, clock_timestamp());
     v_d    record;
     v_defer jsonb;
     v_pace interval := least(greatest(coalesce(p_pace, interval '10 ms'), interval '1 ms'), interval '10 s');
+    v_window interval := millrace.rate_window(p_rate_per);  -- NULL: no per-key rate
 BEGIN
     deferred := '{}';
     waiting := '{}';
-    -- Each key of the batch. What a process holds of it is its newest
-    -- taken total less its newest freed one; it counts as the least of
-    -- that and its slots (it runs no more than its slots at once). This
-    -- process keeps the slots it holds jobs for (or what this claim gave
-    -- it already, p_slots), and gets at most the limit less what the
-    -- others count, for the batch's jobs of the key and those it holds
-    -- beyond its slots. Of the batch's jobs of the key, in order: those
-    -- its new slots have room for run at once; then, while it has a slot
-    -- of the key, a buffer of up to eight per slot waits in it for one
-    -- of its own slots (no claim, no schedule: a job of the key that
-    -- ends here starts the next); the others wait in the schedule.
+    -- Each key of the batch. Under a per-key limit, what a process holds
+    -- of it is its newest taken total less its newest freed one; it
+    -- counts as the least of that and its slots (it runs no more than its
+    -- slots at once). This process keeps the slots it holds jobs for (or
+    -- what this claim gave it already, p_slots), and gets at most the
+    -- limit less what the others count, for the batch's jobs of the key
+    -- and those it holds beyond its slots. Under a per-key rate, the
+    -- claims of the key's window took the newest running total less the
+    -- one before the window's oldest row (keyrate), and this call what
+    -- p_taken says: the key's jobs may start up to the rate less those.
+    -- Of the batch's jobs of the key, in order: those both allow run at
+    -- once; then, while it has a slot of the key and no rate counts it,
+    -- a buffer of up to eight per slot waits in it for one of its own
+    -- slots (no claim, no schedule: a job of the key that ends here
+    -- starts the next); the others wait in the schedule.
     WITH j AS MATERIALIZED (
             SELECT x.id, x.ord, millrace.job_key(x.kind, x.args, p_by) AS k, x.ready_at > x.created_at AS again
             FROM unnest(p_jobs) WITH ORDINALITY AS x(slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, txid, ready_at, timeout_ms, ord)),
@@ -454,7 +459,8 @@ BEGIN
             -- as a scan of keyhold: 376 ms a call).
             SELECT d.k, d.n, coalesce(t.others, 0) AS others, coalesce(o.keep, 0) AS keep,
                    coalesce(o.held, 0) + coalesce((p_taken ->> d.k)::int, 0) AS inhand,
-                   greatest(t.until, o.until, (p_until ->> d.k)::timestamptz, v_now) AS after
+                   CASE WHEN p_rate IS NOT NULL THEN greatest(p_rate - coalesce(q.started, 0) - coalesce((p_taken ->> d.k)::int, 0), 0) END AS rroom,
+                   greatest(t.until, o.until, q.until, q.first + v_window, (p_until ->> d.k)::timestamptz, v_now) AS after
             FROM (SELECT j.k, count(*) AS n FROM j GROUP BY j.k) d
             LEFT JOIN LATERAL (
                 SELECT sum(least(coalesce(a.slots, a.held), a.held)) AS others, max(a.until) AS until
@@ -466,7 +472,8 @@ BEGIN
                                                     ORDER BY y.id DESC LIMIT 1), 0), 0) AS held
                     FROM millrace.keyhold x
                     WHERE x.queue = p_queue AND x.key = d.k AND x.owner = l.id AND NOT x.freed
-                    ORDER BY x.id DESC LIMIT 1) a) t ON true
+                    ORDER BY x.id DESC LIMIT 1) a
+                WHERE p_per_key IS NOT NULL) t ON true
             LEFT JOIN LATERAL (
                 SELECT least(coalesce(a.slots, p_per_key), a.held) AS keep, a.held, a.until
                 FROM (SELECT x.slots, x.until,
@@ -474,16 +481,33 @@ BEGIN
                                                       WHERE y.queue = p_queue AND y.key = d.k AND y.owner = p_owner AND y.freed
                                                       ORDER BY y.id DESC LIMIT 1), 0), 0) AS held
                       FROM millrace.keyhold x
-                      WHERE x.queue = p_queue AND x.key = d.k AND x.owner = p_owner AND NOT x.freed
-                      ORDER BY x.id DESC LIMIT 1) a) o ON true),
+                      WHERE x.queue = p_queue AND x.key = d.k AND x.owner = p_owner AND NOT x.freed AND p_per_key IS NOT NULL
+                      ORDER BY x.id DESC LIMIT 1) a) o ON true
+            LEFT JOIN LATERAL (
+                -- The key's window: its newest total, less the total before
+                -- the window's oldest row (none: nothing started in it);
+                -- and when that row leaves it (this call's own claims of
+                -- the key, if none: they count from now).
+                SELECT coalesce(r.total - coalesce(w.before, r.total), 0) AS started, r.until, coalesce(w.at, v_now) AS first
+                FROM (SELECT 1) one
+                LEFT JOIN LATERAL (SELECT x.total, x.until FROM millrace.keyrate x
+                                   WHERE x.queue = p_queue AND x.key = d.k
+                                   ORDER BY x.at DESC LIMIT 1) r ON true
+                LEFT JOIN LATERAL (SELECT y.total - y.took AS before, y.at FROM millrace.keyrate y
+                                   WHERE y.queue = p_queue AND y.key = d.k AND y.at > v_now - v_window
+                                   ORDER BY y.at LIMIT 1) w ON true
+                WHERE p_rate IS NOT NULL) q ON true),
         s AS (
-            SELECT c.k, c.n, c.inhand, c.after, b.s + least(greatest(p_per_key - c.others - b.s, 0), c.n + greatest(c.inhand - b.s, 0)) AS slots
+            SELECT c.k, c.n, c.inhand, c.after, c.rroom,
+                   CASE WHEN p_per_key IS NOT NULL THEN
+                        b.s + least(greatest(p_per_key - c.others - b.s, 0), c.n + greatest(c.inhand - b.s, 0)) END AS slots
             FROM c CROSS JOIN LATERAL (SELECT coalesce((p_slots ->> c.k)::int, c.keep) AS s) b),
         f AS (
-            SELECT s.k, s.after, s.slots, greatest(s.slots - s.inhand, 0) AS run,
-                   CASE WHEN s.slots > 0 THEN greatest(9 * s.slots - s.inhand - greatest(s.slots - s.inhand, 0), 0) ELSE 0 END AS buf
+            -- least ignores NULL: no rate.
+            SELECT s.k, s.after, s.slots, least(CASE WHEN s.slots IS NULL THEN s.n ELSE greatest(s.slots - s.inhand, 0) END, s.rroom) AS run,
+                   CASE WHEN s.slots > 0 AND p_rate IS NULL THEN greatest(9 * s.slots - s.inhand - greatest(s.slots - s.inhand, 0), 0) ELSE 0 END AS buf
             FROM s),
-        r AS (SELECT j.id, j.k, j.again, row_number() OVER (PARTITION BY j.k ORDER BY j.ord) AS rk FROM j),
+        r AS (SELECT j.id, j.k, j.again AND p_rate IS NULL AS again, row_number() OVER (PARTITION BY j.k ORDER BY j.ord) AS rk FROM j),
         g AS MATERIALIZED (
             SELECT f.k, f.slots, f.after, least(count(r.id), f.run + f.buf) AS took,
                    coalesce(array_agg(r.id ORDER BY r.rk) FILTER (WHERE r.rk > f.run AND r.rk <= f.run + f.buf), '{}') AS waits,
@@ -492,7 +516,7 @@ BEGIN
             FROM f JOIN r ON r.k = f.k GROUP BY f.k, f.slots, f.after, f.run, f.buf)
     -- The maps and the waiting jobs in one pass (a statement per key cost
     -- more than the key's probes); the keys with jobs to defer, to loop on.
-    SELECT p_slots || jsonb_object_agg(g.k, g.slots),
+    SELECT p_slots || coalesce(jsonb_object_agg(g.k, g.slots), '{}'),
            p_taken || coalesce(jsonb_object_agg(g.k, coalesce((p_taken ->> g.k)::int, 0) + g.took) FILTER (WHERE g.took > 0), '{}'),
            coalesce((SELECT array_agg(w) FROM g, unnest(g.waits) w), '{}'),
            coalesce(jsonb_agg(jsonb_build_object('k', g.k, 'after', g.after, 'later', g.later, 'again', g.again))
@@ -501,31 +525,36 @@ BEGIN
     FROM g;
     FOR v_d IN SELECT x.k, x.after, x.later, x.again
                FROM jsonb_to_recordset(v_defer) AS x(k text, after timestamptz, later bigint[], again bigint[]) LOOP
-        -- The jobs past the key's slots and buffer wait in the schedule.
-        -- Those that come from it (they waited their turn, or were due
-        -- later) try again soon: the i-th after i slots of the key may
-        -- have freed, one every p_pace / p_per_key. The others queue after
-        -- the key's deferred jobs, the i-th one per slot every p_pace (the
-        -- time a job of the key holds its slot in the caller): none comes
-        -- back long before a slot may be free for it, and none is held
-        -- back much longer. They keep their attempt (as a snooze).
+        -- The jobs past what the key allows wait in the schedule. Under a
+        -- per-key limit alone, those that come from it (they waited their
+        -- turn, or were due later) try again soon: the i-th after i slots
+        -- of the key may have freed, one every p_pace / p_per_key. The
+        -- others queue after the key's deferred jobs, the i-th one per
+        -- slot every p_pace (the time a job of the key holds its slot in
+        -- the caller); under a per-key rate (all of them), from when the
+        -- window's oldest claim leaves it, one every window / rate (the
+        -- rate, spread): none comes back long before the key has room for
+        -- it, and none is held back much longer. They keep their attempt
+        -- (as a snooze).
         INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, last_error, timeout_ms)
         SELECT millrace.current_gen(), x.id, x.queue, x.kind, x.args, x.priority, x.attempt, x.max_attempts, least(x.created_at, now()),
                CASE WHEN x.id = ANY (v_d.again) THEN v_now + v_pace * array_position(v_d.again, x.id) / p_per_key
-                    ELSE v_d.after + v_pace * ceil(array_position(v_d.later, x.id)::numeric / p_per_key) END,
+                    ELSE v_d.after + greatest(v_pace * ceil(array_position(v_d.later, x.id)::numeric / p_per_key),
+                                              v_window * (array_position(v_d.later, x.id) - 1) / p_rate) END,
                'deferred by its key''s limit', x.timeout_ms
         FROM unnest(p_jobs) x WHERE x.id = ANY (v_d.later) OR x.id = ANY (v_d.again);
         INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt)
         SELECT millrace.current_segment(), u.id, p_tick, p_token, 5, x.attempt + 1
         FROM unnest(v_d.later || v_d.again) u(id) JOIN unnest(p_jobs) x ON x.id = u.id;
         IF cardinality(v_d.later) > 0 THEN
-            p_until := p_until || jsonb_build_object(v_d.k, v_d.after + v_pace * ceil(cardinality(v_d.later)::numeric / p_per_key));
+            p_until := p_until || jsonb_build_object(v_d.k, v_d.after + greatest(v_pace * ceil(cardinality(v_d.later)::numeric / p_per_key),
+                                                                                 v_window * cardinality(v_d.later) / p_rate));
         END IF;
         deferred := deferred || v_d.later || v_d.again;
     END LOOP;
 END $function$;
-COMMENT ON FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_by text[], p_live integer[], p_pace interval, INOUT p_taken jsonb, INOUT p_until jsonb, INOUT p_slots jsonb, OUT deferred bigint[], OUT waiting bigint[]) IS
-    'key_defer splits batch p_tick (lease p_token) of a queue with a per-key limit of p_per_key, keyed by p_by. A process''s count of a key is the least of its slots and what it holds (its claims'' taken total less its flushes'' freed total, keyhold). For each key of the batch, p_owner keeps the slots it holds jobs for (or those this claim gave it, p_slots) and gets at most the limit less what the other live processes p_live count; of the key''s jobs, in order, those its slots have room for run at once, then up to eight per slot wait in the caller for one of its slots (waiting: not to be marked started at the claim), and the others are deferred: acked as snoozed (state 5, no history) and written to the schedule, paced one per slot every p_pace (10 ms when NULL; 1 ms to 10 s) after the key''s deferred jobs (p_until, and the keyhold rows'' until), or, for a job that comes from the schedule (ready after its creation), the i-th one i slots'' time (p_pace / p_per_key) from now. It returns the deferred and the waiting ids, and p_taken, p_until and p_slots with this batch''s keys.';
+COMMENT ON FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_rate integer, p_rate_per interval, p_by text[], p_live integer[], p_pace interval, p_now timestamp with time zone, INOUT p_taken jsonb, INOUT p_until jsonb, INOUT p_slots jsonb, OUT deferred bigint[], OUT waiting bigint[]) IS
+    'key_defer splits batch p_tick (lease p_token) of a queue with a per-key limit of p_per_key and/or a per-key rate of p_rate starts per p_rate_per, keyed by p_by (NULL: none of it). Under the limit a process''s count of a key is the least of its slots and what it holds (its claims'' taken total less its flushes'' freed total, keyhold); for each key of the batch, p_owner keeps the slots it holds jobs for (or those this claim gave it, p_slots) and gets at most the limit less what the other live processes p_live count. Under the rate, the key may start the rate less what the claims of its window took (keyrate''s running totals, at p_now; and p_taken, this call''s). Of the key''s jobs, in order, those both allow run at once, then (without a rate) up to eight per slot wait in the caller for one of its slots (waiting: not to be marked started at the claim), and the others are deferred: acked as snoozed (state 5, no history) and written to the schedule after the key''s deferred jobs (p_until, keyhold''s and keyrate''s until), one per slot every p_pace (10 ms when NULL; 1 ms to 10 s) and, under the rate, from when the window''s oldest claim leaves it, one every rate_window(p_rate_per) / p_rate, or, under the limit alone, for a job that comes from the schedule (ready after its creation), the i-th one i slots'' time (p_pace / p_per_key) from now. It returns the deferred and the waiting ids, and p_taken, p_until and p_slots with this batch''s keys.';
 
 CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_pace interval DEFAULT NULL::interval)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean, key text, key_slots integer, waits boolean)
@@ -588,6 +617,11 @@ DECLARE
     v_kslots jsonb := '{}';         -- the caller's slots of each key of this call's batches
     v_wait   bigint[] := '{}';      -- the jobs that wait in the caller for a slot of their key
     v_whole  boolean := p_start_all; -- new batches are marked started on their ticks
+    v_krate  int;                   -- the queue's per-key rate: starts of a key
+    v_kper   interval;              -- per this period (NULL: none)
+    v_kat    timestamptz;           -- this call's time, for the per-key rate's windows
+    v_rounds int;                   -- batches of the lane this call took
+    v_req    int;                   -- the jobs it asked of the lane's last one
 BEGIN
     IF p_max_jobs IS NULL OR p_max_jobs < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
         RAISE EXCEPTION 'millrace: claim limits must be positive' USING ERRCODE = '22023';
@@ -599,16 +633,21 @@ BEGIN
 
     -- The pause and the limits: the queue's newest state row (inline, not
     -- queue_paused: a call with settings costs more than the probe).
-    SELECT s.paused, s.running, s.rate, s.rate_per, s.per_key, s.per_key_by INTO v_paused, v_limit, v_rate, v_per, v_per_key, v_by
+    SELECT s.paused, s.running, s.rate, s.rate_per, s.per_key, s.per_key_by, s.key_rate, s.key_rate_per
+    INTO v_paused, v_limit, v_rate, v_per, v_per_key, v_by, v_krate, v_kper
     FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1;
-    IF v_per_key IS NOT NULL THEN
-        -- A job that waits in the caller for its key's slot is not
-        -- started at its claim: no new batch is marked started as a
-        -- whole; with p_start_all the jobs that start get a start row.
+    IF v_per_key IS NOT NULL OR v_krate IS NOT NULL THEN
+        -- A job that waits in the caller for its key's slot, or that its
+        -- key's limits defer, is not started at its claim: no new batch
+        -- is marked started as a whole; with p_start_all the jobs that
+        -- start get a start row.
         v_whole := false;
-        v_live := ARRAY(SELECT p.id FROM millrace.process p
-                        WHERE p.id <> p_owner
-                          AND (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp());
+        v_kat := clock_timestamp();
+        IF v_per_key IS NOT NULL THEN
+            v_live := ARRAY(SELECT p.id FROM millrace.process p
+                            WHERE p.id <> p_owner
+                              AND (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp());
+        END IF;
     ELSE
         v_by := NULL;
     END IF;
@@ -636,13 +675,14 @@ BEGIN
             v_found := true;
             RETURN QUERY SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
                                 b.ready_at, b.timeout_ms, (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = b.id) > 0,
-                                millrace.job_key(b.kind, b.args, v_by),
+                                CASE WHEN v_per_key IS NOT NULL THEN millrace.job_key(b.kind, b.args, v_by) END,
                                 -- the caller's slots of the key, and every job
                                 -- waiting for one (which ran at once is not known)
                                 (SELECT x.slots FROM millrace.keyhold x
                                  WHERE x.queue = p_queue AND x.key = millrace.job_key(b.kind, b.args, v_by) AND x.owner = p_owner AND NOT x.freed
+                                   AND v_per_key IS NOT NULL
                                  ORDER BY x.id DESC LIMIT 1),
-                                v_by IS NOT NULL
+                                v_per_key IS NOT NULL
                          FROM millrace.batch_jobs(v_tick) b;
             GET DIAGNOSTICS v_n = ROW_COUNT;
             v_taken := v_taken + v_n;
@@ -742,12 +782,13 @@ BEGIN
         INSERT INTO millrace.lease (slot, queue, tick_id, token, owner, req)
         VALUES (millrace.current_segment(), p_queue, v_tick, nextval('millrace.tick_id_seq'), p_owner, p_req)
         RETURNING lease.token INTO v_token;
-        IF v_per_key IS NOT NULL THEN
-            -- Its jobs past their keys' free slots are deferred (their
+        IF v_by IS NOT NULL THEN
+            -- Its jobs past what their keys allow are deferred (their
             -- holder is gone: its slots no longer count).
             v_jobs := ARRAY(SELECT b FROM millrace.batch_jobs(v_tick) b);
             SELECT d.p_taken, d.p_until, d.p_slots, d.deferred, v_wait || d.waiting INTO v_ktaken, v_kuntil, v_kslots, v_def, v_wait
-            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_token, v_jobs, v_per_key, v_by, v_live, p_pace, v_ktaken, v_kuntil, v_kslots) d;
+            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_token, v_jobs, v_per_key, v_krate, v_kper, v_by, v_live, p_pace, v_kat,
+                                    v_ktaken, v_kuntil, v_kslots) d;
             IF cardinality(v_def) > 0 THEN
                 PERFORM set_config('millrace.deferred', '1', true);
             END IF;
@@ -766,7 +807,7 @@ BEGIN
             FROM b WHERE p_start_all AND NOT b.cancelled AND b.id <> ALL (v_wait)
             HAVING count(*) > 0)
         SELECT v_tick, v_token, b.id, b.kind, b.args, b.priority, b.attempt, b.max_attempts, b.created_at,
-               b.ready_at, b.timeout_ms, b.cancelled, b.k, (v_kslots ->> b.k)::int, b.id = ANY (v_wait)
+               b.ready_at, b.timeout_ms, b.cancelled, CASE WHEN v_per_key IS NOT NULL THEN b.k END, (v_kslots ->> b.k)::int, b.id = ANY (v_wait)
         FROM (SELECT b.*, millrace.job_key(b.kind, b.args, v_by) AS k FROM b) b;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         IF v_n > 0 THEN
@@ -879,68 +920,82 @@ BEGIN
     END IF;
     FOREACH v_lane IN ARRAY v_lanes LOOP
         EXIT WHEN v_left <= 0 OR v_bytes <= 0;
-        v_tick := nextval('millrace.tick_id_seq');
-        IF cardinality(v_lanes) = 1 AND v_per_key IS NULL THEN
-            -- One lane (the common case): its jobs go out as lane_take
-            -- returns them, in one statement, rather than copied a column
-            -- at a time (twelve assignments a job, most of a large claim's
-            -- own time). Their cancellations are looked up in one index
-            -- scan for all of them (a probe per job was a third of a
-            -- 500-job claim's time), and matched in a hash of the few
-            -- found.
-            RETURN QUERY
-            WITH r AS MATERIALIZED (
-                SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, v_whole)
-                              WITH ORDINALITY AS r),
-            x AS MATERIALIZED (
-                SELECT c.job_id FROM millrace.cancel c WHERE c.job_id = ANY (ARRAY(SELECT r.id FROM r)))
-            SELECT v_tick, v_tick, r.id, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
-                   r.ready_at, r.timeout_ms, r.id IN (SELECT x.job_id FROM x), NULL::text, NULL::int, false
-            FROM r ORDER BY r.ordinality;
-            GET DIAGNOSTICS v_n = ROW_COUNT;
+        v_rounds := 0;
+        <<lane>>
+        LOOP
+            v_tick := nextval('millrace.tick_id_seq');
+            IF cardinality(v_lanes) = 1 AND v_by IS NULL THEN
+                -- One lane (the common case): its jobs go out as lane_take
+                -- returns them, in one statement, rather than copied a column
+                -- at a time (twelve assignments a job, most of a large claim's
+                -- own time). Their cancellations are looked up in one index
+                -- scan for all of them (a probe per job was a third of a
+                -- 500-job claim's time), and matched in a hash of the few
+                -- found.
+                RETURN QUERY
+                WITH r AS MATERIALIZED (
+                    SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, v_whole)
+                                  WITH ORDINALITY AS r),
+                x AS MATERIALIZED (
+                    SELECT c.job_id FROM millrace.cancel c WHERE c.job_id = ANY (ARRAY(SELECT r.id FROM r)))
+                SELECT v_tick, v_tick, r.id, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
+                       r.ready_at, r.timeout_ms, r.id IN (SELECT x.job_id FROM x), NULL::text, NULL::int, false
+                FROM r ORDER BY r.ordinality;
+                GET DIAGNOSTICS v_n = ROW_COUNT;
+                v_taken := v_taken + v_n;
+                EXIT body;
+            END IF;
+            v_n := 0;
+            v_def := '{}';
+            v_req := v_left;
+            v_jobs := ARRAY(SELECT r FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, v_whole) r);
+            EXIT lane WHEN cardinality(v_jobs) = 0;
+            IF v_by IS NOT NULL THEN
+                -- A per-key limit or rate: the batch's jobs past what their
+                -- keys allow are deferred (key_defer); the others go out.
+                SELECT d.p_taken, d.p_until, d.p_slots, d.deferred, v_wait || d.waiting INTO v_ktaken, v_kuntil, v_kslots, v_def, v_wait
+                FROM millrace.key_defer(p_queue, p_owner, v_tick, v_tick, v_jobs, v_per_key, v_krate, v_kper, v_by, v_live, p_pace, v_kat,
+                                        v_ktaken, v_kuntil, v_kslots) d;
+                IF cardinality(v_def) > 0 AND cardinality(v_def) = cardinality(v_jobs) THEN
+                    -- Nothing of it goes out: it is done here.
+                    INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), p_queue, v_tick);
+                END IF;
+                IF cardinality(v_def) > 0 THEN
+                    PERFORM set_config('millrace.deferred', '1', true);
+                END IF;
+                IF p_start_all THEN
+                    -- Every job that does not wait goes to an idle worker.
+                    INSERT INTO millrace.start (slot, tick_id, token, jobs)
+                    SELECT millrace.current_segment(), v_tick, v_tick, array_agg(x.id ORDER BY x.id)
+                    FROM unnest(v_jobs) x
+                    WHERE x.id <> ALL (v_def) AND x.id <> ALL (v_wait)
+                      AND (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = x.id) = 0
+                    HAVING count(*) > 0;
+                END IF;
+            END IF;
+            FOR v_r IN SELECT * FROM unnest(v_jobs) x WHERE x.id <> ALL (v_def) LOOP
+                v_n := v_n + 1;
+                v_bytes := v_bytes - octet_length(v_r.args::text);
+                tick_id := v_tick; token := v_tick; id := v_r.id; kind := v_r.kind; args := v_r.args;
+                priority := v_r.priority; attempt := v_r.attempt; max_attempts := v_r.max_attempts;
+                created_at := v_r.created_at; ready_at := v_r.ready_at; timeout_ms := v_r.timeout_ms;
+                cancelled := (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = v_r.id) > 0;
+                key := CASE WHEN v_per_key IS NOT NULL THEN millrace.job_key(v_r.kind, v_r.args, v_by) END;
+                key_slots := (v_kslots ->> key)::int;
+                waits := v_r.id = ANY (v_wait);
+                RETURN NEXT;
+            END LOOP;
+            v_left := v_left - v_n;
             v_taken := v_taken + v_n;
-            EXIT body;
-        END IF;
-        v_n := 0;
-        v_def := '{}';
-        v_jobs := ARRAY(SELECT r FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, v_whole) r);
-        IF v_per_key IS NOT NULL THEN
-            -- A per-key limit: the batch's jobs past their keys' free
-            -- slots are deferred (key_defer); the others go out.
-            SELECT d.p_taken, d.p_until, d.p_slots, d.deferred, v_wait || d.waiting INTO v_ktaken, v_kuntil, v_kslots, v_def, v_wait
-            FROM millrace.key_defer(p_queue, p_owner, v_tick, v_tick, v_jobs, v_per_key, v_by, v_live, p_pace, v_ktaken, v_kuntil, v_kslots) d;
-            IF cardinality(v_def) > 0 AND cardinality(v_def) = cardinality(v_jobs) THEN
-                -- Nothing of it goes out: it is done here.
-                INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), p_queue, v_tick);
-            END IF;
-            v_left := v_left - cardinality(v_jobs) + cardinality(v_def);
-            IF cardinality(v_def) > 0 THEN
-                PERFORM set_config('millrace.deferred', '1', true);
-            END IF;
-            IF p_start_all THEN
-                -- Every job that does not wait goes to an idle worker.
-                INSERT INTO millrace.start (slot, tick_id, token, jobs)
-                SELECT millrace.current_segment(), v_tick, v_tick, array_agg(x.id ORDER BY x.id)
-                FROM unnest(v_jobs) x
-                WHERE x.id <> ALL (v_def) AND x.id <> ALL (v_wait)
-                  AND (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = x.id) = 0
-                HAVING count(*) > 0;
-            END IF;
-        END IF;
-        FOR v_r IN SELECT * FROM unnest(v_jobs) x WHERE x.id <> ALL (v_def) LOOP
-            v_n := v_n + 1;
-            v_bytes := v_bytes - octet_length(v_r.args::text);
-            tick_id := v_tick; token := v_tick; id := v_r.id; kind := v_r.kind; args := v_r.args;
-            priority := v_r.priority; attempt := v_r.attempt; max_attempts := v_r.max_attempts;
-            created_at := v_r.created_at; ready_at := v_r.ready_at; timeout_ms := v_r.timeout_ms;
-            cancelled := (SELECT count(*) FROM millrace.cancel c WHERE c.job_id = v_r.id) > 0;
-            key := millrace.job_key(v_r.kind, v_r.args, v_by);
-            key_slots := (v_kslots ->> key)::int;
-            waits := v_r.id = ANY (v_wait);
-            RETURN NEXT;
-        END LOOP;
-        v_left := v_left - v_n;
-        v_taken := v_taken + v_n;
+            -- Under a per-key limit or rate, a full batch whose jobs were
+            -- deferred leaves room in the call: the lane's next batch goes
+            -- in the same call (at most 32), so that other keys' jobs
+            -- behind a backlog of one key are reached within a claim or
+            -- two rather than a claim per batch of deferred jobs.
+            v_rounds := v_rounds + 1;
+            EXIT lane WHEN v_by IS NULL OR cardinality(v_def) = 0 OR v_rounds >= 32
+                OR cardinality(v_jobs) < v_req OR v_left <= 0 OR v_bytes <= 0;
+        END LOOP lane;
     END LOOP;
     END body;
 
@@ -977,6 +1032,17 @@ BEGIN
                            ORDER BY x.id DESC LIMIT 1) o ON true
         WHERE coalesce((v_ktaken ->> u.k)::int, 0) > 0 OR v_kuntil ? u.k OR (v_kslots ->> u.k)::int IS DISTINCT FROM o.slots;
     END IF;
+    IF v_krate IS NOT NULL AND NOT v_replay AND (v_ktaken <> '{}' OR v_kuntil <> '{}') THEN
+        -- What this call took of each rate-limited key (the key's running
+        -- total grows by it), and where the key's deferred jobs end: a row
+        -- per key it took or deferred jobs of, at the call's time.
+        INSERT INTO millrace.keyrate (slot, queue, key, took, total, until, at)
+        SELECT millrace.current_segment(), p_queue, u.k, coalesce((v_ktaken ->> u.k)::int, 0),
+               coalesce(o.total, 0) + coalesce((v_ktaken ->> u.k)::int, 0), greatest(o.until, (v_kuntil ->> u.k)::timestamptz), v_kat
+        FROM (SELECT jsonb_object_keys(v_ktaken) UNION SELECT jsonb_object_keys(v_kuntil)) u(k)
+        LEFT JOIN LATERAL (SELECT x.total, x.until FROM millrace.keyrate x WHERE x.queue = p_queue AND x.key = u.k
+                           ORDER BY x.at DESC LIMIT 1) o ON true;
+    END IF;
     IF v_limit IS NOT NULL THEN
         -- The slots: at most so many of the queue's jobs run in this
         -- process at once (millrace.slots).
@@ -990,7 +1056,7 @@ BEGIN
     END IF;
 END $function$;
 COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer, p_buffer integer, p_pace interval) IS
-    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a running limit (set_limit) gives each live process slots, its newest count in millrace.hold: the process runs at most that many of the queue''s jobs at once. A claim keeps the caller''s slots that it has jobs in hand for (p_held: jobs it claimed that have not ended in it; NULL: its newest count stands), adds at most the limit less what the live processes hold, and takes jobs for its slots and a buffer more (up to p_buffer and eight per slot), which wait in the process for one of its slots (none under a rate limit, nothing while the queue is over a lowered limit); it writes the caller''s new count and sets millrace.slots to it for the rest of the transaction; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit bound it (it took all a limit left, maybe nothing), and millrace.retry_in to the milliseconds until the rate''s window has room again. A queue with a per-key limit (set_limit) counts, per live process and key, the least of its slots of the key and the jobs it took less those that ended in it (millrace.keyhold: the claims'' and the flushes'' running totals, key_held): a claim gives the caller slots of each key of its batches up to the limit less what the other live processes count, takes the key''s jobs its slots have room for and a buffer of up to eight per slot that waits in the caller for one of them (waits; a job that waits is not marked started, and no new batch is marked started as a whole: with p_start_all the others get a start row), and defers the rest to the schedule (key_defer, paced by p_pace, the time a job of the key holds its slot in the caller), setting millrace.deferred to 1 for the rest of the transaction; key is each job''s key and key_slots the caller''s slots of it (NULL without a per-key limit).';
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a running limit (set_limit) gives each live process slots, its newest count in millrace.hold: the process runs at most that many of the queue''s jobs at once. A claim keeps the caller''s slots that it has jobs in hand for (p_held: jobs it claimed that have not ended in it; NULL: its newest count stands), adds at most the limit less what the live processes hold, and takes jobs for its slots and a buffer more (up to p_buffer and eight per slot), which wait in the process for one of its slots (none under a rate limit, nothing while the queue is over a lowered limit); it writes the caller''s new count and sets millrace.slots to it for the rest of the transaction; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit bound it (it took all a limit left, maybe nothing), and millrace.retry_in to the milliseconds until the rate''s window has room again. A queue with a per-key limit (set_limit) counts, per live process and key, the least of its slots of the key and the jobs it took less those that ended in it (millrace.keyhold: the claims'' and the flushes'' running totals, key_held): a claim gives the caller slots of each key of its batches up to the limit less what the other live processes count, takes the key''s jobs its slots have room for and a buffer of up to eight per slot that waits in the caller for one of them (waits; a job that waits is not marked started, and no new batch is marked started as a whole: with p_start_all the others get a start row), and defers the rest to the schedule (key_defer, paced by p_pace, the time a job of the key holds its slot in the caller), setting millrace.deferred to 1 for the rest of the transaction; key is each job''s key and key_slots the caller''s slots of it (NULL without a per-key limit). A queue with a per-key rate (set_limit) claims each key''s jobs up to the rate less what the claims of the key''s window took (millrace.keyrate: per claim and key, what it took and the key''s running total, at the call''s time) and defers the rest to the schedule, the rate''s worth every window after the key''s deferred jobs; a row per key it took or deferred jobs of.';
 
 CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_pace interval DEFAULT NULL::interval)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean, key text, key_slots integer, waits boolean)

@@ -71,7 +71,7 @@ BEGIN
             millrace.ring_stats(OUT current_slot smallint, OUT since timestamp with time zone, OUT rotations bigint, OUT reclaims bigint, OUT last_reclaim timestamp with time zone),
             millrace.rotate(p_after interval, p_max_carry bigint, p_term bigint, p_max_carry_bytes bigint, p_wait interval),
             millrace.schema_version(),
-            millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval, p_per_key integer, p_key text[]),
+            millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval, p_per_key integer, p_key text[], p_key_rate integer, p_key_per interval),
             millrace.tally(p_every interval, p_term bigint)
         TO millrace_worker;
         GRANT SELECT ON millrace.migration, millrace.function_set, millrace.jobs, millrace.history TO millrace_worker;
@@ -83,7 +83,7 @@ BEGIN
             millrace.pause(p_queue text),
             millrace.resume(p_queue text),
             millrace.retry(p_id bigint),
-            millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval, p_per_key integer, p_key text[]),
+            millrace.set_limit(p_queue text, p_running integer, p_rate integer, p_per interval, p_per_key integer, p_key text[], p_key_rate integer, p_key_per interval),
             millrace.set_retention(p_completed interval, p_other interval, OUT completed interval, OUT other interval)
         TO millrace_admin;
         GRANT SELECT ON ALL TABLES IN SCHEMA millrace TO millrace_admin;

@@ -105,7 +105,7 @@ CREATE OR REPLACE FUNCTION millrace.slot_tables(p_slot integer)
  IMMUTABLE
 AS $function$ SELECT ARRAY(SELECT format('millrace.%I', t || '_' || p_slot)
                    FROM unnest(ARRAY['job', 'tick', 'lease', 'ack', 'done', 'flush', 'promote', 'cancel', 'uniq',
-                                     'tally_round', 'heartbeat', 'leader', 'start', 'hold', 'keyhold']) t) $function$;
+                                     'tally_round', 'heartbeat', 'leader', 'start', 'hold', 'keyhold', 'keyrate']) t) $function$;
 COMMENT ON FUNCTION millrace.slot_tables(p_slot integer) IS
     'The partitions of a slot, in lock order.';
 
@@ -131,7 +131,7 @@ BEGIN
     END IF;
     IF EXISTS (SELECT 1 FROM pg_class c
                WHERE c.relnamespace = 'millrace'::regnamespace AND c.relkind = 'r' AND c.relispartition
-                 AND c.relname ~ '^(job|tick|lease|ack|done|flush|promote|cancel|uniq|tally_round|heartbeat|leader|start|hold|keyhold|sched)_[0-9]+$'
+                 AND c.relname ~ '^(job|tick|lease|ack|done|flush|promote|cancel|uniq|tally_round|heartbeat|leader|start|hold|keyhold|keyrate|sched)_[0-9]+$'
                  AND c.relfilenode IS DISTINCT FROM pg_relation_filenode(c.oid)) THEN
         RAISE EXCEPTION 'millrace: the ring moved rows after this % transaction took its snapshot (a reclaim committed): retry the transaction, or read at READ COMMITTED',
             current_setting('transaction_isolation') USING ERRCODE = '40001';
@@ -486,6 +486,17 @@ BEGIN
       AND NOT (coalesce(o.slot = p_slot AND o.n = h.n, h.n = 0)
                AND coalesce(greatest(h.until, o.until) <= clock_timestamp(), true));
 
+    -- And of each key of a per-key rate: the claims still in its window,
+    -- and its newest row while its deferred jobs have not ended.
+    INSERT INTO millrace.keyrate (slot, id, queue, key, took, total, until, at)
+    SELECT p_into, h.id, h.queue, h.key, h.took, h.total, h.until, h.at
+    FROM millrace.keyrate h
+    CROSS JOIN LATERAL (SELECT s.key_rate_per FROM millrace.queue_state s WHERE s.queue = h.queue ORDER BY s.id DESC LIMIT 1) s
+    WHERE h.slot = p_slot
+      AND (h.at > clock_timestamp() - millrace.rate_window(s.key_rate_per)
+           OR (h.until > clock_timestamp()
+               AND NOT EXISTS (SELECT 1 FROM millrace.keyrate n WHERE n.queue = h.queue AND n.key = h.key AND n.at > h.at)));
+
     -- Each registered process's newest heartbeat, and the newest leader
     -- row: the leases in force.
     INSERT INTO millrace.heartbeat (slot, id, process, until, at)
@@ -510,7 +521,7 @@ BEGIN
     RETURN v_total;
 END $function$;
 COMMENT ON FUNCTION millrace.reclaim_slot(p_slot smallint, p_into smallint, p_unclaimed_into smallint, p_uniq_kept millrace.uniq[], p_uniq_judged bigint[]) IS
-    'reclaim_slot empties slot p_slot into slot p_into (the jobs not yet claimed into p_unclaimed_into: p_into, or the park). The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick, the newest promotion round, cancellations of unfinished jobs, unique keys that still block (those of p_uniq_judged, the job ids of the keys the caller judged before it took the locks, as it found them: the blocking ones in p_uniq_kept; the others judged here), start marks of open batches, each registered process''s newest count of what it holds of a limited queue and of each key of a per-key limit (when not 0, or the key''s deferred jobs end later) and the claims still in a rate-limited queue''s window, each registered process''s newest heartbeat and the newest leader term. Then the partitions are truncated. It returns the rows copied (the leases not counted).';
+    'reclaim_slot empties slot p_slot into slot p_into (the jobs not yet claimed into p_unclaimed_into: p_into, or the park). The caller holds ACCESS EXCLUSIVE on every partition of p_slot, so no transaction that read or wrote them is still running. Everything still needed moves forward verbatim (same ids, same txids, so claims and batches find it exactly as before): jobs not yet claimed, jobs of open batches not yet acked, open batches'' ticks, leases and acks, done rows of ticks that live in another slot, each lane''s newest tick, the newest promotion round, cancellations of unfinished jobs, unique keys that still block (those of p_uniq_judged, the job ids of the keys the caller judged before it took the locks, as it found them: the blocking ones in p_uniq_kept; the others judged here), start marks of open batches, each registered process''s newest count of what it holds of a limited queue and of each key of a per-key limit (when not 0, or the key''s deferred jobs end later) the claims still in a rate-limited queue''s window, and those still in a rate-limited key''s window (with the key''s newest while its deferred jobs have not ended), each registered process''s newest heartbeat and the newest leader term. Then the partitions are truncated. It returns the rows copied (the leases not counted).';
 
 CREATE OR REPLACE FUNCTION millrace.reclaim_park(p_max_carry bigint, p_max_carry_bytes bigint, p_into smallint)
  RETURNS bigint

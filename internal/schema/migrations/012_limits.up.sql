@@ -86,6 +86,40 @@ BEGIN
     END LOOP;
 END $$;
 
+-- A per-key rate limit (key_rate starts per key_rate_per, keyed by
+-- per_key_by as the per-key limit is) caps the jobs of each key claimed
+-- in any window of rate_window(key_rate_per). millrace.keyrate has, per
+-- claim and key it took jobs of (or deferred jobs of), what it took and
+-- the key's running total of what the queue's claims took: claims of a
+-- queue take turns under its claim lock, so each adds to the newest, and
+-- the window's sum is the newest total less the one before the window's
+-- oldest row (two index probes). until is where the key's deferred jobs
+-- end, so that the next claim's deferred jobs queue after them. A row is
+-- written per claim and key of a rate-limited key only, never updated;
+-- the rows still in the window, and each key's newest while its deferred
+-- jobs have not ended, are carried forward with the ring.
+ALTER TABLE millrace.queue_state ADD COLUMN key_rate integer, ADD COLUMN key_rate_per interval;
+
+CREATE SEQUENCE millrace.keyrate_seq;
+CREATE TABLE millrace.keyrate (
+    slot  smallint NOT NULL,
+    id    bigint NOT NULL DEFAULT nextval('millrace.keyrate_seq'),
+    queue text NOT NULL,
+    key   text NOT NULL,
+    took  int NOT NULL,
+    total bigint NOT NULL,
+    until timestamptz,
+    at    timestamptz NOT NULL
+) PARTITION BY LIST (slot);
+CREATE INDEX keyrate_at ON millrace.keyrate (queue, key, at);
+DO $$
+BEGIN
+    FOR s IN 0 .. millrace.slots() - 1 LOOP
+        EXECUTE format('CREATE TABLE millrace.%I PARTITION OF millrace.keyrate FOR VALUES IN (%s)'
+                       ' WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false)', 'keyrate_' || s, s);
+    END LOOP;
+END $$;
+
 -- The flush counts the keys of the jobs that ended (p_key_queue, p_key, p_key_n).
 DROP FUNCTION IF EXISTS millrace.flush(integer, bigint, bigint[], bigint[], bigint[], smallint[], integer[], text[], timestamp with time zone[], text[], text[], jsonb[], smallint[], integer[], timestamp with time zone[], integer[], timestamp with time zone[], timestamp with time zone[], bigint[], bigint[], text[], boolean);
 
