@@ -991,10 +991,14 @@ BEGIN
             -- deferred leaves room in the call: the lane's next batch goes
             -- in the same call (at most 32), so that other keys' jobs
             -- behind a backlog of one key are reached within a claim or
-            -- two rather than a claim per batch of deferred jobs.
+            -- two rather than a claim per batch of deferred jobs. For at
+            -- most 50 ms of the call, and under a per-key rate half its
+            -- window's slack: the jobs the call took start when it
+            -- commits, and the rate counts them at its start.
             v_rounds := v_rounds + 1;
             EXIT lane WHEN v_by IS NULL OR cardinality(v_def) = 0 OR v_rounds >= 32
-                OR cardinality(v_jobs) < v_req OR v_left <= 0 OR v_bytes <= 0;
+                OR cardinality(v_jobs) < v_req OR v_left <= 0 OR v_bytes <= 0
+                OR clock_timestamp() - v_kat > least(interval '50 ms', (millrace.rate_window(v_kper) - v_kper) / 2);
         END LOOP lane;
     END LOOP;
     END body;
