@@ -27,7 +27,23 @@ type Limit struct {
 	PerKey int    `json:"per_key,omitempty"`
 	Key    string `json:"key,omitempty"`
 	Keys   int    `json:"keys,omitempty"`
+	// KeyRate is the most jobs of one key that may start per KeyPer (0:
+	// none), keyed as PerKey is.
+	KeyRate int           `json:"key_rate,omitempty"`
+	KeyPer  time.Duration `json:"key_per_ns,omitempty"`
+	// Hot is a backlog of one key (HotKey) inserted before the run's
+	// phases, for a per-key limit to hold back while the producer's jobs
+	// (the other keys) go on. Its jobs are not the producer's: the
+	// summary's latencies and counts are the producer's jobs', and
+	// hot_done counts the backlog's runs.
+	Hot int64 `json:"hot,omitempty"`
 }
+
+// HotKey is the key of the --limit hot=N backlog's jobs.
+const HotKey = -1
+
+// keyed says a per-key limit is set.
+func (l Limit) keyed() bool { return l.PerKey != 0 || l.KeyRate != 0 }
 
 // Zero reports whether no limit is set.
 func (l Limit) Zero() bool { return l == Limit{} }
@@ -35,8 +51,11 @@ func (l Limit) Zero() bool { return l == Limit{} }
 // KeyOf is the key the producer gives job id under a per-key limit (0:
 // none).
 func (l Limit) KeyOf(id int64) int64 {
-	if l.PerKey == 0 || l.Keys <= 0 {
+	switch {
+	case !l.keyed() || l.Keys <= 0:
 		return 0
+	case id < 0:
+		return HotKey // the hot backlog's jobs have negative ids
 	}
 	return 1 + id%int64(l.Keys)
 }
@@ -51,7 +70,16 @@ func (l Limit) String() string {
 		parts = append(parts, fmt.Sprintf("rate=%d/%s", l.Rate, l.Per))
 	}
 	if l.PerKey != 0 {
-		parts = append(parts, fmt.Sprintf("per-key=%d,key=%s,keys=%d", l.PerKey, l.Key, l.Keys))
+		parts = append(parts, fmt.Sprintf("per-key=%d", l.PerKey))
+	}
+	if l.KeyRate != 0 {
+		parts = append(parts, fmt.Sprintf("key-rate=%d/%s", l.KeyRate, l.KeyPer))
+	}
+	if l.keyed() {
+		parts = append(parts, fmt.Sprintf("key=%s,keys=%d", l.Key, l.Keys))
+	}
+	if l.Hot != 0 {
+		parts = append(parts, fmt.Sprintf("hot=%d", l.Hot))
 	}
 	return strings.Join(parts, ",")
 }
@@ -59,10 +87,12 @@ func (l Limit) String() string {
 // ParseLimit parses --limit: comma-separated running=N, the most jobs of
 // the queue running at once across every process (1 to 1,000,000),
 // rate=N/PERIOD, the most jobs starting per PERIOD (a Go duration, 10ms to
-// 24h), and per-key=N, the most jobs of one key running at once, with
-// key=ARG, the args field that holds the key (default customer_id), and
-// keys=K, how many keys the producer spreads the jobs over (default 1000).
-// An empty string is no limit.
+// 24h), per-key=N, the most jobs of one key running at once, and
+// key-rate=N/PERIOD, the most jobs of one key starting per PERIOD, with
+// key=ARG, the args field that holds the key (default customer_id),
+// keys=K, how many keys the producer spreads the jobs over (default 1000),
+// and hot=N, a backlog of N jobs of one more key inserted before the
+// run. An empty string is no limit.
 func ParseLimit(s string) (Limit, error) {
 	var l Limit
 	if strings.TrimSpace(s) == "" {
@@ -94,6 +124,20 @@ func ParseLimit(s string) (Limit, error) {
 				return Limit{}, fmt.Errorf("--limit %q: rate given twice", s)
 			}
 			l.Rate, l.Per = n, per
+		case "key-rate":
+			ns, ps, ok := strings.Cut(strings.TrimSpace(v), "/")
+			n, err := strconv.Atoi(ns)
+			per, perr := time.ParseDuration(ps)
+			if !ok || err != nil || perr != nil || n < 1 || n > 1000000 || per < 10*time.Millisecond || per > 24*time.Hour || l.KeyRate != 0 {
+				return Limit{}, fmt.Errorf("--limit %q: key-rate=%q: want N/PERIOD once, N from 1 to 1000000 and PERIOD from 10ms to 24h (e.g. 100/1s)", s, v)
+			}
+			l.KeyRate, l.KeyPer = n, per
+		case "hot":
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n < 1 || n > 10000000 || l.Hot != 0 {
+				return Limit{}, fmt.Errorf("--limit %q: hot=%q: want a whole number from 1 to 10000000, once", s, v)
+			}
+			l.Hot = n
 		case "per-key":
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 1 || n > 1000000 || l.PerKey != 0 {
@@ -113,13 +157,13 @@ func ParseLimit(s string) (Limit, error) {
 			}
 			l.Keys = n
 		default:
-			return Limit{}, fmt.Errorf("--limit %q: unknown key %q (have: running, rate, per-key, key, keys)", s, k)
+			return Limit{}, fmt.Errorf("--limit %q: unknown key %q (have: running, rate, per-key, key-rate, key, keys, hot)", s, k)
 		}
 	}
-	if l.PerKey == 0 && (l.Key != "" || l.Keys != 0) {
-		return Limit{}, fmt.Errorf("--limit %q: key and keys go with per-key=N", s)
+	if !l.keyed() && (l.Key != "" || l.Keys != 0 || l.Hot != 0) {
+		return Limit{}, fmt.Errorf("--limit %q: key, keys and hot go with per-key=N or key-rate=N/PERIOD", s)
 	}
-	if l.PerKey != 0 {
+	if l.keyed() {
 		l.Key = cmp.Or(l.Key, "customer_id")
 		l.Keys = cmp.Or(l.Keys, 1000)
 	}
@@ -218,4 +262,42 @@ func (l *startLog) most() int64 {
 		most = max(most, i-lo+1)
 	}
 	return int64(most)
+}
+
+// keyStarts records, per key of a per-key rate, when its jobs start, to
+// find the most of one key that started in any window of the rate's
+// period; it records nothing when per is 0.
+type keyStarts struct {
+	per  time.Duration
+	mu   sync.Mutex
+	logs map[int64]*startLog
+}
+
+// add records a start of key's job.
+func (k *keyStarts) add(key int64, t time.Time) {
+	if k.per <= 0 {
+		return
+	}
+	k.mu.Lock()
+	if k.logs == nil {
+		k.logs = map[int64]*startLog{}
+	}
+	l := k.logs[key]
+	if l == nil {
+		l = &startLog{per: k.per}
+		k.logs[key] = l
+	}
+	k.mu.Unlock()
+	l.add(t)
+}
+
+// most is the most starts of one key within any window of per.
+func (k *keyStarts) most() int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var m int64
+	for _, l := range k.logs {
+		m = max(m, l.most())
+	}
+	return m
 }

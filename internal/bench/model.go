@@ -143,6 +143,13 @@ type StrategySummary struct {
 	// MostRunningPerKey is, under --limit per-key=N, the most jobs of any
 	// one key the bench's own handler saw running at once: at most N.
 	MostRunningPerKey int64 `json:"most_running_per_key,omitempty"`
+	// MostStartedPerKey is, under --limit key-rate=N/PERIOD, the most jobs
+	// of any one key the bench's own handler saw start within any window
+	// of PERIOD: at most N.
+	MostStartedPerKey int64 `json:"most_started_per_key,omitempty"`
+	// HotDone is, under --limit hot=N, how many of the backlog's jobs ran
+	// (their runs, not in the other counts and latencies).
+	HotDone int64 `json:"hot_done,omitempty"`
 	// Chaos is the chaos scenario's figures.
 	Chaos *ChaosStats `json:"chaos,omitempty"`
 	// Totals are the bench's own counts of the main stream over the whole

@@ -393,6 +393,28 @@ func (p *producer) flat(ctx context.Context, conc int, limit int64) {
 	wg.Wait()
 }
 
+// hot inserts n jobs of the hot key (--limit hot=N), bench ids -1 to -n
+// (the tracker counts none of them), in batches, calling progress with
+// how many are stored.
+func (p *producer) hot(ctx context.Context, n int64, progress func(done int64)) error {
+	batch := int64(max(p.s.MaxBatch(), 1))
+	for done := int64(0); done < n; {
+		k := min(batch, n-done)
+		jobs := make([]Job, k)
+		for i := range jobs {
+			jobs[i] = p.job(-(done + int64(i) + 1))
+		}
+		if err := p.s.Enqueue(ctx, jobs); err != nil {
+			return err
+		}
+		done += k
+		progress(done)
+	}
+	return nil
+}
+
+// bulk inserts n plain jobs in batches from two goroutines, calling
+// progress with how many are stored.
 func (p *producer) bulk(ctx context.Context, n int64, progress func(done int64)) error {
 	batch := int64(max(p.s.MaxBatch(), 1))
 	var done atomic.Int64

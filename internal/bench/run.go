@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -459,16 +460,26 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	var running gauge
 	var perKey keyGauges
 	started := &startLog{per: cfg.Limit.Per}
+	keyStarted := &keyStarts{per: cfg.Limit.KeyPer}
+	var hotDone atomic.Int64
 	env := Env{URL: cmp.Or(cfg.PoolerURL, cfg.URL), Workers: workers, Processes: cfg.processes(), RotateAfter: cfg.RotateAfter,
 		Limit: cfg.Limit,
 		Handle: func(ctx context.Context, j Job) error {
 			running.enter()
-			started.add(time.Now())
+			now := time.Now()
+			started.add(now)
 			defer running.leave()
 			if k := cfg.Limit.KeyOf(j.ID); k != 0 {
 				g := perKey.of(k)
 				g.enter()
 				defer g.leave()
+				keyStarted.add(k, now)
+			}
+			if j.ID < 0 {
+				// The hot backlog's job (--limit hot=N): not the producer's.
+				hotDone.Add(1)
+				time.Sleep(work)
+				return nil
 			}
 			n, kind := t.started(j.ID, j.ReadyAt)
 			if err := mixWork(n, kind, work); err != nil {
@@ -499,6 +510,21 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 		// Counters restart with the workers: the burndown phase measures
 		// working down, not inserting.
 		t.offered.Store(0)
+	}
+
+	if cfg.Limit.Hot > 0 && cfg.Scenario != ScenarioBurndown {
+		// The backlog of one key, before the workers start: it waits in
+		// the queue when the run begins.
+		last := time.Now()
+		err := prod.hot(ctx, cfg.Limit.Hot, func(done int64) {
+			if cfg.TTY && (time.Since(last) > 500*time.Millisecond || done == cfg.Limit.Hot) {
+				last = time.Now()
+				cfg.live(fmt.Sprintf("%-16s inserting the hot key's backlog %d/%d", name, done, cfg.Limit.Hot))
+			}
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("hot backlog insert: %w", err)
+		}
 	}
 
 	phase := &phaseState{name: sched[0].phase}
@@ -662,6 +688,8 @@ func runOne(ctx context.Context, cfg *Config, name string, emit func(Sample) err
 	ss.MostRunning = running.most.Load()
 	ss.MostStarted = started.most()
 	ss.MostRunningPerKey = perKey.most()
+	ss.MostStartedPerKey = keyStarted.most()
+	ss.HotDone = hotDone.Load()
 	ss.PerProcessCompleted = t.perProcess()
 	ss.Totals = &RunTotals{Offered: t.offered.Load(), Enqueued: t.enqueued.Load(), Completed: t.completed.Load()}
 	if inst != nil {

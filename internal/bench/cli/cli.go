@@ -114,7 +114,10 @@ func Bench(ctx context.Context, args []string) (err error) {
 		pgSettings = append(pgSettings, name+"="+strings.Trim(value, "'"))
 		return nil
 	})
-	limitFlag := fs.String("limit", "", "limits on the strategy's queue across every process: running=N, rate=N/PERIOD, or both (millrace);\nsummary.json's most_running and most_started are the most jobs the bench saw running at once, and starting in any PERIOD")
+	limitFlag := fs.String("limit", "", "limits on the strategy's queue across every process (millrace), comma-separated: running=N, rate=N/PERIOD,\n"+
+		"per-key=N and key-rate=N/PERIOD (per key: key=ARG, the args field, default customer_id; keys=K, the producer's keys, default 1000;\n"+
+		"hot=N, a backlog of N jobs of one more key inserted before the run);\nsummary.json's most_running, most_started, most_running_per_key and most_started_per_key are the most jobs\n"+
+		"the bench saw running at once, and starting in any PERIOD, in all and of one key")
 	pooler := fs.String("pooler", "", "run the strategies' connections through a connection pooler the bench starts: pgbouncer-transaction\n(PgBouncer in transaction mode; millrace's session connection goes to the server directly; millrace only)")
 	watchQueues := fs.Duration("watch-queues", 0, "read the queues as the dashboard's queues page does (every queue's counts, oldest waiting job and rate;\nthe last second's activity), at this interval, on a connection of the bench's own while millrace runs: what looking costs (0: off)")
 	readers := fs.Int("readers", bench.DefaultReaders, "analytics scenario: reader sessions running reports")

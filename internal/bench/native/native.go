@@ -125,8 +125,8 @@ func limitConfig(l bench.Limit) *millrace.Limit {
 	if l.Zero() {
 		return nil
 	}
-	ml := &millrace.Limit{Running: l.Running, Rate: l.Rate, Per: l.Per, PerKey: l.PerKey}
-	if l.PerKey > 0 {
+	ml := &millrace.Limit{Running: l.Running, Rate: l.Rate, Per: l.Per, PerKey: l.PerKey, KeyRate: l.KeyRate, KeyPer: l.KeyPer}
+	if l.PerKey > 0 || l.KeyRate > 0 {
 		ml.Key = []string{l.Key}
 	}
 	return ml
