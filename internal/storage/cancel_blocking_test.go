@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -23,7 +24,9 @@ import (
 // of two slots or more when the cancel is sent is cancelled. Reading what
 // a backend holds must not wait behind the reclaim either.
 func TestCancelBlockingSparesWriters(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// The test's bound, on a slow and loaded machine; the held statements
+	// sleep far longer, so none ends on its own before it is cancelled.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	url := testkit.DBURL(t)
 	pool, err := pgxpool.New(ctx, url)
@@ -33,8 +36,23 @@ func TestCancelBlockingSparesWriters(t *testing.T) {
 	defer pool.Close()
 	s := &Store{Pool: pool}
 
+	// waitFor polls cond until it holds; it fails the test at ctx's end.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: not before the test's deadline", what)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+
 	// hold opens a transaction that locks tables, then runs a long
-	// statement; it returns the backend's pid and the statement's error.
+	// statement; it returns the backend's pid and the statement's error
+	// once the server runs the statement. A cancel that reaches a backend
+	// between statements is ignored by the server: sent before the
+	// statement arrived, it would be lost and the statement run on.
 	hold := func(tables ...string) (int32, <-chan error) {
 		t.Helper()
 		c, err := pgx.Connect(ctx, url)
@@ -51,12 +69,31 @@ func TestCancelBlockingSparesWriters(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		done := make(chan error, 1)
+		pid := int32(c.PgConn().PID())
+		done, exited := make(chan error, 1), make(chan struct{})
+		t.Cleanup(func() { // before the Close: a running statement ends with ctx
+			cancel()
+			<-exited
+		})
 		go func() {
-			_, err := tx.Exec(ctx, "SELECT pg_sleep(20)")
+			defer close(exited)
+			_, err := tx.Exec(ctx, "SELECT pg_sleep(3600)")
 			done <- err
 		}()
-		return int32(c.PgConn().PID()), done
+		waitFor("the statement of backend "+strconv.Itoa(int(pid))+" sleeping", func() bool {
+			var sleeping bool
+			if err := pool.QueryRow(ctx, `SELECT coalesce(bool_or(state = 'active' AND wait_event = 'PgSleep'), false)
+				FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&sleeping); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the statement of backend %d ended (%v) before the test went on", pid, err)
+			default:
+			}
+			return sleeping
+		})
+		return pid, done
 	}
 	reader, readerDone := hold("job_0", "job_1") // two slots: a reader
 	writer, writerDone := hold("job_0")          // one slot: a write path
@@ -79,27 +116,24 @@ func TestCancelBlockingSparesWriters(t *testing.T) {
 		}
 		locked <- err
 	}()
-	for { // until the reclaim's stand-in waits on both
+	waitFor("the reclaim's stand-in waiting on both sessions", func() bool {
 		var n int
 		if err := pool.QueryRow(ctx, "SELECT cardinality(pg_blocking_pids($1))", waiter).Scan(&n); err != nil {
 			t.Fatal(err)
-		}
-		if n >= 2 {
-			break
 		}
 		select {
 		case err := <-locked:
 			t.Fatalf("the waiter stopped waiting: %v", err)
 		default:
 		}
-		if ctx.Err() != nil {
-			t.Fatal("the waiter never waited on both sessions")
-		}
-	}
+		return n >= 2
+	})
 
 	// Counting what each holds opens no partition: it does not queue
 	// behind the waiting reclaim (it did, through pg_get_expr).
-	hctx, hcancel := context.WithTimeout(ctx, 5*time.Second)
+	// Queued behind the reclaim it would wait as long as the reclaim does
+	// (here: until the test ends); the bound only keeps a failure short.
+	hctx, hcancel := context.WithTimeout(ctx, 20*time.Second)
 	hs, err := s.SlotHolders(hctx, []int32{reader, writer})
 	hcancel()
 	if err != nil {
