@@ -79,16 +79,30 @@ func TestLimitCapsRunningAcrossProcesses(t *testing.T) {
 }
 
 // TestLimitSlotsComeBackWhenAProcessIsKilled: a process holding a limited
-// queue's every slot is SIGKILLed. Until then another process takes
-// nothing (its claim records that it holds 0); once the killed one's lease
-// runs out its slots are free, its jobs run again in the other, and no
-// more than the limit ever run there at once. The jobs it had started used
-// an attempt; those waiting in its buffer (claimed, not started) did not.
+// queue's every slot (of the queue's running limit, or of the key's
+// per-key limit) is SIGKILLed. Until then another process takes nothing
+// of it (under the running limit its claim records that it holds 0); once
+// the killed one's lease runs out its slots are free, its jobs run again
+// in the other, and no more than the limit ever run there at once. The
+// jobs it had started used an attempt; those waiting in its buffer
+// (claimed, not started) did not.
 func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
+	for _, tc := range []struct {
+		name, queue string
+		limit       millrace.Limit
+	}{
+		{"running", "limq", millrace.Limit{Running: 3}},
+		{"per-key", "limk", millrace.Limit{PerKey: 3}}, // every job is of kind count: one key
+	} {
+		t.Run(tc.name, func(t *testing.T) { testSlotsComeBack(t, tc.queue, tc.limit) })
+	}
+}
+
+func testSlotsComeBack(t *testing.T, queue string, l millrace.Limit) {
 	ctx := context.Background()
 	pool := newDB(t)
-	const limit, jobs = 3, 10
-	if err := millrace.SetLimit(ctx, pool, "limq", millrace.Limit{Running: limit}); err != nil {
+	limit, jobs := max(l.Running, l.PerKey), 10
+	if err := millrace.SetLimit(ctx, pool, queue, l); err != nil {
 		t.Fatal(err)
 	}
 	producer, err := millrace.NewClient(pool, millrace.Config{Logger: quietLogger()})
@@ -96,11 +110,11 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range jobs {
-		if _, err := producer.Insert(ctx, countArgs{N: i}, &millrace.InsertOpts{Queue: "limq"}); err != nil {
+		if _, err := producer.Insert(ctx, countArgs{N: i}, &millrace.InsertOpts{Queue: queue}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	child := startWorkerProcess(t, pool, "limq", limit, "MILLRACE_TEST_LEASE=1s")
+	child := startWorkerProcess(t, pool, queue, limit, "MILLRACE_TEST_LEASE=1s")
 
 	var running concurrency
 	var mu sync.Mutex
@@ -130,11 +144,11 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 	waitFor(t, "the first process to claim every job", 30*time.Second, func() bool {
 		var n int
 		pool.QueryRow(ctx, `SELECT coalesce(sum(t.njobs), 0) FROM millrace.tick t JOIN millrace.process p ON p.id = t.owner
-			WHERE t.queue = 'limq' AND p.pid = $1`, child.Process.Pid).Scan(&n)
+			WHERE t.queue = $1 AND p.pid = $2`, queue, child.Process.Pid).Scan(&n)
 		return n == jobs
 	})
 	c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(), MaintenanceEvery: 50 * time.Millisecond,
-		Queues: map[string]millrace.QueueConfig{"limq": {MaxWorkers: 10}}})
+		Queues: map[string]millrace.QueueConfig{queue: {MaxWorkers: 10}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,12 +156,22 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop(ctx)
-	waitFor(t, "the second process's claim under the limit", 30*time.Second, func() bool {
-		var n int
-		pool.QueryRow(ctx, `SELECT count(*) FROM millrace.hold h JOIN millrace.process p ON p.id = h.owner
-			WHERE h.queue = 'limq' AND h.n = 0 AND p.pid = $1`, os.Getpid()).Scan(&n)
-		return n > 0
-	})
+	if l.Running > 0 {
+		waitFor(t, "the second process's claim under the limit", 30*time.Second, func() bool {
+			var n int
+			pool.QueryRow(ctx, `SELECT count(*) FROM millrace.hold h JOIN millrace.process p ON p.id = h.owner
+				WHERE h.queue = $1 AND h.n = 0 AND p.pid = $2`, queue, os.Getpid()).Scan(&n)
+			return n > 0
+		})
+	} else {
+		// Every job of the key is in the first process's batch: the
+		// second one, up and claiming, finds nothing to take.
+		waitFor(t, "the second process to register", 30*time.Second, func() bool {
+			var n int
+			pool.QueryRow(ctx, "SELECT count(*) FROM millrace.process WHERE pid = $1", os.Getpid()).Scan(&n)
+			return n > 0
+		})
+	}
 	mu.Lock()
 	if len(runs) != 0 {
 		t.Fatalf("the second process ran %d jobs while the first held every slot", len(runs))
@@ -166,7 +190,7 @@ func TestLimitSlotsComeBackWhenAProcessIsKilled(t *testing.T) {
 	t.Logf("the first job ran %s after the kill, every job %s after (lease 1s)", first.Sub(killed).Round(time.Millisecond),
 		time.Since(killed).Round(time.Millisecond))
 	mu.Unlock()
-	if m := running.most.Load(); m > limit {
+	if m := running.most.Load(); m > int64(limit) {
 		t.Fatalf("%d jobs ran at once under a limit of %d", m, limit)
 	}
 	// The jobs that started in the killed process used an attempt; those
