@@ -278,17 +278,31 @@ func (p *Pool) claim(q *queue) {
 					continue
 				}
 				it := item{batch: b, job: j}
-				// A job that waits for a slot of its key here was not
-				// marked started by the claim.
-				if marked > 0 && !j.KeyWaits {
+				// The claim marked the first of its jobs that do not wait
+				// for a slot of their key started, as many as lim.Start.
+				claimMarked := marked > 0 && !j.KeyWaits
+				if claimMarked {
 					marked--
+				}
+				if j.Key != "" {
+					// Its key's slot is counted here, in the claim's order:
+					// a job that waits for one is parked, no worker needed.
+					// (One the claim marked parks only when the process's
+					// own view has no free slot for it, which the claim's
+					// count of its jobs in hand rules out.)
+					if !q.keys.admit(it) {
+						continue
+					}
+					it.admitted = true
+				}
+				if claimMarked {
 					// Handed to a worker waiting now, it starts at once, as
 					// the claim recorded. None waits when a worker counted
 					// idle had just taken a job: then the job waits in the
 					// buffer and asks the marker, whose fence keeps it from
 					// starting if its batch is released meanwhile.
 					select {
-					case q.start <- item{batch: b, job: j, started: true}:
+					case q.start <- item{batch: b, job: j, started: true, admitted: it.admitted}:
 						continue
 					default:
 					}

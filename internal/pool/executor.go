@@ -41,7 +41,7 @@ func (p *Pool) work(q *queue) {
 		if p.claimCtx.Err() != nil {
 			return // stopping: no job starts after Stop; the batch is released
 		}
-		if it.job.Key != "" && !q.keys.begin(it) {
+		if it.job.Key != "" && !it.admitted && !q.keys.begin(it) {
 			continue // it waits for a slot of its key, parked: the job that frees one runs it
 		}
 		for {

@@ -39,6 +39,30 @@ func (g *keyGate) claimed(key string, slots int) {
 	k.held++
 }
 
+// admit is the claimer's: it counts in a job of the claim that starts
+// now (true: running here under a slot of its key), or parks it until a
+// job of its key ends here (false). A job the claim gave a slot (not
+// KeyWaits) starts while the key has a free slot, before any job that
+// waits: the claim marked it started. One that waits starts now only when
+// a slot is free and none waits before it. Counting at the claim, not when
+// a worker takes the job, keeps a waiting job from taking the slot of a
+// job the claim marked started, which would then wait unstarted with its
+// start recorded (its attempt charged if the process died).
+func (g *keyGate) admit(it item) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := g.keys[it.job.Key]
+	if k == nil {
+		return true // not counted in by claimed: no slots to keep
+	}
+	if k.running < k.slots && (!it.job.KeyWaits || len(k.parked) == 0) {
+		k.running++
+		return true
+	}
+	k.parked = append(k.parked, it)
+	return false
+}
+
 // begin starts it when its key has a free slot here (true); otherwise
 // it waits, parked, for a job of its key to end (false).
 func (g *keyGate) begin(it item) bool {

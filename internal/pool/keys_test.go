@@ -44,3 +44,38 @@ func TestKeyGateParksBeyondTheSlots(t *testing.T) {
 		t.Fatalf("keys left: %v", g.keys)
 	}
 }
+
+// TestKeyGateAdmitsInTheClaimsOrder: the claimer counts each job in as it
+// hands the claim's jobs out, so a job that waits for a slot of its key
+// never takes the slot of one the claim gave a slot (and marked started),
+// whichever worker gets to its job first; one that waits starts at once
+// only when a slot is free and none waits before it.
+func TestKeyGateAdmitsInTheClaimsOrder(t *testing.T) {
+	var g keyGate
+	job := func(id int64, waits bool) item {
+		return item{job: storage.Job{ID: id, Key: "a", KeySlots: 2, KeyWaits: waits}}
+	}
+	for range 4 {
+		g.claimed("a", 2)
+	}
+	if !g.admit(job(1, false)) || !g.admit(job(2, false)) {
+		t.Fatal("a job the claim gave a slot did not start")
+	}
+	if g.admit(job(3, true)) || g.admit(job(4, true)) {
+		t.Fatal("a job that waits started beyond the key's two slots")
+	}
+	if next, ok := g.end("a"); !ok || next.job.ID != 3 {
+		t.Fatalf("the end of a job handed on %d, %v; want the first that waits, 3", next.job.ID, ok)
+	}
+	// A slot free and nothing parked before it: a job that waits starts.
+	g.claimed("a", 2)
+	if _, ok := g.end("a"); !ok { // job 4 takes the freed slot
+		t.Fatal("job 4 was not handed on")
+	}
+	if _, ok := g.end("a"); ok { // a slot is free now, nothing parked
+		t.Fatal("a job was handed on with none waiting")
+	}
+	if !g.admit(job(5, true)) {
+		t.Fatal("a job that waits did not start in a free slot with none waiting before it")
+	}
+}

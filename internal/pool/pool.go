@@ -139,6 +139,10 @@ type item struct {
 	// waiting worker at once (queue.start), so it needs no start mark of
 	// its own.
 	started bool
+	// admitted: its claimer counted it in as running under its key's
+	// slots (keyGate.admit), so its worker starts it without asking the
+	// key gate.
+	admitted bool
 }
 
 // running is a job being worked in this process.
