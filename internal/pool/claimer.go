@@ -303,6 +303,12 @@ func (p *Pool) claim(q *queue) {
 					// starting if its batch is released meanwhile.
 					select {
 					case q.start <- item{batch: b, job: j, started: true, admitted: it.admitted}:
+						// The worker is busy from here: counted out of the
+						// idle ones by this goroutine, before its next claim
+						// reads them (counted by the worker, a claim made
+						// at once could read it idle and mark a start for a
+						// job no worker was waiting for).
+						q.idle.Add(-1)
 						continue
 					default:
 					}

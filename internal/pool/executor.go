@@ -27,7 +27,7 @@ func (p *Pool) work(q *queue) {
 		q.idle.Add(1)
 		select {
 		case it = <-q.start:
-			q.idle.Add(-1)
+			// Counted out of the idle workers by the claimer that sent it.
 		case it = <-q.jobs:
 			q.idle.Add(-1)
 			select {
