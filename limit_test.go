@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/millrace/millrace"
 )
 
@@ -398,29 +400,8 @@ func TestPerKeyLimitAcrossProcesses(t *testing.T) {
 		}
 		return nil
 	}))
-	var clients []*millrace.Client
-	for range 3 {
-		c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
-			Queues: map[string]millrace.QueueConfig{"keyed": {MaxWorkers: 8, Limit: &millrace.Limit{PerKey: perKey, Key: []string{"c"}}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		clients = append(clients, c)
-	}
-	params := make([]millrace.InsertManyParams, 0, backlog+others)
-	for i := range backlog + others {
-		c := 0
-		if i >= backlog {
-			c = 1 + i%keys
-		}
-		params = append(params, millrace.InsertManyParams{Args: keyArgs{N: i, C: c}, Opts: &millrace.InsertOpts{Queue: "keyed"}})
-	}
-	if _, err := clients[0].InsertMany(ctx, params); err != nil {
-		t.Fatal(err)
-	}
+	clients := keyedClients(t, pool, workers, "keyed", &millrace.Limit{PerKey: perKey, Key: []string{"c"}})
+	insertKeyed(t, clients[0], "keyed", backlog, others, keys)
 	waitFor(t, "every job to run", 60*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -479,29 +460,8 @@ func TestPerKeyRateAcrossProcesses(t *testing.T) {
 		return nil
 	}))
 	limit := &millrace.Limit{KeyRate: rate, KeyPer: 300 * time.Millisecond, Key: []string{"c"}}
-	var clients []*millrace.Client
-	for range 3 {
-		c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
-			Queues: map[string]millrace.QueueConfig{"keyrated": {MaxWorkers: 8, Limit: limit}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		clients = append(clients, c)
-	}
-	params := make([]millrace.InsertManyParams, 0, backlog+others)
-	for i := range backlog + others {
-		c := 0
-		if i >= backlog {
-			c = 1 + i%keys
-		}
-		params = append(params, millrace.InsertManyParams{Args: keyArgs{N: i, C: c}, Opts: &millrace.InsertOpts{Queue: "keyrated"}})
-	}
-	if _, err := clients[0].InsertMany(ctx, params); err != nil {
-		t.Fatal(err)
-	}
+	clients := keyedClients(t, pool, workers, "keyrated", limit)
+	insertKeyed(t, clients[0], "keyrated", backlog, others, keys)
 	waitFor(t, "every job to run", 60*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -538,4 +498,40 @@ func TestPerKeyRateAcrossProcesses(t *testing.T) {
 		t.Fatalf("%d of key 0's %d jobs had run when the other keys' last job ended; want under half", backlogAtOthersDone, backlog)
 	}
 	t.Logf("key 0 had run %d of %d when the other keys were done; the most claimed of a key in a window: %d", backlogAtOthersDone, backlog, worst)
+}
+
+// keyedClients starts three clients of eight workers each on queue, with
+// limit.
+func keyedClients(t *testing.T, pool *pgxpool.Pool, workers *millrace.Workers, queue string, limit *millrace.Limit) []*millrace.Client {
+	t.Helper()
+	var clients []*millrace.Client
+	for range 3 {
+		c, err := millrace.NewClient(pool, millrace.Config{Workers: workers, Logger: quietLogger(),
+			Queues: map[string]millrace.QueueConfig{queue: {MaxWorkers: 8, Limit: limit}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	return clients
+}
+
+// insertKeyed inserts, in one InsertMany, a backlog of key 0 (jobs 0 to
+// backlog-1) and then others jobs spread over keys 1 to keys.
+func insertKeyed(t *testing.T, c *millrace.Client, queue string, backlog, others, keys int) {
+	t.Helper()
+	params := make([]millrace.InsertManyParams, 0, backlog+others)
+	for i := range backlog + others {
+		k := 0
+		if i >= backlog {
+			k = 1 + i%keys
+		}
+		params = append(params, millrace.InsertManyParams{Args: keyArgs{N: i, C: k}, Opts: &millrace.InsertOpts{Queue: queue}})
+	}
+	if _, err := c.InsertMany(context.Background(), params); err != nil {
+		t.Fatal(err)
+	}
 }
