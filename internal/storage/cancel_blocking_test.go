@@ -53,7 +53,7 @@ func TestCancelBlockingSparesWriters(t *testing.T) {
 	// once the server runs the statement. A cancel that reaches a backend
 	// between statements is ignored by the server: sent before the
 	// statement arrived, it would be lost and the statement run on.
-	hold := func(tables ...string) (int32, <-chan error) {
+	hold := func(wrote bool, tables ...string) (int32, <-chan error) {
 		t.Helper()
 		c, err := pgx.Connect(ctx, url)
 		if err != nil {
@@ -63,6 +63,12 @@ func TestCancelBlockingSparesWriters(t *testing.T) {
 		tx, err := c.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if wrote {
+			// An xid, as a transaction that wrote has: a flush or a claim.
+			if _, err := tx.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, tb := range tables {
 			if _, err := tx.Exec(ctx, "LOCK TABLE millrace."+tb+" IN ACCESS SHARE MODE"); err != nil {
@@ -95,8 +101,9 @@ func TestCancelBlockingSparesWriters(t *testing.T) {
 		})
 		return pid, done
 	}
-	reader, readerDone := hold("job_0", "job_1") // two slots: a reader
-	writer, writerDone := hold("job_0")          // one slot: a write path
+	reader, readerDone := hold(false, "job_0", "job_1")  // two slots: a reader
+	writer, writerDone := hold(false, "job_0")           // one slot: a write path
+	flusher, flusherDone := hold(true, "job_0", "job_1") // two slots, and it wrote: a flush, a claim
 
 	w, err := pool.Acquire(ctx)
 	if err != nil {
@@ -126,7 +133,7 @@ func TestCancelBlockingSparesWriters(t *testing.T) {
 			t.Fatalf("the waiter stopped waiting: %v", err)
 		default:
 		}
-		return n >= 2
+		return n >= 3
 	})
 
 	// Counting what each holds opens no partition: it does not queue
@@ -134,36 +141,46 @@ func TestCancelBlockingSparesWriters(t *testing.T) {
 	// Queued behind the reclaim it would wait as long as the reclaim does
 	// (here: until the test ends); the bound only keeps a failure short.
 	hctx, hcancel := context.WithTimeout(ctx, 20*time.Second)
-	hs, err := s.SlotHolders(hctx, []int32{reader, writer})
+	hs, err := s.SlotHolders(hctx, []int32{reader, writer, flusher})
 	hcancel()
 	if err != nil {
 		t.Fatalf("reading the holders while a reclaim waits: %v", err)
 	}
 	for _, h := range hs {
-		if want := map[int32]int{reader: 2, writer: 1}[h.PID]; h.Slots != want {
+		if want := map[int32]int{reader: 2, writer: 1, flusher: 2}[h.PID]; h.Slots != want {
 			t.Fatalf("backend %d holds %d slots; want %d", h.PID, h.Slots, want)
 		}
 	}
-	got, err := s.CancelBlocking(ctx, waiter, []int32{reader, writer})
+	got, err := s.CancelBlocking(ctx, waiter, []int32{reader, writer, flusher})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got, []int32{reader}) {
-		t.Fatalf("cancelled %v; want only the reader %d (the writer %d holds one slot)", got, reader, writer)
+		t.Fatalf("cancelled %v; want only the reader %d (the writer %d holds one slot, the flusher %d wrote)", got, reader, writer, flusher)
 	}
 	var pgErr *pgconn.PgError
 	if err := <-readerDone; !errors.As(err, &pgErr) || pgErr.Code != "57014" {
 		t.Fatalf("the reader's statement ended with %v; want a cancel (57014)", err)
 	}
-	select {
-	case err := <-writerDone:
-		t.Fatalf("the writer's statement ended (%v); it must run on", err)
-	default:
+	for _, w := range []struct {
+		pid  int32
+		done <-chan error
+	}{{writer, writerDone}, {flusher, flusherDone}} {
+		select {
+		case err := <-w.done:
+			t.Fatalf("the statement of backend %d ended (%v); it must run on", w.pid, err)
+		default:
+		}
 	}
-	if _, err := pool.Exec(ctx, "SELECT pg_cancel_backend($1)", writer); err != nil {
-		t.Fatal(err)
+	for _, w := range []struct {
+		pid  int32
+		done <-chan error
+	}{{writer, writerDone}, {flusher, flusherDone}} {
+		if _, err := pool.Exec(ctx, "SELECT pg_cancel_backend($1)", w.pid); err != nil {
+			t.Fatal(err)
+		}
+		<-w.done
 	}
-	<-writerDone
 	if err := <-locked; err != nil {
 		t.Fatalf("the waiter: %v", err)
 	}

@@ -442,7 +442,11 @@ func (s *Store) NotificationQueueUsage(ctx context.Context) (float64, error) {
 // CancelBlocking cancels the statements (pg_cancel_backend) of those
 // backends among pids that block backend waiter from a lock it waits for
 // (pg_blocking_pids) and are readers of the ring now: they hold locks on
-// partitions of two slots or more, which no write path does (one slot).
+// partitions of two slots or more, which no producer's write does (one
+// slot), and their transactions have written nothing (no xid). A flush
+// or a claim reads several slots too, but it writes and ends in
+// milliseconds: cancelled, it would roll back what it wrote (history rows
+// outside the ring, dead tuples there), so it is waited for.
 // It returns the ones it signalled. One statement reads who blocks, what
 // each holds, and signals them, so a backend that has moved on since it
 // was named is left alone: a pooled session named as a reader at the
@@ -453,7 +457,7 @@ func (s *Store) CancelBlocking(ctx context.Context, waiter int32, pids []int32) 
 	rows, err := s.Pool.Query(ctx, `WITH b AS MATERIALIZED (
 		SELECT a.pid AS p FROM unnest(pg_blocking_pids($1)) bp
 		JOIN pg_stat_activity a ON a.pid = bp
-		WHERE bp = ANY ($2::int[]) AND (`+slotsHeldSQL+`) >= 2)
+		WHERE bp = ANY ($2::int[]) AND a.backend_xid IS NULL AND (`+slotsHeldSQL+`) >= 2)
 		SELECT p FROM b WHERE pg_cancel_backend(p)`, waiter, pids)
 	if err != nil {
 		return nil, err
