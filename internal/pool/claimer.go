@@ -4,6 +4,7 @@
 package pool
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -261,6 +262,7 @@ func (p *Pool) claim(q *queue) {
 		// Batches come in lane order (priority, the starving first); run
 		// each batch's jobs in commit order.
 		marked := lim.Start
+		var rest []item // the jobs the claim did not mark, in order
 		for _, sb := range sbs {
 			b := &batch{Batch: sb, owner: owner}
 			b.remaining.Store(int32(len(sb.Jobs)))
@@ -313,12 +315,11 @@ func (p *Pool) claim(q *queue) {
 					default:
 					}
 				}
-				select {
-				case q.jobs <- it:
-				case <-ctx.Done():
-					return // the rest stay unacked: released with the lease
-				}
+				rest = append(rest, it)
 			}
+		}
+		if !p.handOut(ctx, q, owner, rest, seen.Limit == 0 && seen.Rate == 0) {
+			return // the rest stay unacked: released with the lease
 		}
 		if drained {
 			var ok bool
@@ -327,6 +328,52 @@ func (p *Pool) claim(q *queue) {
 			}
 		}
 	}
+}
+
+// handOut gives rest, the jobs of a claim that it did not mark started,
+// to q's workers, in order. With mark (a queue with no limit), the first
+// as many as there are idle workers now are marked started in one call
+// and handed to them: a claim's marks count the workers idle when it was
+// sent, and the workers that were busy then (a job handed out by the
+// previous claim, a job that ended meanwhile) are mostly idle when its
+// reply comes; marked here, they start without a mark each (one commit
+// for them all, not one per round of the marker). The rest, and a job no
+// worker took at once, wait in the buffer and are marked as they start.
+// false: the pool is stopping.
+func (p *Pool) handOut(ctx context.Context, q *queue, owner int32, rest []item, mark bool) bool {
+	if k := min(int(q.idle.Load()), len(rest)); mark && k > 0 {
+		starts := make([]storage.Start, k)
+		for i := range rest[:k] {
+			starts[i] = storage.Start{Batch: rest[i].batch.Batch, Job: &rest[i].job}
+		}
+		mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		fenced, err := p.cfg.Store.MarkStarted(mctx, owner, starts)
+		cancel()
+		for i := range rest[:k] {
+			if err != nil || slices.Contains(fenced, rest[i].batch.TickID) {
+				break // unmarked: its worker's own mark retries, or finds it fenced
+			}
+			it := rest[i]
+			it.started = true
+			select {
+			case q.start <- it:
+				q.idle.Add(-1) // busy from here, as after the claim's own marks
+				rest[i].batch = nil
+			default:
+			}
+		}
+	}
+	for _, it := range rest {
+		if it.batch == nil {
+			continue // handed out marked
+		}
+		select {
+		case q.jobs <- it:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // idle waits, after a claim that found nothing, until the queue may have

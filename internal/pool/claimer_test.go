@@ -167,6 +167,80 @@ func TestClaimMarksTheStartsOfJobsForIdleWorkers(t *testing.T) {
 	}
 }
 
+// TestAClaimMarksForTheWorkersIdleAtItsReply: a claim sent while every
+// worker was busy marks no start; when its reply comes, the workers freed
+// meanwhile get its jobs marked started in one statement for them all,
+// before they run (not one mark per worker through the marker).
+func TestAClaimMarksForTheWorkersIdleAtItsReply(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	started := make(chan int64, 8)
+	release := make(chan struct{})
+	var blocking atomic.Int32
+	p := e.pool(Config{Poll: time.Hour, Queues: map[string]int{"q": 2}, Handle: func(ctx context.Context, run *Run) error {
+		started <- run.Job.ID
+		if blocking.Add(1) <= 2 { // the first two jobs hold both workers
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}})
+	e.start(p)
+	q := p.queues["q"]
+	e.waitFor("the idle workers and the claimer's empty claim", func() bool {
+		return q.idle.Load() == 2 && e.trace.emptyClaims() == 1
+	})
+	e.enqueue()
+	e.enqueue()
+	p.Wake("q")
+	next(t, started, "the first job to start")
+	next(t, started, "the second job to start")
+	e.waitFor("both workers busy", func() bool { return q.idle.Load() == 0 })
+
+	// The next claim waits for the queue's claim lock, held by a second
+	// session, while both workers end their jobs.
+	blocker, err := e.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback(ctx)
+	if _, err := blocker.Exec(ctx, "SELECT pg_advisory_xact_lock(millrace.claim_space(), hashtext('q'))"); err != nil {
+		t.Fatal(err)
+	}
+	third, fourth := e.enqueue(), e.enqueue()
+	claimsBefore := len(e.trace.calls("claim_start"))
+	p.Wake("q")
+	e.waitFor("the claim to wait for the lock", func() bool {
+		var n int
+		err := e.db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%claim_start%'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	close(release)
+	e.waitFor("both workers idle", func() bool { return q.idle.Load() == 2 })
+	if err := blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := []int64{next(t, started, "the third job to start"), next(t, started, "the fourth job to start")}
+	slices.Sort(got)
+	if !slices.Equal(got, []int64{third, fourth}) {
+		t.Fatalf("jobs %v started, want %d and %d", got, third, fourth)
+	}
+	c := e.trace.calls("claim_start")[claimsBefore]
+	if s := c.args[7].(int); s != 0 || c.rows != 2 {
+		t.Fatalf("the claim sent while both workers were busy asked to mark %d starts and took %d jobs, want 0 and 2", s, c.rows)
+	}
+	m := e.trace.calls("mark_started")
+	if len(m) == 0 {
+		t.Fatal("no start mark was written for the jobs the claim did not mark")
+	}
+	if ids := m[0].args[3].([]int64); !slices.Equal(ids, []int64{third, fourth}) {
+		t.Fatalf("the first start mark after the claim named jobs %v, want both %d and %d in one statement (all marks: %+v)", ids, third, fourth, m)
+	}
+}
+
 // TestAnIdleQueuePollsLessAndLess: a claimer that keeps finding nothing
 // waits Poll, then twice that, and so on up to MaxPoll (what an idle queue
 // costs); a wake-up, or a claim that finds a job, starts it again at Poll.
