@@ -467,7 +467,14 @@ func (c *Client) Start(ctx context.Context) error {
 		Notify: func(channel, payload string, pid uint32) {
 			switch channel {
 			case notifier.SchedChannel:
-				leader.Kick()
+				// An insert names when its soonest scheduled job falls due
+				// (microseconds since the epoch, the server's time); a
+				// retry or a snooze names nothing.
+				if us, err := strconv.ParseInt(payload, 10, 64); err == nil {
+					leader.KickAt(time.UnixMicro(us))
+				} else {
+					leader.Kick()
+				}
 			case notifier.CancelChannel:
 				if id, err := strconv.ParseInt(payload, 10, 64); err == nil {
 					c.workers.CancelJob(id)
@@ -555,21 +562,27 @@ func (c *Client) applyLimits(ctx context.Context) error {
 // onAcked runs after each flush commits: it publishes the acks to
 // subscribers and, when one is a retry or a snooze due before the
 // leader's promoter would look again, asks the Sender for a NOTIFY on
-// millrace_sched. The flush itself notifies no one: a NOTIFY in its
-// transaction held the server's notification lock through its commit's
-// WAL flush, and every other notifying commit (inserts, cancels, the
-// Sender's) waited behind it.
-func (c *Client) onAcked(acks []storage.Ack) {
+// millrace_sched naming the soonest one's due time on the server's clock
+// (its RetryAt plus the flush's shift): the promoter then runs a round at
+// that time, and none before it only to read it. The flush itself
+// notifies no one: a NOTIFY in its transaction held the server's
+// notification lock through its commit's WAL flush, and every other
+// notifying commit (inserts, cancels, the Sender's) waited behind it.
+func (c *Client) onAcked(acks []storage.Ack, shift time.Duration) {
 	c.events.publishAcks(acks)
 	now := time.Now()
 	if c.cfg.clock != nil {
 		now = c.cfg.clock() // the clock the retry's time was read from
 	}
+	var soonest time.Time
 	for _, a := range acks {
-		if (a.State == storage.AckRetried || a.State == storage.AckSnoozed) && a.RetryAt.Sub(now) < maint.PromoterWait {
-			c.sender.NotifySched()
-			return
+		if (a.State == storage.AckRetried || a.State == storage.AckSnoozed) && a.RetryAt.Sub(now) < maint.PromoterWait &&
+			(soonest.IsZero() || a.RetryAt.Before(soonest)) {
+			soonest = a.RetryAt
 		}
+	}
+	if !soonest.IsZero() {
+		c.sender.NotifySchedAt(soonest.Add(shift))
 	}
 }
 

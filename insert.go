@@ -401,7 +401,7 @@ func (c *Client) insertNow(ctx context.Context, tx pgx.Tx, ps []*InsertParams) (
 				c.notify(j.Queue)
 			case time.Until(ins[i].RunAt) < maint.PromoterWait:
 				// Due before the leader's promoter would look again.
-				c.sender.NotifySched()
+				c.sender.NotifySchedAt(ins[i].RunAt)
 			}
 		}
 	}

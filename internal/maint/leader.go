@@ -34,6 +34,10 @@ func NewLeader(cfg Config) *Leader {
 // due soon.
 func (l *Leader) Kick() { l.promoter.Kick() }
 
+// KickAt tells the promoter, if it runs here, that a job falls due at
+// (Promoter.KickAt).
+func (l *Leader) KickAt(at time.Time) { l.promoter.KickAt(at) }
+
 // Lead runs the maintenance of leader term term, held by process owner,
 // until ctx ends or the term is over; then it says in the log that this
 // process steps down. A term refused to the promoter ends the rounds too,

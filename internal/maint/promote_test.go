@@ -3,8 +3,13 @@ package maint
 import (
 	"context"
 	"log/slog"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/millrace/millrace/internal/storage"
 	"github.com/millrace/millrace/internal/testkit"
@@ -71,4 +76,90 @@ func TestPromotion(t *testing.T) {
 	schedule("kicked", 500*time.Millisecond)
 	p.Kick()
 	testkit.WaitFor(t, "the kicked promoter to promote the job", 10*time.Second, func() bool { return ready("kicked") })
+}
+
+// roundCounter counts the promote rounds (promote_due calls) a store's
+// pool runs.
+type roundCounter struct{ n atomic.Int32 }
+
+func (c *roundCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, "millrace.promote_due(") {
+		c.n.Add(1)
+	}
+	return ctx
+}
+
+func (c *roundCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// The store sends most of its statements in a pipeline (storage.RunTx).
+func (c *roundCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (c *roundCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if strings.Contains(d.SQL, "millrace.promote_due(") {
+		c.n.Add(1)
+	}
+}
+
+func (c *roundCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// TestAKickWithADueTimeRunsNoRoundToLearnIt: an insert's NOTIFY says when
+// its scheduled job falls due (KickAt); the promoter, asleep, then runs
+// its next round at that time, and none before it only to read the next
+// due time. A kick that names a later time than the planned round changes
+// nothing; a kick without a time (a retry) runs a round soon.
+func TestAKickWithADueTimeRunsNoRoundToLearnIt(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(testkit.DBURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rounds := &roundCounter{}
+	cfg.ConnConfig.Tracer = rounds
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s := &storage.Store{Pool: pool}
+	p := NewPromoter(s, slog.New(slog.DiscardHandler))
+	p.MaxWait = time.Hour // asleep: nothing is scheduled
+	pctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(pctx, 0) }()
+	defer func() {
+		stop()
+		<-ran
+	}()
+	testkit.WaitFor(t, "the promoter's first round", 10*time.Second, func() bool { return rounds.n.Load() == 1 })
+
+	ins, err := storage.Insert(ctx, pool, []storage.NewJob{{Queue: "q", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1,
+		RunAt: time.Now().Add(700 * time.Millisecond)}}, false)
+	if err != nil || len(ins) != 1 || !ins[0].Scheduled {
+		t.Fatalf("scheduling: %v %+v", err, ins)
+	}
+	p.KickAt(ins[0].RunAt)
+	p.KickAt(ins[0].RunAt.Add(time.Minute)) // later than the planned round: nothing
+	promoted := func() bool {
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM millrace.job WHERE id = $1", ins[0].ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	testkit.WaitFor(t, "the job to be promoted", 10*time.Second, promoted)
+	if n := rounds.n.Load(); n != 2 {
+		t.Fatalf("%d promote rounds, want 2: the first, and one at the kicked due time", n)
+	}
+	now, err := s.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Before(ins[0].RunAt) {
+		t.Fatalf("the job was promoted at %v, before its due time %v", now, ins[0].RunAt)
+	}
+
+	p.Kick() // no time: a round soon
+	testkit.WaitFor(t, "a round after a kick without a time", 10*time.Second, func() bool { return rounds.n.Load() == 3 })
 }

@@ -12,6 +12,7 @@ package notifier
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,10 +78,12 @@ type Sender struct {
 	conn   *pgx.Conn     // the Sender's own connection, nil until the first send or after an error
 	pid    atomic.Uint32 // conn's backend process id, 0 when there is none
 
-	mu      sync.Mutex
-	state   map[string]*queueState
-	closing bool
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	schedAt  time.Time // the soonest due time asked for and not yet sent (NotifySchedAt)
+	schedNow bool      // a NOTIFY without a due time asked for and not yet sent (NotifySched)
+	state    map[string]*queueState
+	closing  bool
+	wg       sync.WaitGroup
 }
 
 type queueState struct {
@@ -91,9 +94,47 @@ type queueState struct {
 // Notify asks for one NOTIFY for queue soon. It never blocks on the database.
 func (s *Sender) Notify(queue string) { s.notify(Channel, queue) }
 
-// NotifySched asks for one NOTIFY on SchedChannel soon: a job was
-// scheduled to fall due before the leader's promoter would look again.
-func (s *Sender) NotifySched() { s.notify(SchedChannel, "") }
+// NotifySchedAt asks for one NOTIFY on SchedChannel soon: a job was
+// scheduled to fall due at (the server's time) before the leader's
+// promoter would look again. Its payload is the soonest due time asked
+// for since the last one went out, in microseconds since the epoch (as an
+// insert's NOTIFY says it): the promoter runs its next round then.
+func (s *Sender) NotifySchedAt(at time.Time) {
+	s.mu.Lock()
+	if s.schedAt.IsZero() || at.Before(s.schedAt) {
+		s.schedAt = at
+	}
+	s.mu.Unlock()
+	s.notify(SchedChannel, "")
+}
+
+// NotifySched asks for one NOTIFY on SchedChannel soon, with no due time
+// (a job was deferred to the schedule by a per-key limit): the promoter
+// runs a round soon, which reads the next due time.
+func (s *Sender) NotifySched() {
+	s.mu.Lock()
+	s.schedNow = true
+	s.mu.Unlock()
+	s.notify(SchedChannel, "")
+}
+
+// schedPayload takes what NotifySched and NotifySchedAt asked for since
+// the last send as a NOTIFY payload: empty for a round soon, else the
+// soonest due time; false when nothing is asked (a trailing send whose
+// request the send before it took).
+func (s *Sender) schedPayload() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, now := s.schedAt, s.schedNow
+	s.schedAt, s.schedNow = time.Time{}, false
+	switch {
+	case now:
+		return "", true
+	case at.IsZero():
+		return "", false
+	}
+	return strconv.FormatInt(at.UnixMicro(), 10), true
+}
 
 func (s *Sender) notify(channel, payload string) {
 	key := channel + "\x00" + payload
@@ -121,10 +162,20 @@ func (s *Sender) notify(channel, payload string) {
 
 func (s *Sender) run(channel, payload string, st *queueState) {
 	defer s.wg.Done()
+	p, ask := "", true
 	for failed := 0; ; {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := s.send(ctx, channel, payload)
-		cancel()
+		if failed == 0 {
+			p = payload
+			if channel == SchedChannel {
+				p, ask = s.schedPayload() // what was asked since the last send (a failed one's is sent again)
+			}
+		}
+		var err error
+		if ask {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err = s.send(ctx, channel, p)
+			cancel()
+		}
 		time.Sleep(s.Window)
 		s.mu.Lock()
 		if err != nil && failed < 5 && !s.closing {

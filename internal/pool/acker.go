@@ -171,12 +171,12 @@ func (p *Pool) flushOnce(acks []storage.Ack, done []*storage.Batch) error {
 	backoff := 5 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(p.ackCtx, 30*time.Second)
-		fenced, err := p.cfg.Store.Flush(ctx, owner, seq, attempt > 0, acks, done)
+		fenced, shift, err := p.cfg.Store.FlushShift(ctx, owner, seq, attempt > 0, acks, done)
 		cancel()
 		if err == nil {
 			p.paced(acks)
 			if outcomes := outcomesOf(acks); p.cfg.OnAcked != nil && len(outcomes) > 0 {
-				p.cfg.OnAcked(unfenced(outcomes, fenced))
+				p.cfg.OnAcked(unfenced(outcomes, fenced), shift)
 			}
 			for _, t := range fenced {
 				p.cfg.Logger.Warn("millrace: batch was released to another process; its acks from here were dropped", "tick", t)

@@ -47,7 +47,7 @@ func TestAcksOfAFencedBatchAreDropped(t *testing.T) {
 	var acked []int64
 	p := e.pool(Config{Queues: map[string]int{},
 		OnFenced: func(tick int64) { mu.Lock(); fenced = append(fenced, tick); mu.Unlock() },
-		OnAcked: func(acks []storage.Ack) {
+		OnAcked: func(acks []storage.Ack, _ time.Duration) {
 			mu.Lock()
 			for _, a := range acks {
 				acked = append(acked, a.Job.ID)

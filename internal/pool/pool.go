@@ -110,8 +110,10 @@ type Config struct {
 	// Policy gives a kind's retry and timeout policy (nil: defaults).
 	Policy func(kind string) KindPolicy
 	// OnAcked is told, after each flush commits, the acks it wrote (those
-	// of fenced batches left out).
-	OnAcked func(acks []storage.Ack)
+	// of fenced batches left out), and the shift the server read their
+	// times with (storage.Store.FlushShift): a RetryAt plus shift is the
+	// server's due time.
+	OnAcked func(acks []storage.Ack, shift time.Duration)
 	// Starve is how long a lower priority's first job may wait before its
 	// lane is served first (default 5s).
 	Starve time.Duration

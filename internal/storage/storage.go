@@ -472,8 +472,20 @@ func CleanText(s string) string {
 // not written as acks) gives back the key's slot: the flush counts them
 // per queue and key, fenced or not.
 func (s *Store) Flush(ctx context.Context, owner int32, seq int64, replay bool, acks []Ack, done []*Batch) (fenced []int64, err error) {
+	fenced, _, err = s.FlushShift(ctx, owner, seq, replay, acks, done)
+	return fenced, err
+}
+
+// FlushShift is Flush, and also returns the shift the server read the
+// worker's times with (its clock as the flush began less the newest
+// Finished of the flush's outcomes; 0 without one): a retry's or snooze's
+// RetryAt plus shift is when it falls due on the server's clock (sooner by
+// at most the flush's wait for its lock: a promote round run that early
+// finds it not yet due and plans the next for its time), which the caller
+// can tell the leader's promoter.
+func (s *Store) FlushShift(ctx context.Context, owner int32, seq int64, replay bool, acks []Ack, done []*Batch) (fenced []int64, shift time.Duration, err error) {
 	if len(acks) == 0 && len(done) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	type qk struct{ queue, key string }
 	var freed map[qk]int32
@@ -541,18 +553,31 @@ func (s *Store) Flush(ctx context.Context, owner int32, seq int64, replay bool, 
 	for i, b := range done {
 		doneTicks[i], doneTokens[i], doneQueues[i] = b.TickID, b.Token, b.Queue
 	}
-	err = s.tx(ctx, func(rows pgx.Rows) error {
-		var err error
-		fenced, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	}, `SELECT millrace.flush(p_owner => $1, p_seq => $2, p_job => $3, p_tick => $4, p_token => $5,
+	var at time.Time
+	// One row whatever the flush returns: the server's clock as the
+	// statement starts (the target list is computed in order: before the
+	// flush reads it, to within the wait for the flush's lock), and the
+	// fenced ticks.
+	err = s.tx(ctx, scanOne(&at, &fenced), `SELECT clock_timestamp(), array(SELECT millrace.flush(p_owner => $1, p_seq => $2, p_job => $3, p_tick => $4, p_token => $5,
 		p_state => $6, p_attempt => $7, p_error => $8, p_retry_at => $9, p_queue => $10, p_kind => $11,
 		p_args => $12::jsonb[], p_priority => $13, p_max_attempts => $14, p_created_at => $15,
 		p_timeout_ms => $16, p_started => $17, p_finished => $18, p_done_tick => $19,
-		p_done_token => $20, p_done_queue => $21, p_replay => $22, p_key_queue => $23, p_key => $24, p_key_n => $25)`,
+		p_done_token => $20, p_done_queue => $21, p_replay => $22, p_key_queue => $23, p_key => $24, p_key_n => $25))`,
 		owner, seq, jobIDs, ticks, tokens, states, attempts, errs, retryAt, queues, kinds, args, prios, maxAtt, createdAt,
 		timeouts, started, finished, doneTicks, doneTokens, doneQueues, replay, keyQueues, keys, keyN)
-	return fenced, err
+	if err != nil {
+		return nil, 0, err
+	}
+	var newest time.Time
+	for _, f := range finished {
+		if f != nil && f.After(newest) {
+			newest = *f
+		}
+	}
+	if !newest.IsZero() {
+		shift = at.Sub(newest)
+	}
+	return fenced, shift, nil
 }
 
 // Complete writes the completion of job j of batch b inside tx (the

@@ -249,6 +249,35 @@ func TestFlushReplayIsIdempotent(t *testing.T) {
 	}
 }
 
+// TestFlushShiftNamesTheServersDueTime: a worker whose clock is an hour
+// behind flushes a retry; the flush stores its due time shifted to the
+// server's clock, and FlushShift returns that shift (RetryAt plus it is
+// the stored due time, to within the flush's wait for its lock, never
+// later).
+func TestFlushShiftNamesTheServersDueTime(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	enqueue(t, s, pool, "q")
+	b, err := s.claimBatch(ctx, "q", 1, 1, false, noLimit)
+	if err != nil || b == nil {
+		t.Fatal(err)
+	}
+	local := time.Now().Add(-time.Hour) // the worker's skewed clock
+	acks := []Ack{{Batch: b, Job: &b.Jobs[0], State: AckRetried, Err: "boom", Started: local.Add(-time.Millisecond),
+		Finished: local, RetryAt: local.Add(300 * time.Millisecond)}}
+	_, shift, err := s.FlushShift(ctx, 1, 1, false, acks, []*Batch{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var due time.Time
+	if err := pool.QueryRow(ctx, "SELECT due_at FROM millrace.sched").Scan(&due); err != nil {
+		t.Fatal(err)
+	}
+	if got := acks[0].RetryAt.Add(shift); got.After(due) || due.Sub(got) > time.Second {
+		t.Fatalf("RetryAt plus the shift %v is %v; the stored due time is %v (want it or a little sooner)", shift, got, due)
+	}
+}
+
 // TestFlushStoresAnyErrorText: NUL bytes and invalid UTF-8 in a job's error
 // are made storable.
 func TestFlushStoresAnyErrorText(t *testing.T) {

@@ -88,6 +88,7 @@ DECLARE
     v_final smallint;
     v_final_at timestamptz;
     v_state text;
+    v_due bigint;
 BEGIN
     IF cardinality(p_args) <> v_n OR cardinality(p_queue) <> v_n OR cardinality(p_priority) <> v_n
        OR cardinality(p_run_at) <> v_n OR cardinality(p_max_attempts) <> v_n
@@ -243,14 +244,18 @@ BEGIN
         END LOOP;
         -- A job scheduled to fall due within a second wakes the leader's
         -- promoter, which, with nothing due sooner, looks again only a
-        -- second later.
-        IF EXISTS (SELECT 1 FROM unnest(p_run_at) r WHERE r > v_now AND r < clock_timestamp() + interval '1 second') THEN
-            PERFORM pg_notify('millrace_sched', '');
+        -- second later. The payload is when the soonest falls due
+        -- (microseconds since the epoch): the promoter then runs its next
+        -- round at that time, and no round to learn it.
+        SELECT floor(extract(epoch FROM min(r)) * 1000000)::bigint INTO v_due
+        FROM unnest(p_run_at) r WHERE r > v_now AND r < clock_timestamp() + interval '1 second';
+        IF v_due IS NOT NULL THEN
+            PERFORM pg_notify('millrace_sched', v_due::text);
         END IF;
     END IF;
 END $function$;
 COMMENT ON FUNCTION millrace.insert_many(p_kind text[], p_args jsonb[], p_queue text[], p_priority integer[], p_run_at timestamp with time zone[], p_max_attempts integer[], p_unique_key text[], p_unique_states integer[], p_unique_until timestamp with time zone[], p_timeout_ms integer[], p_notify boolean) IS
-    'insert_many inserts jobs (parallel arrays; NULL run_at means now; a run_at must be finite, in years 1 to 9999) and returns, in order, each job''s id, whether it was a duplicate of a unique job (its id is then the existing job''s and nothing was inserted), whether it is scheduled, when it is due, and its state; for a duplicate, those of the existing job, read under the key''s lock: its state as job_state says it, and run_at when it is due (scheduled), became ready (available, running) or last started (completed, discarded, cancelled: its final attempt''s start as history shows it). A job with a unique key is inserted only if no job holding the same key still blocks it (see uniq); keys are locked for the rest of the transaction, and unique inserts need READ COMMITTED (a REPEATABLE READ snapshot could not see a concurrent insert of the same key). The key is looked up in every slot in a subtransaction rolled back at once, so that the caller''s transaction holds only the slot it writes (none for a duplicate). One NOTIFY per queue with a job due now (a NOTIFY serializes commits), and one on millrace_sched when a scheduled job falls due within a second (later ones are found by the leader''s promoter, which looks at least once a second).';
+    'insert_many inserts jobs (parallel arrays; NULL run_at means now; a run_at must be finite, in years 1 to 9999) and returns, in order, each job''s id, whether it was a duplicate of a unique job (its id is then the existing job''s and nothing was inserted), whether it is scheduled, when it is due, and its state; for a duplicate, those of the existing job, read under the key''s lock: its state as job_state says it, and run_at when it is due (scheduled), became ready (available, running) or last started (completed, discarded, cancelled: its final attempt''s start as history shows it). A job with a unique key is inserted only if no job holding the same key still blocks it (see uniq); keys are locked for the rest of the transaction, and unique inserts need READ COMMITTED (a REPEATABLE READ snapshot could not see a concurrent insert of the same key). The key is looked up in every slot in a subtransaction rolled back at once, so that the caller''s transaction holds only the slot it writes (none for a duplicate). One NOTIFY per queue with a job due now (a NOTIFY serializes commits), and one on millrace_sched when a scheduled job falls due within a second, its payload the soonest such due time in microseconds since the epoch (later ones are found by the leader''s promoter, which looks at least once a second).';
 
 CREATE OR REPLACE FUNCTION millrace.enqueue(p_kind text, p_args jsonb DEFAULT '{}'::jsonb, p_queue text DEFAULT 'default'::text, p_priority integer DEFAULT 0, p_run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_max_attempts integer DEFAULT 25, p_notify boolean DEFAULT true, p_unique_key text DEFAULT NULL::text, p_unique_states integer DEFAULT 0, p_unique_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_timeout_ms integer DEFAULT 0)
  RETURNS bigint
