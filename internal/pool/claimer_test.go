@@ -167,6 +167,61 @@ func TestClaimMarksTheStartsOfJobsForIdleWorkers(t *testing.T) {
 	}
 }
 
+// TestAClaimTakesNoMoreThanMostlyIdleWorkersStart: with most workers
+// idle, a claim takes only as many jobs as they start at once, so that its
+// batch is marked started as a whole on its tick: no start row, no mark of
+// a job's own.
+func TestAClaimTakesNoMoreThanMostlyIdleWorkersStart(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	started := make(chan int64, 8)
+	release := make(chan struct{})
+	var blocked atomic.Bool
+	p := e.pool(Config{Poll: time.Hour, Queues: map[string]int{"q": 4}, Handle: func(ctx context.Context, run *Run) error {
+		started <- run.Job.ID
+		if blocked.CompareAndSwap(false, true) { // the first job holds its worker
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}})
+	e.start(p)
+	defer close(release)
+	q := p.queues["q"]
+	e.waitFor("the idle workers and the claimer's empty claim", func() bool {
+		return q.idle.Load() == 4 && e.trace.emptyClaims() == 1
+	})
+	e.enqueue()
+	p.Wake("q")
+	next(t, started, "the first job to start")
+	e.waitFor("one worker busy", func() bool { return q.idle.Load() == 3 })
+
+	before := len(e.trace.calls("claim_start"))
+	ids := []int64{e.enqueue(), e.enqueue(), e.enqueue()}
+	p.Wake("q")
+	for range ids {
+		next(t, started, "a job to start")
+	}
+	c := e.trace.calls("claim_start")[before]
+	if max, start := c.args[4].(int), c.args[7].(int); max != 3 || start != 3 || c.rows != 3 {
+		t.Fatalf("the claim with 3 of 4 workers idle asked for at most %d jobs, %d starts marked, and took %d; want 3, 3, 3", max, start, c.rows)
+	}
+	var rows, whole int
+	if err := e.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM millrace.start WHERE jobs && $1::bigint[]),
+		(SELECT count(*) FROM millrace.tick t WHERE t.started AND NOT t.carried
+		   AND EXISTS (SELECT 1 FROM millrace.batch_jobs(t.tick_id) b WHERE b.id = ANY ($1::bigint[])))`, ids).Scan(&rows, &whole); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 || whole != 1 {
+		t.Fatalf("jobs %v: %d start rows and %d batches marked started as a whole, want 0 and 1", ids, rows, whole)
+	}
+	if m := e.trace.calls("mark_started"); len(m) != 0 {
+		t.Fatalf("start marks written: %+v; want none", m)
+	}
+}
+
 // TestAClaimMarksForTheWorkersIdleAtItsReply: a claim sent while every
 // worker was busy marks no start; when its reply comes, the workers freed
 // meanwhile get its jobs marked started in one statement for them all,
