@@ -241,14 +241,24 @@ func (p *Pool) claim(q *queue) {
 			}
 			continue
 		}
-		yield = 0
 		idle = p.cfg.Poll
-		n, bytes := 0, 0
+		n, bytes, keyed := 0, 0, false
 		for _, sb := range sbs {
 			n += len(sb.Jobs)
 			for _, j := range sb.Jobs {
 				bytes += len(j.Args)
+				keyed = keyed || j.Key != ""
 			}
+		}
+		// A claim that found jobs halves the yield (below a millisecond:
+		// none) rather than end it: a process that wins one announcement
+		// in four still peeks at the next rather than claim at once and
+		// find it taken (the full mix at 800 jobs/s in four processes:
+		// 4,900 empty claims instead of 6,600, the claim lock waited for
+		// 5 s instead of 15-22 s of 33). A limited queue's ends it, as
+		// before: its claims answer slots freed elsewhere at once.
+		if yield /= 2; yield < time.Millisecond || seen.Limit > 0 || seen.Rate > 0 || keyed {
+			yield = 0
 		}
 		q.held.Add(int64(n))
 		// A rate-limited claim that took all its idle workers allowed may

@@ -488,6 +488,53 @@ func TestALoserOfAnnouncementsYields(t *testing.T) {
 	}
 }
 
+// TestAWinKeepsHalfTheYield: a process that lost two announcements to
+// another (its yield 2 ms) and then claimed a batch at its cap (one job,
+// one worker: it claims again at once, finding its own batch) keeps half
+// its yield: the next announcement the other takes is answered by a peek
+// after that yield, not by a claim at once that finds it taken.
+func TestAWinKeepsHalfTheYield(t *testing.T) {
+	e := newEnv(t)
+	ran := make(chan int64, 8)
+	handle := func(ctx context.Context, run *Run) error {
+		ran <- run.Job.ID
+		return nil
+	}
+	a := e.pool(Config{Poll: time.Hour, Yield: 200 * time.Millisecond, Handle: handle, Queues: map[string]int{"q": 1}})
+	b := e.pool(Config{Poll: time.Hour, Yield: 200 * time.Millisecond, Handle: handle, Queues: map[string]int{"q": 4}})
+	b.SetOwner(e.register())
+	e.start(a)
+	e.start(b)
+	e.waitFor("both claimers to find nothing", func() bool { return e.trace.emptyClaims() >= 2 })
+	answers := func() int { return answersBy(e, e.owner) }
+	// b takes a job; a hears of it and answers (a claim, then a peek).
+	lose := func() {
+		t.Helper()
+		id := e.enqueue()
+		b.Wake("q")
+		if got := next(t, ran, "b's job to run"); got != id {
+			t.Fatalf("job %d ran, want %d", got, id)
+		}
+		before := answers()
+		a.WakeRemote("q")
+		e.waitFor("a's answer", func() bool { return answers() == before+1 })
+	}
+	lose()
+	lose()
+	id := e.enqueue()
+	a.Wake("q")
+	if got := next(t, ran, "a's own job to run"); got != id {
+		t.Fatalf("job %d ran, want %d", got, id)
+	}
+	// Its start's, the first announcement's, its job's and the one after.
+	e.waitFor("a's claims", func() bool { return claimsBy(e, e.owner) == 4 })
+	claims, peeks := claimsBy(e, e.owner), len(e.trace.calls("claim_peek"))
+	lose()
+	if c, p := claimsBy(e, e.owner)-claims, len(e.trace.calls("claim_peek"))-peeks; c != 0 || p != 1 {
+		t.Fatalf("after a win, a answered an announcement b took with %d claims and %d peeks; want 0 and 1", c, p)
+	}
+}
+
 // TestAYieldingClaimerStillAnswers: a job that the process winning the
 // announcements cannot take (its two workers are busy and a job waits in
 // its buffer) is taken by the process that has been yielding, within its
