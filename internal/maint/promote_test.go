@@ -62,20 +62,29 @@ func TestPromotion(t *testing.T) {
 		t.Fatal("a round did not promote a job that had fallen due")
 	}
 
-	p := NewPromoter(s, logger)
-	p.MaxWait = time.Hour // asleep: nothing is scheduled
-	pctx, stop := context.WithCancel(ctx)
+	p := sleepingPromoter(t, s)
+	schedule("kicked", 500*time.Millisecond)
+	p.Kick()
+	testkit.WaitFor(t, "the kicked promoter to promote the job", 10*time.Second, func() bool { return ready("kicked") })
+}
+
+// sleepingPromoter runs a Promoter on s that sleeps up to an hour between
+// rounds (nothing is scheduled: only a kick wakes it) until the test
+// ends, and then checks that it ended as stopped.
+func sleepingPromoter(t *testing.T, s *storage.Store) *Promoter {
+	t.Helper()
+	p := NewPromoter(s, slog.New(slog.DiscardHandler))
+	p.MaxWait = time.Hour
+	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
-	go func() { ran <- p.Run(pctx, 0) }()
-	defer func() {
+	go func() { ran <- p.Run(ctx, 0) }()
+	t.Cleanup(func() {
 		stop()
 		if err := <-ran; err != context.Canceled {
 			t.Errorf("the promoter ended with %v, want context.Canceled", err)
 		}
-	}()
-	schedule("kicked", 500*time.Millisecond)
-	p.Kick()
-	testkit.WaitFor(t, "the kicked promoter to promote the job", 10*time.Second, func() bool { return ready("kicked") })
+	})
+	return p
 }
 
 // roundCounter counts the promote rounds (promote_due calls) a store's
@@ -121,17 +130,9 @@ func TestAKickWithADueTimeRunsNoRoundToLearnIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	t.Cleanup(pool.Close) // after the promoter stops (cleanups run last first)
 	s := &storage.Store{Pool: pool}
-	p := NewPromoter(s, slog.New(slog.DiscardHandler))
-	p.MaxWait = time.Hour // asleep: nothing is scheduled
-	pctx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- p.Run(pctx, 0) }()
-	defer func() {
-		stop()
-		<-ran
-	}()
+	p := sleepingPromoter(t, s)
 	testkit.WaitFor(t, "the promoter's first round", 10*time.Second, func() bool { return rounds.n.Load() == 1 })
 
 	ins, err := storage.Insert(ctx, pool, []storage.NewJob{{Queue: "q", Kind: "k", Args: []byte(`{}`), MaxAttempts: 1,

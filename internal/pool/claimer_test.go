@@ -88,24 +88,20 @@ func TestADrainedClaimWaitsForAWake(t *testing.T) {
 	}
 }
 
-// TestClaimMarksTheStartsOfJobsForIdleWorkers: the claim passes the
-// number of idle workers and records the starts of the jobs they take at
-// once (no start mark of their own); a job that waits in the process for
-// a busy worker is marked through the marker when it starts.
-func TestClaimMarksTheStartsOfJobsForIdleWorkers(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	started := make(chan int64, 4)
-	release := make(chan struct{})
-	var first atomic.Int64
-	// The first job to start blocks its worker, whichever it is: its id is
-	// known only once enqueue returns, and a notification can have it
-	// claimed and started before that.
-	var blocked atomic.Bool
-	p := e.pool(Config{Poll: time.Hour, Handle: func(ctx context.Context, run *Run) error {
+// holdingPool starts a pool of queue q with workers workers whose first
+// hold jobs keep their workers until release is closed (or the pool
+// stops: a failed test's jobs then end); each job's id goes to started as
+// it starts. It returns once every worker is idle and the claimer's first
+// claim found nothing.
+func holdingPool(e *env, workers int, hold int32) (p *Pool, started chan int64, release chan struct{}) {
+	e.t.Helper()
+	started = make(chan int64, 8)
+	release = make(chan struct{})
+	var n atomic.Int32
+	p = e.pool(Config{Poll: time.Hour, Queues: map[string]int{"q": workers}, Handle: func(ctx context.Context, run *Run) error {
 		started <- run.Job.ID
-		if blocked.CompareAndSwap(false, true) {
-			select { // a failed test stops the pool: the job then ends
+		if n.Add(1) <= hold {
+			select {
 			case <-release:
 			case <-ctx.Done():
 			}
@@ -114,9 +110,24 @@ func TestClaimMarksTheStartsOfJobsForIdleWorkers(t *testing.T) {
 	}})
 	e.start(p)
 	q := p.queues["q"]
-	e.waitFor("the idle worker and the claimer's empty claim", func() bool {
-		return q.idle.Load() == 1 && e.trace.emptyClaims() == 1
+	e.waitFor("the idle workers and the claimer's empty claim", func() bool {
+		return q.idle.Load() == int32(workers) && e.trace.emptyClaims() == 1
 	})
+	return p, started, release
+}
+
+// TestClaimMarksTheStartsOfJobsForIdleWorkers: the claim passes the
+// number of idle workers and records the starts of the jobs they take at
+// once (no start mark of their own); a job that waits in the process for
+// a busy worker is marked through the marker when it starts.
+func TestClaimMarksTheStartsOfJobsForIdleWorkers(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	var first atomic.Int64
+	// The first job to start blocks its worker, whichever it is: its id is
+	// known only once enqueue returns, and a notification can have it
+	// claimed and started before that.
+	p, started, release := holdingPool(e, 1, 1)
 	first.Store(e.enqueue())
 	p.Wake("q")
 	if got := next(t, started, "a job to start"); got != first.Load() {
@@ -174,25 +185,9 @@ func TestClaimMarksTheStartsOfJobsForIdleWorkers(t *testing.T) {
 func TestAClaimTakesNoMoreThanMostlyIdleWorkersStart(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	started := make(chan int64, 8)
-	release := make(chan struct{})
-	var blocked atomic.Bool
-	p := e.pool(Config{Poll: time.Hour, Queues: map[string]int{"q": 4}, Handle: func(ctx context.Context, run *Run) error {
-		started <- run.Job.ID
-		if blocked.CompareAndSwap(false, true) { // the first job holds its worker
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-		}
-		return nil
-	}})
-	e.start(p)
+	p, started, release := holdingPool(e, 4, 1) // the first job holds its worker
 	defer close(release)
 	q := p.queues["q"]
-	e.waitFor("the idle workers and the claimer's empty claim", func() bool {
-		return q.idle.Load() == 4 && e.trace.emptyClaims() == 1
-	})
 	e.enqueue()
 	p.Wake("q")
 	next(t, started, "the first job to start")
@@ -229,24 +224,8 @@ func TestAClaimTakesNoMoreThanMostlyIdleWorkersStart(t *testing.T) {
 func TestAClaimMarksForTheWorkersIdleAtItsReply(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	started := make(chan int64, 8)
-	release := make(chan struct{})
-	var blocking atomic.Int32
-	p := e.pool(Config{Poll: time.Hour, Queues: map[string]int{"q": 2}, Handle: func(ctx context.Context, run *Run) error {
-		started <- run.Job.ID
-		if blocking.Add(1) <= 2 { // the first two jobs hold both workers
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-		}
-		return nil
-	}})
-	e.start(p)
+	p, started, release := holdingPool(e, 2, 2) // the first two jobs hold both workers
 	q := p.queues["q"]
-	e.waitFor("the idle workers and the claimer's empty claim", func() bool {
-		return q.idle.Load() == 2 && e.trace.emptyClaims() == 1
-	})
 	e.enqueue()
 	e.enqueue()
 	p.Wake("q")
