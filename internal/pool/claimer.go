@@ -147,7 +147,7 @@ func (p *Pool) claim(q *queue) {
 			// starts at once on an idle worker, marked by the claim).
 			_, _, lim.Start = q.gate.state(lim.Start)
 			lim.Buffer = q.maxJobs
-		} else if !q.rated.Load() && 2*lim.Start >= maxJobs && lim.Start < maxJobs {
+		} else if !q.rated.Load() && !q.keyed.Load() && 2*lim.Start >= maxJobs && lim.Start < maxJobs {
 			// Most workers idle: the claim takes what they start now, no
 			// more, so its new batch is marked started as a whole on its
 			// tick (claim_start writes a start row for a claim that may
@@ -260,6 +260,7 @@ func (p *Pool) claim(q *queue) {
 		if yield /= 2; yield < time.Millisecond || seen.Limit > 0 || seen.Rate > 0 || keyed {
 			yield = 0
 		}
+		q.keyed.Store(keyed)
 		q.held.Add(int64(n))
 		// A rate-limited claim that took all its idle workers allowed may
 		// have left jobs waiting: a job ending wakes the claimer.

@@ -192,6 +192,11 @@ type queue struct {
 	// rated says it found a rate limit: a claim takes no more jobs than
 	// there are workers idle, so that each starts at its claim.
 	rated atomic.Bool
+	// keyed says its last claim that found jobs had jobs with keys (a
+	// per-key limit or rate): its claims are not capped at the idle
+	// workers, whose batches would take the lane past a key's backlog
+	// more slowly.
+	keyed atomic.Bool
 	// short says its last rate-limited claim took as many jobs as it had
 	// idle workers (or had none): more may wait for a worker.
 	short atomic.Bool
