@@ -54,14 +54,21 @@ func (p *Pool) acker() {
 			return
 		}
 		pending := []storage.Ack{first}
-		timer := time.NewTimer(p.cfg.FlushDelay)
+		deadline := p.flushBy(first, time.Now().Add(p.cfg.FlushDelay))
+		timer := time.NewTimer(time.Until(deadline))
 	gather:
 		for {
 			select {
 			case a := <-p.acks:
 				pending = append(pending, a)
+				if d := p.flushBy(a, deadline); d.Before(deadline) {
+					deadline = d
+					timer.Reset(max(time.Until(d), 0))
+				}
 			case <-timer.C:
 				break gather
+			case <-p.ackStop:
+				break gather // Stop: write what is pending now
 			}
 		}
 		timer.Stop()
@@ -77,6 +84,28 @@ func (p *Pool) acker() {
 		}
 		p.flush(pending)
 	}
+}
+
+// flushBy is when a flush that must be written by deadline must be
+// written once it also carries a: sooner when a frees a slot of a
+// per-key limit (other processes see the slot free only once it is
+// flushed: KeyFlushDelay) or is a retry or snooze due before deadline
+// (the schedule holds it only once it is flushed).
+func (p *Pool) flushBy(a storage.Ack, deadline time.Time) time.Time {
+	if a.Job == nil {
+		return deadline // a batch's end
+	}
+	if a.Job.Key != "" {
+		if d := time.Now().Add(p.cfg.KeyFlushDelay); d.Before(deadline) {
+			deadline = d
+		}
+	}
+	if (a.State == storage.AckRetried || a.State == storage.AckSnoozed) && !a.RetryAt.IsZero() {
+		if d := time.Now().Add(a.RetryAt.Sub(p.cfg.Now())); d.Before(deadline) {
+			deadline = d
+		}
+	}
+	return deadline
 }
 
 func (p *Pool) flush(pending []storage.Ack) {
@@ -242,3 +271,8 @@ func unfenced(acks []storage.Ack, fenced []int64) []storage.Ack {
 	}
 	return out
 }
+
+// DefaultFlushDelay is Config.FlushDelay's default. A flush costs the
+// server about the same whatever it carries: at 800 jobs/s of the full mix
+// in four processes, 5 ms made flushes of four jobs.
+const DefaultFlushDelay = 20 * time.Millisecond

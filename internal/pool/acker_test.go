@@ -147,6 +147,42 @@ func TestAcksWithinTheFlushDelayShareOneFlush(t *testing.T) {
 	}
 }
 
+// TestAFlushWaitsLessForAKeyedEndOrASoonRetry: with a flush delay of an
+// hour, the end of a job of a per-key limit is flushed within
+// KeyFlushDelay (other processes see its key's slot free only then), and a
+// retry by its due time (the schedule holds it only then).
+func TestAFlushWaitsLessForAKeyedEndOrASoonRetry(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.enqueue()
+	e.enqueue()
+	bs, err := e.store.Claim(ctx, "q", e.owner, 1, false, storage.Limits{MaxJobs: 2, MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 1 || len(bs[0].Jobs) != 2 {
+		t.Fatalf("claimed %+v, want one batch of 2 jobs", bs)
+	}
+	sb := bs[0]
+	p := e.pool(Config{Queues: map[string]int{}, FlushDelay: time.Hour, KeyFlushDelay: 5 * time.Millisecond})
+	stop := e.start(p)
+	defer stop()
+	b := &batch{Batch: sb, owner: e.owner}
+	b.remaining.Store(2)
+	now := time.Now()
+	keyed := sb.Jobs[0]
+	keyed.Key = "customer:7"
+	p.ack(b, storage.Ack{Batch: sb, Job: &keyed, State: storage.AckCompleted, Started: now, Finished: now})
+	e.waitFor("the keyed job's ack, long before the flush delay", func() bool { return e.state(keyed.ID) == "completed" })
+	retried := &sb.Jobs[1]
+	p.ack(b, storage.Ack{Batch: sb, Job: retried, State: storage.AckRetried, Err: "boom", Started: now, Finished: now,
+		RetryAt: time.Now().Add(20 * time.Millisecond)})
+	e.waitFor("the retry in the schedule by its due time", func() bool { return e.state(retried.ID) != "running" })
+	if n := len(e.trace.calls("flush")); n != 2 {
+		t.Fatalf("%d flushes, want 2 (one for each ack, each before the flush delay)", n)
+	}
+}
+
 // TestUnfenced: the acks of fenced batches are left out, the others kept
 // in order.
 func TestUnfenced(t *testing.T) {

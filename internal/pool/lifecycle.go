@@ -25,7 +25,10 @@ func New(cfg Config) *Pool {
 		cfg.Now = time.Now
 	}
 	if cfg.FlushDelay <= 0 {
-		cfg.FlushDelay = 5 * time.Millisecond
+		cfg.FlushDelay = DefaultFlushDelay
+	}
+	if cfg.KeyFlushDelay <= 0 {
+		cfg.KeyFlushDelay = 5 * time.Millisecond
 	}
 	if cfg.Yield == 0 {
 		cfg.Yield = DefaultYield

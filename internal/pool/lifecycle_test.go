@@ -163,7 +163,7 @@ func TestAbandonStopsTheJobsOfALostIdentity(t *testing.T) {
 func TestNewFillsTheDefaults(t *testing.T) {
 	p := New(Config{Queues: map[string]int{"q": 3}})
 	c := p.cfg
-	if c.Logger == nil || c.Backoff == nil || c.Poll != time.Second || c.FlushDelay != 5*time.Millisecond ||
+	if c.Logger == nil || c.Backoff == nil || c.Poll != time.Second || c.FlushDelay != DefaultFlushDelay || c.KeyFlushDelay != 5*time.Millisecond ||
 		c.MaxBatchJobs != 1000 || c.MaxBatchBytes != 8<<20 || c.CancelPoll != time.Second || c.TimeoutGrace != 2*time.Second {
 		t.Fatalf("defaults: %+v", c)
 	}

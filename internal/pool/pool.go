@@ -78,10 +78,17 @@ type Config struct {
 	// may have work (default 1s).
 	ProbeFrom time.Duration
 	// FlushDelay is how long the acker waits after the first pending ack
-	// for more before it writes them all in one transaction (default 5ms:
-	// at a few hundred jobs per second or more, one flush carries several
-	// acks, and one synchronous commit makes them all durable).
+	// for more before it writes them all in one transaction (default
+	// DefaultFlushDelay): one flush carries the acks of that time, and one
+	// synchronous commit makes them all durable. A flush costs the server
+	// mostly a fixed price, whatever it carries. It waits less for an ack
+	// that frees a per-key slot (KeyFlushDelay) and for a retry or snooze
+	// due sooner (then until its due time).
 	FlushDelay time.Duration
+	// KeyFlushDelay bounds the acker's wait once it holds the end of a job
+	// of a per-key limit: other processes see its key's slot free only
+	// once it is flushed (default 5ms).
+	KeyFlushDelay time.Duration
 	// Yield is the longest a claimer that keeps losing announcements waits
 	// before it answers one (default DefaultYield; negative: never waits).
 	// Every announcement of another process (WakeRemote) reaches every
