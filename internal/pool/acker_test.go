@@ -177,9 +177,13 @@ func TestAFlushWaitsLessForAKeyedEndOrASoonRetry(t *testing.T) {
 	retried := &sb.Jobs[1]
 	p.ack(b, storage.Ack{Batch: sb, Job: retried, State: storage.AckRetried, Err: "boom", Started: now, Finished: now,
 		RetryAt: time.Now().Add(20 * time.Millisecond)})
-	e.waitFor("the retry in the schedule by its due time", func() bool { return e.state(retried.ID) != "running" })
-	if n := len(e.trace.calls("flush")); n != 2 {
-		t.Fatalf("%d flushes, want 2 (one for each ack, each before the flush delay)", n)
+	e.waitFor("the retry's flush, by its due time", func() bool { return len(e.trace.calls("flush")) >= 2 })
+	flushes := e.trace.calls("flush")
+	if len(flushes) != 2 {
+		t.Fatalf("%d flushes, want 2 (one for each ack, each long before the flush delay)", len(flushes))
+	}
+	if jobs := flushes[1].args[2].([]int64); !slices.Equal(jobs, []int64{retried.ID}) {
+		t.Fatalf("the second flush wrote jobs %v, want [%d]", jobs, retried.ID)
 	}
 }
 
