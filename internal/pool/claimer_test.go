@@ -57,7 +57,7 @@ func TestADrainedClaimWaitsForAWake(t *testing.T) {
 	if w := p.idleWait.Wait(t, wait); w != time.Hour {
 		t.Fatalf("the first empty claim's wait: %v", w)
 	}
-	claims := func() int { return len(e.trace.calls("claim_start")) }
+	claims := func() int { return len(e.trace.claims()) }
 	if n := claims(); n != 1 {
 		t.Fatalf("%d claims before any job; want 1", n)
 	}
@@ -135,7 +135,7 @@ func TestClaimMarksTheStartsOfJobsForIdleWorkers(t *testing.T) {
 	}
 	claims := func() []traced {
 		var out []traced
-		for _, c := range e.trace.calls("claim_start") {
+		for _, c := range e.trace.claims() {
 			if c.rows > 0 {
 				out = append(out, c)
 			}
@@ -193,13 +193,13 @@ func TestAClaimTakesNoMoreThanMostlyIdleWorkersStart(t *testing.T) {
 	next(t, started, "the first job to start")
 	e.waitFor("one worker busy", func() bool { return q.idle.Load() == 3 })
 
-	before := len(e.trace.calls("claim_start"))
+	before := len(e.trace.claims())
 	ids := []int64{e.enqueue(), e.enqueue(), e.enqueue()}
 	p.Wake("q")
 	for range ids {
 		next(t, started, "a job to start")
 	}
-	c := e.trace.calls("claim_start")[before]
+	c := e.trace.claims()[before]
 	if max, start := c.args[4].(int), c.args[7].(int); max != 3 || start != 3 || c.rows != 3 {
 		t.Fatalf("the claim with 3 of 4 workers idle asked for at most %d jobs, %d starts marked, and took %d; want 3, 3, 3", max, start, c.rows)
 	}
@@ -244,12 +244,12 @@ func TestAClaimMarksForTheWorkersIdleAtItsReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	third, fourth := e.enqueue(), e.enqueue()
-	claimsBefore := len(e.trace.calls("claim_start"))
+	claimsBefore := len(e.trace.claims())
 	p.Wake("q")
 	e.waitFor("the claim to wait for the lock", func() bool {
 		var n int
 		err := e.db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%claim_start%'`).Scan(&n)
+			WHERE wait_event_type = 'Lock' AND wait_event = 'advisory' AND query LIKE '%millrace.claim%'`).Scan(&n)
 		return err == nil && n == 1
 	})
 	close(release)
@@ -262,7 +262,7 @@ func TestAClaimMarksForTheWorkersIdleAtItsReply(t *testing.T) {
 	if !slices.Equal(got, []int64{third, fourth}) {
 		t.Fatalf("jobs %v started, want %d and %d", got, third, fourth)
 	}
-	c := e.trace.calls("claim_start")[claimsBefore]
+	c := e.trace.claims()[claimsBefore]
 	if s := c.args[7].(int); s != 0 || c.rows != 2 {
 		t.Fatalf("the claim sent while both workers were busy asked to mark %d starts and took %d jobs, want 0 and 2", s, c.rows)
 	}
@@ -363,9 +363,9 @@ func TestIdleQueuesAskOnceForAll(t *testing.T) {
 		return most
 	}
 	most := allAsked()
-	claims := len(e.trace.calls("claim_start"))
+	claims := len(e.trace.claims())
 	most = max(most, allAsked())
-	if n := len(e.trace.calls("claim_start")); n != claims {
+	if n := len(e.trace.claims()); n != claims {
 		t.Fatalf("%d claims while every queue was asked about (%d before); want none", n-claims, claims)
 	}
 	if most < 2 {
@@ -392,7 +392,7 @@ func TestIdleQueuesAskOnceForAll(t *testing.T) {
 // claimsBy counts the claims of process owner so far.
 func claimsBy(e *env, owner int32) int {
 	n := 0
-	for _, c := range e.trace.calls("claim_start") {
+	for _, c := range e.trace.claims() {
 		if c.args[1].(int32) == owner {
 			n++
 		}
@@ -434,7 +434,7 @@ func TestALoserOfAnnouncementsYields(t *testing.T) {
 			e.start(a)
 			e.start(b)
 			e.waitFor("both claimers to find nothing", func() bool { return e.trace.emptyClaims() >= 2 })
-			before := len(e.trace.calls("claim_start"))
+			before := len(e.trace.claims())
 			const jobs = 200
 			seen := map[int64]int{}
 			for range jobs {
@@ -454,9 +454,9 @@ func TestALoserOfAnnouncementsYields(t *testing.T) {
 			}
 			// Let the claims still owed to the last announcements happen.
 			e.waitFor("both claimers to wait again", func() bool {
-				return len(e.trace.calls("claim_start")) >= before+jobs
+				return len(e.trace.claims()) >= before+jobs
 			})
-			claims := len(e.trace.calls("claim_start")) - before
+			claims := len(e.trace.claims()) - before
 			t.Logf("%d announcements heard by two processes: %d claims (%d by the first, %d by the second), %d peeks",
 				jobs, claims, claimsBy(e, e.owner), claimsBy(e, b.Owner()), len(e.trace.calls("claim_peek")))
 			// Measured under -race: 208-275 with a yield, 393-398 without.
@@ -547,7 +547,7 @@ func TestAYieldingClaimerStillAnswers(t *testing.T) {
 	// takes counts a's claims that returned a job.
 	takes := func() int {
 		n := 0
-		for _, c := range e.trace.calls("claim_start") {
+		for _, c := range e.trace.claims() {
 			if c.args[1].(int32) == e.owner && c.rows > 0 {
 				n++
 			}

@@ -183,11 +183,30 @@ func (tr *tracer) calls(fn string) []traced {
 	return out
 }
 
+// claims returns the claims that succeeded, in the order they ended:
+// statements calling millrace.claim_start or millrace.claim itself (see
+// storage.ClaimSeen), each with rows less the last one, which says what
+// the claim saw.
+func (tr *tracer) claims() []traced {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var out []traced
+	for _, c := range tr.seen {
+		if c.err == nil && (strings.Contains(c.sql, "millrace.claim_start(") || strings.Contains(c.sql, "millrace.claim(")) {
+			if strings.Contains(c.sql, "UNION ALL") {
+				c.rows--
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // emptyClaims is how many claims found nothing: after each, the claimer
 // waits to be woken (or for Config.Poll).
 func (tr *tracer) emptyClaims() int {
 	n := 0
-	for _, c := range tr.calls("claim_start") {
+	for _, c := range tr.claims() {
 		if c.rows == 0 {
 			n++
 		}

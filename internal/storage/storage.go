@@ -268,6 +268,31 @@ const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_
 		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9, p_buffer => $10,
 		p_pace => $11)`
 
+// claimSeenSQL is a claim's statement as ClaimSeen sends it: the claim's
+// rows, then one more row (tick_id NULL) with what the claim saw
+// (seenCols), read once the claim has run (an Append runs its parts in
+// order). A claim that writes no start row calls
+// millrace.claim itself, as claim_start would, rather than through it.
+// One statement and one function layer less per claim than claimSQL and
+// a statement of seenCols apart.
+func claimSeenSQL(direct bool) string {
+	call := `millrace.claim_start(p_queue => $1, p_owner => $2, p_req => $3, p_retry => $4,
+		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9, p_buffer => $10,
+		p_pace => $11)`
+	if direct {
+		// claim_start's own short path: p_retry is false, and p_start is
+		// none or every job (claim marks the new batches on their ticks).
+		call = `millrace.claim(p_queue => $1, p_owner => $2, p_req => $3, p_retry => $4,
+		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start_all => coalesce($8 > 0, false), p_held => $9, p_buffer => $10,
+		p_pace => $11)`
+	}
+	return `SELECT c.tick_id, c.token, c.id, c.kind, c.args, c.priority, c.attempt, c.max_attempts, c.created_at, c.ready_at,
+	c.timeout_ms, c.cancelled, c.key, c.key_slots, c.waits, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+	FROM ` + call + ` c
+	UNION ALL
+	SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ` + seenCols
+}
+
 // Claim takes the next batches of queue for process owner: the batches
 // whose reply an earlier call with the same req lost (when retry is set), a
 // batch released by the leader, or the next jobs of each priority lane
@@ -304,15 +329,15 @@ func (s *Store) Peek(ctx context.Context, queue string) (takenBy int32, err erro
 	return takenBy, err
 }
 
-// claimedBySQL reads, in a claim's transaction, the process that took the
-// batch which left the claim nothing (millrace.claimed_by, set by the
-// claim's short cut; 0 when it was not taken), and the queue's
+// seenCols read, in a claim's transaction once it has run, the process
+// that took the batch which left the claim nothing (millrace.claimed_by,
+// set by the claim's short cut; 0 when it was not taken), and the queue's
 // concurrency limit (millrace.limit; 0: none), whether a limit bound the
 // claim (millrace.full), when a full rate window has room again
 // (millrace.retry_in), the queue's rate (millrace.rate; 0: none) and the
 // caller's slots of its running limit (millrace.slots), and whether a
 // per-key limit deferred jobs to the schedule (millrace.deferred).
-const claimedBySQL = "SELECT coalesce(nullif(current_setting('millrace.claimed_by', true), ''), '0')::int, " +
+const seenCols = "coalesce(nullif(current_setting('millrace.claimed_by', true), ''), '0')::int, " +
 	"coalesce(nullif(current_setting('millrace.limit', true), ''), '0')::int, coalesce(current_setting('millrace.full', true), '') = '1', " +
 	"coalesce(nullif(current_setting('millrace.retry_in', true), ''), '0')::int, coalesce(nullif(current_setting('millrace.rate', true), ''), '0')::int, " +
 	"coalesce(nullif(current_setting('millrace.slots', true), ''), '0')::int, coalesce(current_setting('millrace.deferred', true), '') = '1'"
@@ -354,15 +379,27 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 		starve = 5 * time.Second
 	}
 	byTick := map[int64]*Batch{}
+	var seenRow bool
 	scan := func(rows pgx.Rows) error {
 		for rows.Next() {
+			if rows.RawValues()[0] == nil {
+				// The last row: what the claim saw.
+				var ms int32
+				if err := rows.Scan(nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+					&seen.TakenBy, &seen.Limit, &seen.Full, &ms, &seen.Rate, &seen.Slots, &seen.Deferred); err != nil {
+					return err
+				}
+				seen.RetryIn = time.Duration(ms) * time.Millisecond
+				seenRow = true
+				continue
+			}
 			var tick, token int64
 			var timeoutMS int32
 			var j Job
 			var key *string
 			var slots *int32
 			if err := rows.Scan(&tick, &token, &j.ID, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt,
-				&j.ReadyAt, &timeoutMS, &j.Cancelled, &key, &slots, &j.KeyWaits); err != nil {
+				&j.ReadyAt, &timeoutMS, &j.Cancelled, &key, &slots, &j.KeyWaits, nil, nil, nil, nil, nil, nil, nil); err != nil {
 				return err
 			}
 			if key != nil {
@@ -388,16 +425,12 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 		return nil, Seen{}, err
 	}
 	defer c.Release()
+	direct := !retry && (lim.Start <= 0 || lim.Start >= lim.MaxJobs)
 	err = runTx(ctx, c.Conn(), TxOpts{AsyncCommit: true},
-		stmt{sql: claimSQL, args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held, lim.Buffer, paceArg(lim.Pace)}, scan: scan},
-		stmt{sql: claimedBySQL, scan: func(rows pgx.Rows) error {
-			var ms int32
-			if err := scanOne(&seen.TakenBy, &seen.Limit, &seen.Full, &ms, &seen.Rate, &seen.Slots, &seen.Deferred)(rows); err != nil {
-				return err
-			}
-			seen.RetryIn = time.Duration(ms) * time.Millisecond
-			return nil
-		}})
+		stmt{sql: claimSeenSQL(direct), args: []any{queue, owner, req, retry, lim.MaxJobs, lim.MaxBytes, starve, lim.Start, lim.Held, lim.Buffer, paceArg(lim.Pace)}, scan: scan})
+	if err == nil && !seenRow {
+		err = errors.New("millrace: a claim's reply ended before what it saw")
+	}
 	if err != nil {
 		return nil, Seen{}, err
 	}
