@@ -10,7 +10,7 @@ import (
 
 // TestEmptyClaimLooksAtNoJob: a claim of a one-lane queue with no job
 // past its newest batch in the call's first snapshot returns nothing by
-// a few index probes, without lane_take (most claims of a queue that
+// a few index probes, without range_jobs (most claims of a queue that
 // several processes work are woken by a job another claim took); and a
 // job that commits after that batch, in flight when it was taken or
 // after it, is still claimed.
@@ -23,7 +23,7 @@ func TestEmptyClaimLooksAtNoJob(t *testing.T) {
 	}
 	req := int64(0)
 	// claim returns the jobs a claim took, and whether it looked at the
-	// lane's jobs (lane_take, counted in its own transaction).
+	// lane's jobs (range_jobs, counted in its own transaction).
 	claim := func() (jobs []int64, looked bool) {
 		t.Helper()
 		req++
@@ -32,12 +32,12 @@ func TestEmptyClaimLooksAtNoJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback(ctx)
-		// The session's counts of lane_take's calls, before and after
+		// The session's counts of range_jobs's calls, before and after
 		// (they are pending until flushed, not reset per transaction).
 		calls := func() int64 {
 			t.Helper()
 			var n int64
-			if err := tx.QueryRow(ctx, "SELECT coalesce(pg_stat_get_xact_function_calls('millrace.lane_take'::regproc), 0)").Scan(&n); err != nil {
+			if err := tx.QueryRow(ctx, "SELECT coalesce(pg_stat_get_xact_function_calls('millrace.range_jobs'::regproc), 0)").Scan(&n); err != nil {
 				t.Fatal(err)
 			}
 			return n

@@ -593,6 +593,7 @@ DECLARE
     v_lsnap pg_snapshot;            -- the lane's newest tick: its snapshot,
     v_lmore boolean;                -- whether it stopped at a cap,
     v_lowner integer;               -- and the process that took it
+    v_lread  boolean := false;      -- read here, it ends a range (not cut at a cap) or there is none
     v_paused boolean;
     v_limit  int;                   -- the queue's concurrency limit (NULL: none)
     v_held   int;                   -- the jobs of the queue this process has in hand (limited queues)
@@ -849,6 +850,10 @@ BEGIN
         -- probes, as lanes_waiting's: an EXISTS may be planned as a scan.
         SELECT t.snap, t.more, t.owner INTO v_lsnap, v_lmore, v_lowner
         FROM millrace.tick t WHERE t.queue = p_queue AND t.priority = v_lane ORDER BY t.tick_id DESC LIMIT 1;
+        -- Read under the claim lock, it is the lane's newest tick when the
+        -- lane is taken below: a range not cut at a cap (or none) lets the
+        -- take go without lane_take, which would read it again.
+        v_lread := NOT coalesce(v_lmore, false);
         IF FOUND AND NOT v_lmore
            AND (SELECT j.id FROM millrace.job j WHERE j.queue = p_queue AND j.priority = v_lane
                   AND j.txid >= pg_snapshot_xmax(v_lsnap) AND j.txid < pg_snapshot_xmax(v_asked)
@@ -936,15 +941,40 @@ BEGIN
                 -- scan for all of them (a probe per job was a third of a
                 -- 500-job claim's time), and matched in a hash of the few
                 -- found.
-                RETURN QUERY
-                WITH r AS MATERIALIZED (
-                    SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, v_whole)
-                                  WITH ORDINALITY AS r),
-                x AS MATERIALIZED (
-                    SELECT c.job_id FROM millrace.cancel c WHERE c.job_id = ANY (ARRAY(SELECT r.id FROM r)))
-                SELECT v_tick, v_tick, r.id, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
-                       r.ready_at, r.timeout_ms, r.id IN (SELECT x.job_id FROM x), NULL::text, NULL::int, false
-                FROM r ORDER BY r.ordinality;
+                IF v_lread THEN
+                    -- The lane's newest tick was read above and ends a range
+                    -- (or there is none): lane_take's second pass, inline.
+                    -- The jobs committed since that tick and visible in
+                    -- v_snap, and their tick, in this one statement: no
+                    -- call of lane_take (its SET clauses, a copy of each
+                    -- row) and no second read of the tick.
+                    RETURN QUERY
+                    WITH r AS MATERIALIZED (
+                        SELECT * FROM millrace.range_jobs(p_queue, v_lane, coalesce(v_lsnap, '1:1:'::pg_snapshot), v_snap,
+                                                          NULL, NULL, NULL, NULL, v_left, v_bytes) WITH ORDINALITY AS r),
+                    t AS (
+                        INSERT INTO millrace.tick (slot, queue, priority, tick_id, prev_snap, snap, after_txid, after_id, upto_txid, upto_id,
+                                                   more, owner, req, njobs, started)
+                        SELECT millrace.current_segment(), p_queue, v_lane, v_tick, coalesce(v_lsnap, '1:1:'::pg_snapshot), v_snap, NULL, NULL,
+                               l.txid, l.id, s.n >= v_left OR s.b >= v_bytes, p_owner, p_req, s.n, v_whole
+                        FROM (SELECT count(*)::int AS n, sum(octet_length(r.args::text)) AS b FROM r) s,
+                             (SELECT r.txid, r.id FROM r ORDER BY r.ordinality DESC LIMIT 1) l),
+                    x AS MATERIALIZED (
+                        SELECT c.job_id FROM millrace.cancel c WHERE c.job_id = ANY (ARRAY(SELECT r.id FROM r)))
+                    SELECT v_tick, v_tick, r.id, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
+                           r.ready_at, r.timeout_ms, r.id IN (SELECT x.job_id FROM x), NULL::text, NULL::int, false
+                    FROM r ORDER BY r.ordinality;
+                ELSE
+                    RETURN QUERY
+                    WITH r AS MATERIALIZED (
+                        SELECT * FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, v_whole)
+                                      WITH ORDINALITY AS r),
+                    x AS MATERIALIZED (
+                        SELECT c.job_id FROM millrace.cancel c WHERE c.job_id = ANY (ARRAY(SELECT r.id FROM r)))
+                    SELECT v_tick, v_tick, r.id, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
+                           r.ready_at, r.timeout_ms, r.id IN (SELECT x.job_id FROM x), NULL::text, NULL::int, false
+                    FROM r ORDER BY r.ordinality;
+                END IF;
                 GET DIAGNOSTICS v_n = ROW_COUNT;
                 v_taken := v_taken + v_n;
                 EXIT body;
