@@ -654,45 +654,49 @@ func (s *Store) claimBatch(ctx context.Context, queue string, owner int32, req i
 func TestClaimBytesAtMostTheCapPlusOneJob(t *testing.T) {
 	ctx := context.Background()
 	s, pool := newStore(t)
-	var jobs []NewJob
-	for i := 0; i < 30; i++ {
-		pad := strings.Repeat("x", 500+(i*337)%2500) // 0.5-3 kB
-		if i == 17 {
-			pad = strings.Repeat("y", 12000) // larger than the cap
+	// One lane (the claim takes its range itself) and two (lane_take).
+	for _, lanes := range []int{1, 2} {
+		queue := fmt.Sprintf("q%d", lanes)
+		var jobs []NewJob
+		for i := 0; i < 30; i++ {
+			pad := strings.Repeat("x", 500+(i*337)%2500) // 0.5-3 kB
+			if i == 17 {
+				pad = strings.Repeat("y", 12000) // larger than the cap
+			}
+			jobs = append(jobs, NewJob{Queue: queue, Kind: "k", Args: []byte(`{"p":"` + pad + `"}`), Priority: int16(1 + i%lanes), MaxAttempts: 3})
 		}
-		jobs = append(jobs, NewJob{Queue: "q", Kind: "k", Args: []byte(`{"p":"` + pad + `"}`), Priority: int16(1 + i%2), MaxAttempts: 3})
-	}
-	if _, err := EnqueueMany(ctx, pool, jobs); err != nil {
-		t.Fatal(err)
-	}
-	const capBytes = 8000
-	seen := 0
-	for req := int64(1); ; req++ {
-		bs, err := s.Claim(ctx, "q", 1, req, false, Limits{MaxJobs: 1000, MaxBytes: capBytes})
-		if err != nil {
+		if _, err := EnqueueMany(ctx, pool, jobs); err != nil {
 			t.Fatal(err)
 		}
-		if len(bs) == 0 {
-			break
-		}
-		var sizes []int
-		for _, b := range bs {
-			for _, j := range b.Jobs {
-				sizes = append(sizes, len(j.Args))
+		const capBytes = 8000
+		seen := 0
+		for req := int64(1); ; req++ {
+			bs, err := s.Claim(ctx, queue, 1, req, false, Limits{MaxJobs: 1000, MaxBytes: capBytes})
+			if err != nil {
+				t.Fatal(err)
 			}
+			if len(bs) == 0 {
+				break
+			}
+			var sizes []int
+			for _, b := range bs {
+				for _, j := range b.Jobs {
+					sizes = append(sizes, len(j.Args))
+				}
+			}
+			total := 0
+			for _, n := range sizes {
+				total += n
+			}
+			last := sizes[len(sizes)-1]
+			if total-last >= capBytes || total > capBytes+last {
+				t.Errorf("%d lanes: claim %d took %d bytes in %d jobs (last %d); want less than %d before the last job", lanes, req, total, len(sizes), last, capBytes)
+			}
+			seen += len(sizes)
 		}
-		total := 0
-		for _, n := range sizes {
-			total += n
+		if seen != len(jobs) {
+			t.Fatalf("%d lanes: claimed %d jobs of %d", lanes, seen, len(jobs))
 		}
-		last := sizes[len(sizes)-1]
-		if total-last >= capBytes || total > capBytes+last {
-			t.Errorf("claim %d took %d bytes in %d jobs (last %d); want less than %d before the last job", req, total, len(sizes), last, capBytes)
-		}
-		seen += len(sizes)
-	}
-	if seen != len(jobs) {
-		t.Fatalf("claimed %d jobs of %d", seen, len(jobs))
 	}
 }
 
