@@ -56,9 +56,15 @@ BEGIN
     -- EXISTS: in the cached plan EXISTS may become a hashed subplan, which
     -- reads every row of the table at each call (see docs/architecture.md,
     -- "Probes, not hashes").
+    -- The batch's holder token as millrace.holder reads it, inline: a
+    -- flush at 800 jobs/s carries about as many batches as jobs, and a
+    -- call per batch (its SET clauses) cost more than the two probes.
     SELECT coalesce(array_agg(x.t), '{}') INTO v_fenced FROM (
         SELECT DISTINCT u.t, u.k FROM unnest(p_tick || p_done_tick, p_token || p_done_token) AS u(t, k)) x
-    WHERE (SELECT h.token FROM millrace.holder(x.t) h) IS DISTINCT FROM x.k
+    WHERE (SELECT h.token FROM ((SELECT l.token FROM millrace.lease l WHERE l.tick_id = x.t ORDER BY l.token DESC LIMIT 1)
+                                UNION ALL
+                                (SELECT t.tick_id FROM millrace.tick t WHERE t.tick_id = x.t AND NOT t.carried LIMIT 1)) h
+           ORDER BY h.token DESC LIMIT 1) IS DISTINCT FROM x.k
        OR (SELECT count(*) FROM millrace.done d WHERE d.tick_id = x.t) > 0;
     -- v_new[i]: ack i is written (not fenced, not already written).
     SELECT coalesce(array_agg(u.t <> ALL (v_fenced)
