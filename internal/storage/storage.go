@@ -260,21 +260,13 @@ func insertJobs(ctx context.Context, jobs []NewJob, notify bool, run func(scan f
 	return out, nil
 }
 
-// claimSQL is a claim; it runs in its own READ COMMITTED transaction that
-// commits asynchronously (see Claim).
-const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled,
-	key, key_slots, waits
-	FROM millrace.claim_start(p_queue => $1, p_owner => $2, p_req => $3, p_retry => $4,
-		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9, p_buffer => $10,
-		p_pace => $11)`
-
 // claimSeenSQL is a claim's statement as ClaimSeen sends it: the claim's
 // rows, then one more row (tick_id NULL) with what the claim saw
 // (seenCols), read once the claim has run (an Append runs its parts in
 // order). A claim that writes no start row calls
 // millrace.claim itself, as claim_start would, rather than through it.
-// One statement and one function layer less per claim than claimSQL and
-// a statement of seenCols apart.
+// One statement and one function layer less per claim than claim_start
+// and a statement of seenCols apart.
 func claimSeenSQL(direct bool) string {
 	call := `millrace.claim_start(p_queue => $1, p_owner => $2, p_req => $3, p_retry => $4,
 		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9, p_buffer => $10,

@@ -8,6 +8,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// claimSQL is a claim through claim_start, without what it saw.
+const claimSQL = `SELECT tick_id, token, id, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms, cancelled,
+	key, key_slots, waits
+	FROM millrace.claim_start(p_queue => $1, p_owner => $2, p_req => $3, p_retry => $4,
+		p_max_jobs => $5, p_max_bytes => $6, p_starve => $7, p_start => $8, p_held => $9, p_buffer => $10,
+		p_pace => $11)`
+
 // claimImplicit is a claim as it was sent before every protocol
 // transaction set its own isolation and timeouts: synchronous_commit off
 // and the claim, in the pipeline's implicit transaction. For comparison
@@ -15,7 +22,7 @@ import (
 func (s *Store) claimImplicit(ctx context.Context, queue string, owner int32, req int64, lim Limits) (int, error) {
 	var b pgx.Batch
 	b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
-	b.Queue(claimSQL, queue, owner, req, false, lim.MaxJobs, lim.MaxBytes, "5s", 0)
+	b.Queue(claimSQL, queue, owner, req, false, lim.MaxJobs, lim.MaxBytes, "5s", 0, nil, 0, nil)
 	br := s.Pool.SendBatch(ctx, &b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
