@@ -412,6 +412,44 @@ func keyClaim(t *testing.T, s *Store, queue string, owner int32, req int64) ([]s
 	return got, bs
 }
 
+// TestPerKeyLimitKeyOfKindAndField: a per-key limit keyed by the job's
+// kind and an args field keys each job by both parts, joined by /
+// (job_key_parts), and one keyed by the kind alone or a field alone by
+// that part (job_key's inlined expression); a missing field keys as
+// empty. Each key runs one job at once and buffers the next.
+func TestPerKeyLimitKeyOfKindAndField(t *testing.T) {
+	ctx := context.Background()
+	s, pool, a, _ := limitedQueue(t, "kk", 0, 0)
+	add := func(kind, args string) {
+		if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "kk", Kind: kind, Args: []byte(args), Priority: 1, MaxAttempts: 3}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for req, c := range []struct {
+		by   []string
+		want string
+	}{
+		{[]string{"kind", "args.c"}, "[x/1 x/1* y/1 x/2 x/]"},
+		{[]string{"kind"}, "[x x* y x* x*]"},
+		{[]string{"args.c"}, "[1 1* 1* 2 ]"},
+	} {
+		add("x", `{"c":1}`)
+		add("x", `{"c":1}`)
+		add("y", `{"c":1}`)
+		add("x", `{"c":2}`)
+		add("x", `{}`)
+		if err := SetLimit(ctx, pool, "kk", Limit{PerKey: 1, Key: c.by}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := keyClaim(t, s, "kk", a, int64(req+1)); fmt.Sprint(got) != c.want {
+			t.Fatalf("keyed by %v, the claim took keys %v; want %s", c.by, got, c.want)
+		}
+		if _, err := pool.Exec(ctx, "DELETE FROM millrace.keyhold WHERE queue = 'kk'"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestPerKeyLimitDefersPastTheKeysSlots: under a per-key limit of 1, a
 // claim takes, of each key, a job for each slot the live processes leave
 // free and, when its process holds a slot of the key, a buffer of up to

@@ -12,6 +12,7 @@ DROP TABLE millrace.keyrate;
 DROP SEQUENCE millrace.keyrate_seq;
 DROP FUNCTION IF EXISTS millrace.key_defer(text, integer, bigint, bigint, millrace.job[], integer, integer, interval, text[], integer[], interval, timestamp with time zone, jsonb, jsonb, jsonb);
 DROP FUNCTION IF EXISTS millrace.job_key(text, jsonb, text[]);
+DROP FUNCTION IF EXISTS millrace.job_key_parts(text, jsonb, text[]);
 DROP FUNCTION IF EXISTS millrace.key_held(text, text, integer);
 DROP FUNCTION IF EXISTS millrace.key_limits(text, integer);
 DROP FUNCTION IF EXISTS millrace.flush(integer, bigint, bigint[], bigint[], bigint[], smallint[], integer[], text[], timestamp with time zone[], text[], text[], jsonb[], smallint[], integer[], timestamp with time zone[], integer[], timestamp with time zone[], timestamp with time zone[], bigint[], bigint[], text[], boolean, text[], text[], integer[]);
