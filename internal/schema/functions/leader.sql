@@ -362,9 +362,13 @@ CREATE OR REPLACE FUNCTION millrace.promote_due(p_compact_min bigint DEFAULT 100
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 #variable_conflict use_column
 DECLARE
+    -- One generic plan per statement, cached for the session (plan_cache_mode):
+    -- with custom plans Postgres planned most statements anew at each call,
+    -- and the planning cost as much as running them.
     v_snap  pg_snapshot;
     v_now   timestamptz := clock_timestamp();
     v_last  millrace.promote;
