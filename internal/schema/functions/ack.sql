@@ -36,6 +36,7 @@ DECLARE
     v_slot   smallint;
     v_n      bigint;
     v_off    interval;
+    v_b_at    timestamptz;
     v_b_done  smallint;
     v_b_other smallint;
 BEGIN
@@ -113,9 +114,13 @@ BEGIN
     END IF;
 
     -- History's buckets by the time of this flush, computed once (a row's
-    -- bucket depends on its state only as completed or not).
-    v_b_done := millrace.history_bucket(1::smallint, clock_timestamp());
-    v_b_other := millrace.history_bucket(3::smallint, clock_timestamp());
+    -- bucket depends on its state only as completed or not). The time is
+    -- a variable: the planner inlines history_bucket only when its
+    -- argument is not volatile, and a call it does not inline plans the
+    -- function's body each time.
+    v_b_at := clock_timestamp();
+    v_b_done := millrace.history_bucket(1::smallint, v_b_at);
+    v_b_other := millrace.history_bucket(3::smallint, v_b_at);
     -- Completed attempts (version 11): one row per queue and block of 32
     -- job ids, its index entries shared by every job of it; kind,
     -- priority, attempt and max attempts are kept once when every job of
@@ -180,6 +185,7 @@ AS $function$
 DECLARE
     v_fenced boolean;
     v_acked  boolean;
+    v_at     timestamptz := clock_timestamp();  -- a variable: history_bucket is inlined (see flush)
 BEGIN
     -- The check of the batch's holder below must see releases committed
     -- after the caller's transaction began: a snapshot older than its lock
@@ -227,8 +233,8 @@ BEGIN
     VALUES (millrace.txn_slot(), p_job, p_tick, p_token, 1, p_attempt);
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, owner)
-    VALUES (millrace.history_bucket(1::smallint, clock_timestamp()), p_job, p_attempt, 1, p_queue, p_kind, NULL, p_priority,
-            p_max_attempts, p_created_at, least(p_started, clock_timestamp()), clock_timestamp(), p_owner);
+    VALUES (millrace.history_bucket(1::smallint, v_at), p_job, p_attempt, 1, p_queue, p_kind, NULL, p_priority,
+            p_max_attempts, p_created_at, least(p_started, v_at), v_at, p_owner);
 END $function$;
 COMMENT ON FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer) IS
     'complete finalizes an attempt inside the caller''s transaction (exactly-once for the handler''s database effects): the ack, the batch''s done row when it is the last, and the history row (without args: history keeps none for a completed attempt, and p_args is not read; it stays in the signature of version 8), bucketed by the time it is called, not by its transaction''s start, which may be older than the job. The caller''s transaction must be READ COMMITTED. It reads the batch''s state in a subtransaction rolled back at once, so that the caller''s transaction holds only the slot its ack goes to.';

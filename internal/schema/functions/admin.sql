@@ -30,6 +30,7 @@ AS $function$
 DECLARE
     v_state text;
     v_j record;
+    v_at timestamptz;
     v_q text := coalesce((SELECT j.queue FROM millrace.job j WHERE j.id = p_id LIMIT 1),
                          (SELECT s.queue FROM millrace.sched s WHERE s.id = p_id LIMIT 1));
 BEGIN
@@ -103,10 +104,11 @@ BEGIN
         SELECT j.attempt, j.queue, j.kind, j.args, j.priority, j.max_attempts, j.created_at INTO v_j
         FROM millrace.job j WHERE j.id = p_id ORDER BY j.ready_at DESC LIMIT 1;
     END IF;
+    v_at := clock_timestamp();  -- a variable: history_bucket is inlined (see flush)
     INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
                                   started_at, finished_at, error, owner)
-    VALUES (millrace.history_bucket(4::smallint, clock_timestamp()), p_id, v_j.attempt, 4, v_j.queue, v_j.kind, v_j.args,
-            v_j.priority, v_j.max_attempts, v_j.created_at, NULL, clock_timestamp(), 'cancelled before it ran', 0);
+    VALUES (millrace.history_bucket(4::smallint, v_at), p_id, v_j.attempt, 4, v_j.queue, v_j.kind, v_j.args,
+            v_j.priority, v_j.max_attempts, v_j.created_at, NULL, v_at, 'cancelled before it ran', 0);
     RETURN 'cancelled';
 END $function$;
 COMMENT ON FUNCTION millrace.cancel(p_id bigint) IS

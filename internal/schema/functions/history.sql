@@ -47,8 +47,11 @@ CREATE OR REPLACE FUNCTION millrace.history_bucket(p_state smallint, p_at timest
  LANGUAGE sql
  IMMUTABLE
 AS $function$
-    SELECT CASE WHEN p_state = 1 THEN (floor(extract(epoch FROM p_at) / 7200)::bigint % 36)::smallint
-                ELSE (36 + floor(extract(epoch FROM p_at) / 86400)::bigint % 32)::smallint END
+    -- The epoch as an interval since 1970: extract(epoch FROM timestamptz)
+    -- is only STABLE (other fields depend on the time zone), and the
+    -- planner inlines an IMMUTABLE function only when its body is too.
+    SELECT CASE WHEN p_state = 1 THEN (floor(extract(epoch FROM p_at - '1970-01-01 00:00:00+00'::timestamptz) / 7200)::bigint % 36)::smallint
+                ELSE (36 + floor(extract(epoch FROM p_at - '1970-01-01 00:00:00+00'::timestamptz) / 86400)::bigint % 32)::smallint END
 $function$;
 COMMENT ON FUNCTION millrace.history_bucket(p_state smallint, p_at timestamp with time zone) IS
     'history_bucket is the history partition of a row finished at p_at in state p_state: completed rows (state 1) in 36 two-hour buckets (0-35), the others in 32 one-day buckets (36-67), by the server''s clock.';
