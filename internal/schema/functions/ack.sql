@@ -28,9 +28,7 @@ CREATE OR REPLACE FUNCTION millrace.flush(p_owner integer, p_seq bigint, p_job b
  SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 DECLARE
-    -- One generic plan per statement, cached for the session (plan_cache_mode):
-    -- with custom plans Postgres planned most statements anew at each call,
-    -- and the planning cost as much as running them.
+    -- One generic plan per statement (plan_cache_mode): see claim.
     v_fenced bigint[];
     v_new    boolean[];
     v_slot   smallint;
@@ -248,9 +246,7 @@ CREATE OR REPLACE FUNCTION millrace.mark_started(p_owner integer, p_tick bigint[
  SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 DECLARE
-    -- One generic plan per statement, cached for the session (plan_cache_mode):
-    -- with custom plans Postgres planned most statements anew at each call,
-    -- and the planning cost as much as running them.
+    -- One generic plan per statement (plan_cache_mode): see claim.
     v_fenced bigint[];
 BEGIN
     -- Fencing, as in flush: each batch's fence lock held shared while its

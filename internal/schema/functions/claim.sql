@@ -425,9 +425,7 @@ CREATE OR REPLACE FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_t
 AS $function$
 -- PL/pgSQL for a plan cached for the session: a claim of a queue with a
 -- per-key limit calls it for each batch it takes. One generic plan per
--- statement (plan_cache_mode): with custom plans Postgres planned most
--- statements anew at each call, and the planning cost as much as running
--- them.
+-- statement (plan_cache_mode): see claim.
 DECLARE
     v_now  timestamptz := coalesce(p_now, clock_timestamp());
     v_d    record;
@@ -1118,9 +1116,7 @@ CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p
 AS $function$
 #variable_conflict use_column
 BEGIN
-    -- One generic plan per statement, cached for the session (plan_cache_mode):
-    -- with custom plans Postgres planned most statements anew at each call,
-    -- and the planning cost as much as running them.
+    -- One generic plan per statement (plan_cache_mode): see claim.
     IF NOT coalesce(p_retry, false) AND (coalesce(p_start, 0) <= 0 OR p_start >= p_max_jobs) THEN
         -- No start row to write here: none (every job goes to a busy
         -- worker), or every job to an idle one, which the claim marks

@@ -366,9 +366,7 @@ CREATE OR REPLACE FUNCTION millrace.promote_due(p_compact_min bigint DEFAULT 100
 AS $function$
 #variable_conflict use_column
 DECLARE
-    -- One generic plan per statement, cached for the session (plan_cache_mode):
-    -- with custom plans Postgres planned most statements anew at each call,
-    -- and the planning cost as much as running them.
+    -- One generic plan per statement (plan_cache_mode): see claim.
     v_snap  pg_snapshot;
     v_now   timestamptz := clock_timestamp();
     v_last  millrace.promote;
