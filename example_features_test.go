@@ -284,12 +284,22 @@ func ExampleSetLimit() {
 
 	var mu sync.Mutex
 	running, most, done := 0, 0, make(chan struct{}, 10)
+	// A job waits (up to 5 s) until two run at once, so what the example
+	// shows is the limit, not how fast this machine claims.
+	two, once := make(chan struct{}), sync.Once{}
 	workers := millrace.NewWorkers()
 	millrace.AddWorker(workers, millrace.WorkFunc(func(ctx context.Context, job *millrace.Job[EmailArgs]) error {
 		mu.Lock()
 		running++
 		most = max(most, running)
+		if running == 2 {
+			once.Do(func() { close(two) })
+		}
 		mu.Unlock()
+		select {
+		case <-two:
+		case <-time.After(5 * time.Second):
+		}
 		time.Sleep(20 * time.Millisecond)
 		mu.Lock()
 		running--

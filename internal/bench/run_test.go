@@ -890,7 +890,12 @@ classes:
 			t.Skip("no run without the guard to compare with")
 		}
 		t.Logf("stress horizon older than 2.5 s in %.0f%% of the samples with the guard, %.0f%% without", 100*share, 100*withoutShare)
-		if withoutShare < 0.5 {
+		// Chained readers hold it older than 2.5 s in most samples on a
+		// quiet machine; a loaded one delays some readers' starts and
+		// breaks the chain now and then (a clean-clone CI run: 40%).
+		// A quarter still says they chained: unchained readers never
+		// hold it past one report and a poll.
+		if withoutShare < 0.25 {
 			t.Errorf("without the guard the horizon was older than 2.5 s in only %.0f%% of the samples: the readers did not chain", 100*withoutShare)
 		}
 		if share > withoutShare/4 {
