@@ -31,13 +31,21 @@ const stateActive = "active"
 // backends holding partitions of two slots or more (a write path holds
 // only the slot it writes) that run a statement, or whose state the
 // leader cannot see. rotate cancels their statements once they kept the
-// slot a rotation period past its time.
+// slot a rotation period past its time. It returns none when another
+// holder is not such a reader (a writer, or a session idle in its
+// transaction): the slot stays held whatever the readers do, and a round
+// that waited for its locks would only queue them ahead of every
+// statement that reads the ring, the queue's own claims included, and
+// cancel the claims and peeks it found holding the slot with it (a
+// session idle in a transaction holding one slot cut a loaded queue's
+// completions from 366 to 119 a second).
 func ringReaders(holders []holder) []holder {
 	var readers []holder
 	for _, h := range holders {
-		if h.slots >= 2 && (h.state == stateActive || h.state == "") {
-			readers = append(readers, h)
+		if h.slots < 2 || (h.state != stateActive && h.state != "") {
+			return nil
 		}
+		readers = append(readers, h)
 	}
 	return readers
 }

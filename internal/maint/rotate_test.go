@@ -141,3 +141,146 @@ func TestRingTurnsUnderALoopOfShortReaders(t *testing.T) {
 		t.Errorf("the leader did not say it cancelled the reader:\n%s", logs.String())
 	}
 }
+
+// TestNoWaitBehindASessionIdleInItsTransaction: a session idle in its
+// transaction holds one slot (a writer, which the leader never ends) and
+// a reader loops over the queue's tables. Waiting for the slot's locks
+// cannot reclaim it while the idle session holds it: the leader's rounds
+// must not queue for them, ahead of every statement that reads the ring
+// (the queue's own claims: under load, a clean-clone CI run of
+// TestRotationUnderLoadAndLock saw completions fall from 366 to 119 a
+// second). A sampler looks for the leader's lock request waiting on the
+// slot's partition. Once the idle session lets go, the reader alone holds
+// the slot, and the rounds wait and cancel as
+// TestRingTurnsUnderALoopOfShortReaders shows.
+func TestNoWaitBehindASessionIdleInItsTransaction(t *testing.T) {
+	ctx := context.Background()
+	pool := testkit.DB(t)
+	s := &storage.Store{Pool: pool}
+	var logs lockedBuffer
+	m := New(Config{Store: s, Logger: slog.New(slog.NewTextHandler(&logs, nil)), RotateAfter: 200 * time.Millisecond,
+		LogEvery: time.Nanosecond})
+
+	var slot int
+	if err := pool.QueryRow(ctx, "SELECT segment FROM millrace.rotation ORDER BY id DESC LIMIT 1").Scan(&slot); err != nil {
+		t.Fatal(err)
+	}
+	idle, err := pgx.Connect(ctx, pool.Config().ConnConfig.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close(ctx)
+	itx, err := idle.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := itx.Exec(ctx, "LOCK TABLE millrace.job_"+strconv.Itoa(slot)+" IN ACCESS SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var reads, cancelled atomicCounter
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		conn, err := pgx.Connect(rctx, pool.Config().ConnConfig.ConnString())
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		for rctx.Err() == nil {
+			_, err := conn.Exec(rctx, "SELECT (SELECT count(*) FROM millrace.job), pg_sleep(0.3)")
+			switch {
+			case err == nil:
+				reads.add()
+			case strings.Contains(err.Error(), "57014"):
+				cancelled.add()
+			}
+		}
+	}()
+	testkit.WaitFor(t, "the reader to hold the ring", 10*time.Second, func() bool { return reads.get() > 0 })
+
+	reclaimed := func() bool {
+		var ok bool
+		if err := pool.QueryRow(ctx, `SELECT coalesce((SELECT max(id) FROM millrace.reclaim WHERE segment = $1), 0)
+			> (SELECT max(id) FROM millrace.rotation WHERE segment = $1)`, slot).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	// The sampler: a lock request on the slot's job partition in ACCESS
+	// EXCLUSIVE mode, not granted, is the leader's round waiting for it.
+	var samples, waiting atomicCounter
+	sampleDone := make(chan struct{})
+	go func() {
+		defer close(sampleDone)
+		conn, err := pgx.Connect(rctx, pool.Config().ConnConfig.ConnString())
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var n int
+			if err := conn.QueryRow(rctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'relation' AND NOT granted
+				AND mode = 'AccessExclusiveLock' AND relation = to_regclass('millrace.job_' || $1::int)`, slot).Scan(&n); err == nil {
+				samples.add()
+				if n > 0 {
+					waiting.add()
+				}
+			}
+			select {
+			case <-rctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	// Rounds every 100 ms: the slot leaves use at the first rotation and
+	// is due 200 ms later; from there on it is blocked, and overdue after
+	// another 200 ms. Thirty rounds are three seconds of it.
+	blocked := 0
+	for i := 0; i < 30; i++ {
+		time.Sleep(100 * time.Millisecond) // a leader's cadence, not a wait for a condition
+		if err := m.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(logs.String(), "slot "+strconv.Itoa(slot)+" cannot be reclaimed") {
+			blocked++
+		}
+	}
+	if blocked == 0 {
+		t.Fatalf("slot %d was never blocked in 30 rounds: the test held nothing\n%s", slot, logs.String())
+	}
+	if reclaimed() {
+		t.Fatalf("slot %d was reclaimed while a session held it", slot)
+	}
+	t.Logf("%d rounds blocked; %d of %d samples saw the leader wait for the slot's lock; the reader: %d reads, %d cancelled",
+		blocked, waiting.get(), samples.get(), reads.get(), cancelled.get())
+	if samples.get() == 0 {
+		t.Fatal("the sampler read nothing")
+	}
+	if w := waiting.get(); w > 0 {
+		t.Errorf("in %d of %d samples the leader waited for the lock of slot %d, which a session idle in its transaction held: the wait could not reclaim it and held back every reader of the ring", w, samples.get(), slot)
+	}
+
+	// The idle session lets go: the reader alone keeps the slot, and the
+	// rounds wait for it and cancel the reader's statement.
+	if err := itx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 60 && !reclaimed(); i++ {
+		time.Sleep(100 * time.Millisecond)
+		if err := m.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !reclaimed() {
+		t.Errorf("slot %d not reclaimed in 60 rounds once only the reader held it; the reader: %d reads, %d cancelled", slot, reads.get(), cancelled.get())
+	}
+	stop()
+	<-readerDone
+	<-sampleDone
+}

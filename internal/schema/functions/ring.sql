@@ -661,7 +661,16 @@ BEGIN
         -- them: the claims queue behind for as long as that takes.
         FOR v_try IN 1 .. CASE WHEN p_wait IS NULL THEN 20 ELSE 1 END LOOP
             BEGIN
-                IF p_wait IS NULL THEN
+                -- A wait is for readers, whose statements the leader
+                -- cancels meanwhile. A session idle in a transaction that
+                -- holds the slot keeps it whatever they do: waiting would
+                -- only queue the locks ahead of every reader of the ring,
+                -- the queue's own claims included, so it is not waited for.
+                IF p_wait IS NULL OR EXISTS (
+                       SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                       WHERE l.locktype = 'relation' AND l.granted AND l.pid <> pg_backend_pid()
+                         AND l.relation = ANY (SELECT x::regclass::oid FROM unnest(millrace.slot_tables(v_slot.slot)) x)
+                         AND starts_with(a.state, 'idle in transaction')) THEN
                     EXECUTE 'LOCK TABLE ' || array_to_string(millrace.slot_tables(v_slot.slot), ', ')
                             || ' IN ACCESS EXCLUSIVE MODE NOWAIT';
                 ELSE
@@ -741,7 +750,7 @@ BEGIN
     DELETE FROM millrace.reclaim c WHERE c.id < (SELECT min(id) FROM (SELECT id FROM millrace.reclaim ORDER BY id DESC LIMIT 100) k);
 END $function$;
 COMMENT ON FUNCTION millrace.rotate(p_after interval, p_max_carry bigint, p_term bigint, p_max_carry_bytes bigint, p_wait interval) IS
-    'rotate is one round of ring maintenance, serialized by an advisory lock and reading the ledger only after it holds it (so two leaders can never both rotate from the same state): 1. reclaim every slot that is not current, not clean, and stopped being current at least p_after ago (or any such slot when no slot is clean), each under ACCESS EXCLUSIVE NOWAIT locks tried a few times: a slot in use is skipped and named, never waited for (with p_wait, its locks are waited for at most p_wait: the leader passes it while it cancels the readers that kept a slot past its time). A slot whose jobs not yet claimed (a backlog) are more than p_max_carry jobs or p_max_carry_bytes bytes (stored size, measured by backlog; null: no byte bound) is reclaimed all the same, its backlog moved once into the park (slot 4 of job, outside the ring) instead of the current slot, so that a queue nobody works costs its own bytes and never stops the ring; the park is emptied into the ring (reclaim_park) once what it holds has mostly been claimed; 2. make the next clean slot current once the current one is p_after old. It returns one row per action or obstacle; pids are the process ids of the backends that held a slot it could not reclaim (action blocked), for the leader to watch without reading them out of detail. p_term is the calling leader''s term (fence_leader).';
+    'rotate is one round of ring maintenance, serialized by an advisory lock and reading the ledger only after it holds it (so two leaders can never both rotate from the same state): 1. reclaim every slot that is not current, not clean, and stopped being current at least p_after ago (or any such slot when no slot is clean), each under ACCESS EXCLUSIVE NOWAIT locks tried a few times: a slot in use is skipped and named, never waited for (with p_wait, its locks are waited for at most p_wait: the leader passes it while it cancels the readers that kept a slot past its time; never behind a session idle in a transaction that holds the slot, which no cancel frees). A slot whose jobs not yet claimed (a backlog) are more than p_max_carry jobs or p_max_carry_bytes bytes (stored size, measured by backlog; null: no byte bound) is reclaimed all the same, its backlog moved once into the park (slot 4 of job, outside the ring) instead of the current slot, so that a queue nobody works costs its own bytes and never stops the ring; the park is emptied into the ring (reclaim_park) once what it holds has mostly been claimed; 2. make the next clean slot current once the current one is p_after old. It returns one row per action or obstacle; pids are the process ids of the backends that held a slot it could not reclaim (action blocked), for the leader to watch without reading them out of detail. p_term is the calling leader''s term (fence_leader).';
 
 CREATE OR REPLACE FUNCTION millrace.ring_stats(OUT current_slot smallint, OUT since timestamp with time zone, OUT rotations bigint, OUT reclaims bigint, OUT last_reclaim timestamp with time zone)
  RETURNS record
