@@ -58,6 +58,31 @@ func TestRotationHeldBackIsLogged(t *testing.T) {
 	}
 }
 
+// loopReader reads the queue's tables in back-to-back statements of 0.3 s
+// on a connection of its own until ctx ends (then done closes), counting
+// the reads that ended and those the leader cancelled (57014).
+func loopReader(ctx context.Context, pool *pgxpool.Pool) (reads, cancelled *atomicCounter, done chan struct{}) {
+	reads, cancelled, done = new(atomicCounter), new(atomicCounter), make(chan struct{})
+	go func() {
+		defer close(done)
+		conn, err := pgx.Connect(ctx, pool.Config().ConnConfig.ConnString())
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		for ctx.Err() == nil {
+			_, err := conn.Exec(ctx, "SELECT (SELECT count(*) FROM millrace.job), pg_sleep(0.3)")
+			switch {
+			case err == nil:
+				reads.add()
+			case strings.Contains(err.Error(), "57014"):
+				cancelled.add()
+			}
+		}
+	}()
+	return reads, cancelled, done
+}
+
 // TestRingTurnsUnderALoopOfShortReaders (issue 31.8): a session reads the
 // queue's tables in back-to-back statements of 0.3 s. No single
 // transaction is old, yet one always holds every slot when a NOWAIT
@@ -74,25 +99,7 @@ func TestRingTurnsUnderALoopOfShortReaders(t *testing.T) {
 	m := New(Config{Store: s, Logger: slog.New(slog.NewTextHandler(&logs, nil)), RotateAfter: 200 * time.Millisecond,
 		LogEvery: time.Nanosecond})
 	rctx, stop := context.WithCancel(ctx)
-	var reads, cancelled atomicCounter
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		conn, err := pgx.Connect(rctx, pool.Config().ConnConfig.ConnString())
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
-		for rctx.Err() == nil {
-			_, err := conn.Exec(rctx, "SELECT (SELECT count(*) FROM millrace.job), pg_sleep(0.3)")
-			switch {
-			case err == nil:
-				reads.add()
-			case strings.Contains(err.Error(), "57014"):
-				cancelled.add()
-			}
-		}
-	}()
+	reads, cancelled, readerDone := loopReader(rctx, pool)
 	defer stop()
 	testkit.WaitFor(t, "the reader to hold the ring", 10*time.Second, func() bool { return reads.get() > 0 })
 	ledger := func() int64 {
@@ -180,25 +187,7 @@ func TestNoWaitBehindASessionIdleInItsTransaction(t *testing.T) {
 
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
-	var reads, cancelled atomicCounter
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		conn, err := pgx.Connect(rctx, pool.Config().ConnConfig.ConnString())
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
-		for rctx.Err() == nil {
-			_, err := conn.Exec(rctx, "SELECT (SELECT count(*) FROM millrace.job), pg_sleep(0.3)")
-			switch {
-			case err == nil:
-				reads.add()
-			case strings.Contains(err.Error(), "57014"):
-				cancelled.add()
-			}
-		}
-	}()
+	reads, cancelled, readerDone := loopReader(rctx, pool)
 	testkit.WaitFor(t, "the reader to hold the ring", 10*time.Second, func() bool { return reads.get() > 0 })
 
 	reclaimed := func() bool {
