@@ -540,8 +540,7 @@ func TestPerKeyLimitDefersPastTheKeysSlots(t *testing.T) {
 		rotate(t, s, 0)
 	}
 	var slots *int
-	if err := pool.QueryRow(ctx, `SELECT slots FROM millrace.keyhold WHERE queue = 'pk' AND key = '7' AND owner = $1 AND NOT freed
-		ORDER BY id DESC LIMIT 1`, a).Scan(&slots); err != nil || slots == nil || *slots != 1 {
+	if err := pool.QueryRow(ctx, `SELECT slots FROM millrace.key_held('pk', '7', $1)`, a).Scan(&slots); err != nil || slots == nil || *slots != 1 {
 		t.Fatalf("a's slots of key 7 after the ring turned: %v (%v); want 1", slots, err)
 	}
 	add("7", 1)
@@ -721,5 +720,49 @@ func TestPerKeyRateDefersPastTheWindow(t *testing.T) {
 	}
 	if worst != 2 {
 		t.Fatalf("the most jobs of a key claimed in a window of 110ms was %d; want 2", worst)
+	}
+}
+
+// TestKeyMapWritersTakeTurns: a process's map of the keys it holds is
+// written by its claims and by its flushes, on different connections;
+// each new map adds to the newest one, so two writers must not both read
+// the same map. Two sessions add one job of a key each, 100 times at
+// once: the map ends at 200, none lost.
+func TestKeyMapWritersTakeTurns(t *testing.T) {
+	ctx := context.Background()
+	pool := testkit.DB(t)
+	const each = 100
+	errs := make(chan error, 2)
+	for w := range 2 {
+		go func() {
+			conn, err := pool.Acquire(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Release()
+			for i := range each {
+				// A transaction of its own each, as a claim's or a flush's
+				// (READ COMMITTED): the map read follows the lock.
+				if err := RunTx(ctx, conn.Conn(), TxOpts{}, nil, `SELECT millrace.keyhold_put('km', 7, ARRAY['k', $1::text], ARRAY[1, 1], NULL, NULL)`,
+					fmt.Sprintf("w%d-%d", w, i%3)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int64
+	if err := pool.QueryRow(ctx, `SELECT n FROM millrace.key_held('km', 'k', 7)`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2*each {
+		t.Fatalf("the map holds %d jobs of the key after %d additions by two writers: writers read the same map", n, 2*each)
 	}
 }

@@ -156,22 +156,21 @@ BEGIN
     SELECT DISTINCT v_slot, u.q, u.t FROM unnest(p_done_tick, p_done_queue) AS u(t, q)
     WHERE u.t <> ALL (v_fenced);
 
-    -- The slots of a per-key limit that the flushed jobs held: each key's
-    -- freed total grows by its jobs that ended here (fenced or not: they
-    -- no longer run in this process). Flushes of a process take turns
-    -- (its flush lock), so each adds to the newest.
+    -- The slots of a per-key limit that the flushed jobs held: each
+    -- key's count in the process's map falls by its jobs that ended here
+    -- (fenced or not: they no longer run in this process), one new map
+    -- per queue, the queues in order (keyhold_put takes each one's lock).
     IF cardinality(p_key) > 0 THEN
-        INSERT INTO millrace.keyhold (slot, queue, key, owner, freed, n)
-        SELECT v_slot, u.q, u.k, p_owner, true,
-               coalesce((SELECT x.n FROM millrace.keyhold x WHERE x.queue = u.q AND x.key = u.k AND x.owner = p_owner AND x.freed
-                         ORDER BY x.id DESC LIMIT 1), 0) + u.n
-        FROM unnest(p_key_queue, p_key, p_key_n) AS u(q, k, n) WHERE u.n > 0;
+        PERFORM millrace.keyhold_put(g.q, p_owner, g.keys, g.dn, NULL, NULL)
+        FROM (SELECT u.q, array_agg(u.k) AS keys, array_agg(-u.n) AS dn
+              FROM unnest(p_key_queue, p_key, p_key_n) AS u(q, k, n) WHERE u.n > 0
+              GROUP BY u.q ORDER BY u.q) g;
     END IF;
 
     RETURN QUERY SELECT unnest(v_fenced);
 END $function$;
 COMMENT ON FUNCTION millrace.flush(p_owner integer, p_seq bigint, p_job bigint[], p_tick bigint[], p_token bigint[], p_state smallint[], p_attempt integer[], p_error text[], p_retry_at timestamp with time zone[], p_queue text[], p_kind text[], p_args jsonb[], p_priority smallint[], p_max_attempts integer[], p_created_at timestamp with time zone[], p_timeout_ms integer[], p_started timestamp with time zone[], p_finished timestamp with time zone[], p_done_tick bigint[], p_done_token bigint[], p_done_queue text[], p_replay boolean, p_key_queue text[], p_key text[], p_key_n integer[]) IS
-    'flush writes the outcomes of finished attempts and the batches they complete, in one transaction, once per (owner, seq): a replay of a flush whose reply was lost changes nothing. Acks of a batch whose newest lease token is not the one given are dropped (fencing) and their ticks returned. Every written ack becomes history: a completed one a job of a row of millrace.completed (one row per queue and block of 32 ids, without args: p_args may be NULL there), any other a row of millrace.finished; failed (2) and snoozed (5) jobs go to the schedule (a snooze does not count an attempt). Arrays are parallel. p_replay says the caller may have sent this flush before: acks already written are then skipped one by one. Times come from the worker''s clock and are read on the server''s: shifted by the server''s time less the newest of p_finished, so a worker''s skew changes no due time and no history time. p_key_queue, p_key and p_key_n count, per queue and key of a per-key limit, the jobs of this process that ended (whether or not they have an ack here): their slots come back (keyhold''s freed totals).';
+    'flush writes the outcomes of finished attempts and the batches they complete, in one transaction, once per (owner, seq): a replay of a flush whose reply was lost changes nothing. Acks of a batch whose newest lease token is not the one given are dropped (fencing) and their ticks returned. Every written ack becomes history: a completed one a job of a row of millrace.completed (one row per queue and block of 32 ids, without args: p_args may be NULL there), any other a row of millrace.finished; failed (2) and snoozed (5) jobs go to the schedule (a snooze does not count an attempt). Arrays are parallel. p_replay says the caller may have sent this flush before: acks already written are then skipped one by one. Times come from the worker''s clock and are read on the server''s: shifted by the server''s time less the newest of p_finished, so a worker''s skew changes no due time and no history time. p_key_queue, p_key and p_key_n count, per queue and key of a per-key limit, the jobs of this process that ended (whether or not they have an ack here): their slots come back (each queue''s keyhold map, keyhold_put).';
 
 CREATE OR REPLACE FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_token bigint, p_attempt integer, p_queue text, p_kind text, p_args jsonb, p_priority smallint, p_max_attempts integer, p_created_at timestamp with time zone, p_started timestamp with time zone, p_owner integer)
  RETURNS void

@@ -235,23 +235,65 @@ COMMENT ON FUNCTION millrace.job_key(p_kind text, p_args jsonb, p_by text[]) IS
 
 CREATE OR REPLACE FUNCTION millrace.key_held(p_queue text, p_key text, p_owner integer, OUT n bigint, OUT slots integer, OUT until timestamp with time zone)
  RETURNS record
- LANGUAGE plpgsql
+ LANGUAGE sql
  STABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
 AS $function$
--- PL/pgSQL for a plan cached for the session: the reads ask for each key
--- and live process (a claim writes its probes out, key_defer).
-BEGIN
-    SELECT x.n, x.slots, x.until INTO n, slots, until FROM millrace.keyhold x
-    WHERE x.queue = p_queue AND x.key = p_key AND x.owner = p_owner AND NOT x.freed ORDER BY x.id DESC LIMIT 1;
-    n := greatest(coalesce(n, 0) - coalesce((SELECT x.n FROM millrace.keyhold x
-                                             WHERE x.queue = p_queue AND x.key = p_key AND x.owner = p_owner AND x.freed
-                                             ORDER BY x.id DESC LIMIT 1), 0), 0);
-    slots := least(coalesce(slots, n), n);
-END $function$;
+    SELECT coalesce(x.n, 0), least(coalesce(x.s, x.n, 0), coalesce(x.n, 0)), x.u
+    FROM (SELECT 1) one
+    LEFT JOIN LATERAL (
+        SELECT y.n, y.s, y.u
+        FROM (SELECT h.keys, h.n, h.slots, h.until FROM millrace.keyhold h
+              WHERE h.queue = p_queue AND h.owner = p_owner ORDER BY h.id DESC LIMIT 1) h
+        CROSS JOIN LATERAL unnest(h.keys, h.n, h.slots, h.until) y(k, n, s, u)
+        WHERE y.k = p_key) x ON true
+$function$;
 COMMENT ON FUNCTION millrace.key_held(p_queue text, p_key text, p_owner integer, OUT n bigint, OUT slots integer, OUT until timestamp with time zone) IS
-    'key_held is what process p_owner holds of key p_key of queue p_queue''s per-key limit: n, the jobs its claims took less those its flushes said ended (keyhold''s newest taken and freed totals); slots, what counts against the limit: the least of n and its slots of the key (it runs no more at once); and where the key''s deferred jobs end by its claims (until).';
+    'key_held is what process p_owner holds of key p_key of queue p_queue''s per-key limit, by its newest map (keyhold): n, the jobs its claims took that have not ended in it; slots, what counts against the limit: the least of n and its slots of the key (it runs no more at once); and where the key''s deferred jobs end by its claims (until).';
+
+CREATE OR REPLACE FUNCTION millrace.keyhold_put(p_queue text, p_owner integer, p_keys text[], p_dn integer[], p_slots integer[], p_until timestamp with time zone[], p_clear boolean DEFAULT false)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+ SET jit TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+-- PL/pgSQL for a plan cached for the session: a claim or a flush of a
+-- queue with a per-key limit calls it once. One generic plan per
+-- statement (plan_cache_mode): see claim.
+DECLARE
+    v_old record;
+    v_new record;
+BEGIN
+    -- The process's lock of the queue's map, then its newest map: a claim
+    -- and a flush of one process write it in turn, each adding to the
+    -- one before (READ COMMITTED: the read's snapshot follows the lock).
+    PERFORM pg_advisory_xact_lock(millrace.keys_space(), hashtext(p_queue || '/' || p_owner::text));
+    SELECT h.keys, h.n, h.slots, h.until INTO v_old FROM millrace.keyhold h
+    WHERE h.queue = p_queue AND h.owner = p_owner ORDER BY h.id DESC LIMIT 1;
+    -- Each key: its jobs held (the old count, nothing with p_clear, plus
+    -- p_dn, at least 0), its slots (p_slots', else the old) and the end of
+    -- its deferred jobs (the later). A key holding nothing whose deferred
+    -- jobs have ended leaves the map.
+    SELECT coalesce(array_agg(m.k ORDER BY m.k), '{}') AS keys, coalesce(array_agg(m.n ORDER BY m.k), '{}') AS n,
+           coalesce(array_agg(m.s ORDER BY m.k), '{}') AS slots, coalesce(array_agg(m.u ORDER BY m.k), '{}') AS until
+    INTO v_new
+    FROM (SELECT coalesce(c.k, o.k) AS k,
+                 greatest(CASE WHEN p_clear THEN 0 ELSE coalesce(o.n, 0) END + coalesce(c.dn, 0), 0) AS n,
+                 coalesce(c.s, o.s) AS s, greatest(o.u, c.u) AS u
+          FROM unnest(v_old.keys, v_old.n, v_old.slots, v_old.until) o(k, n, s, u)
+          FULL JOIN unnest(p_keys, p_dn, p_slots, p_until) c(k, dn, s, u) ON c.k = o.k) m
+    WHERE m.n > 0 OR m.u > clock_timestamp();
+    -- Written only when it changed (none yet and nothing to hold: no row).
+    IF v_new.keys IS DISTINCT FROM coalesce(v_old.keys, '{}') OR v_new.n IS DISTINCT FROM coalesce(v_old.n, '{}')
+       OR v_new.slots IS DISTINCT FROM coalesce(v_old.slots, '{}') OR v_new.until IS DISTINCT FROM coalesce(v_old.until, '{}') THEN
+        INSERT INTO millrace.keyhold (slot, queue, owner, keys, n, slots, until)
+        VALUES (millrace.current_segment(), p_queue, p_owner, v_new.keys, v_new.n, v_new.slots, v_new.until);
+    END IF;
+END $function$;
+COMMENT ON FUNCTION millrace.keyhold_put(p_queue text, p_owner integer, p_keys text[], p_dn integer[], p_slots integer[], p_until timestamp with time zone[], p_clear boolean) IS
+    'keyhold_put writes process p_owner''s new map of the keys it holds of queue p_queue''s per-key limit, under its lock of the queue (keys_space): its newest map (nothing with p_clear, keeping where each key''s deferred jobs end) with, for each key of p_keys (parallel arrays), p_dn more jobs held (negative: ended; at least 0), p_slots its slots (NULL: as they were) and p_until where its deferred jobs end (the later of the two). A key that holds nothing and whose deferred jobs have ended leaves the map. A row only when the map changed. Claims (jobs taken, slots, deferred jobs), flushes (jobs that ended) and release (everything) call it.';
 
 CREATE OR REPLACE FUNCTION millrace.queue_limits()
  RETURNS TABLE(queue text, running_limit integer, running bigint, rate integer, rate_per interval, started bigint, per_key integer, per_key_by text[], keys_running bigint, keys_full bigint, deferred bigint, key_rate integer, key_rate_per interval)
@@ -281,13 +323,15 @@ AS $function$
     FROM (SELECT DISTINCT ON (s.queue) s.queue, s.running, s.rate, s.rate_per, s.per_key, s.per_key_by, s.key_rate, s.key_rate_per
           FROM millrace.queue_state s ORDER BY s.queue, s.id DESC) q
     LEFT JOIN LATERAL (
-        -- Keys whose slots the live processes hold (each one's newest row
-        -- of the key), and those at the limit.
+        -- Keys whose slots the live processes hold (each one's newest map),
+        -- and those at the limit.
         SELECT count(*) FILTER (WHERE y.n > 0) AS running, count(*) FILTER (WHERE y.n >= q.per_key) AS full
-        FROM (SELECT x.key, sum((SELECT h.slots FROM millrace.key_held(q.queue, x.key, x.owner) h)) AS n
-              FROM (SELECT DISTINCT z.key, z.owner FROM millrace.keyhold z
-                    WHERE z.queue = q.queue AND z.owner IN (SELECT l.id FROM live l)) x
-              GROUP BY x.key) y
+        FROM (SELECT x.k, sum(least(coalesce(x.s, x.n), x.n)) AS n
+              FROM live p
+              CROSS JOIN LATERAL (SELECT h.keys, h.n, h.slots FROM millrace.keyhold h
+                                  WHERE h.queue = q.queue AND h.owner = p.id ORDER BY h.id DESC LIMIT 1) h
+              CROSS JOIN LATERAL unnest(h.keys, h.n, h.slots) x(k, n, s)
+              GROUP BY x.k) y
         WHERE q.per_key IS NOT NULL) k ON true
     WHERE q.running IS NOT NULL OR q.rate IS NOT NULL OR q.per_key IS NOT NULL OR q.key_rate IS NOT NULL
     ORDER BY q.queue
@@ -305,11 +349,15 @@ AS $function$
     WITH q AS MATERIALIZED (
         SELECT s.key_rate_per FROM millrace.queue_state s WHERE s.queue = p_queue ORDER BY s.id DESC LIMIT 1),
     r AS (
-        -- Slots held by the live processes (key_held's: never fewer than run).
-        SELECT x.key, sum((SELECT h.slots FROM millrace.key_held(p_queue, x.key, x.owner) h)) AS n
-        FROM (SELECT DISTINCT z.key, z.owner FROM millrace.keyhold z WHERE z.queue = p_queue) x
-        WHERE (SELECT b.until FROM millrace.heartbeat b WHERE b.process = x.owner ORDER BY b.id DESC LIMIT 1) > clock_timestamp()
-        GROUP BY x.key),
+        -- Slots held by the live processes (as key_held counts them, from
+        -- each one's newest map: never fewer than run).
+        SELECT x.k AS key, sum(least(coalesce(x.s, x.n), x.n)) AS n
+        FROM millrace.process p
+        CROSS JOIN LATERAL (SELECT h.keys, h.n, h.slots FROM millrace.keyhold h
+                            WHERE h.queue = p_queue AND h.owner = p.id ORDER BY h.id DESC LIMIT 1) h
+        CROSS JOIN LATERAL unnest(h.keys, h.n, h.slots) x(k, n, s)
+        WHERE (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp()
+        GROUP BY x.k),
     w AS (
         -- Started in the key's rate window: the claims' running totals,
         -- as a claim reads them (the statement's time, stable).

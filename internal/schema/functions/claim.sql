@@ -439,9 +439,8 @@ BEGIN
     deferred := '{}';
     waiting := '{}';
     -- Each key of the batch. Under a per-key limit, what a process holds
-    -- of it is its newest taken total less its newest freed one; it
-    -- counts as the least of that and its slots (it runs no more than its
-    -- slots at once). This process keeps the slots it holds jobs for (or
+    -- of it is in its newest map (keyhold); it counts as the least of
+    -- that and its slots (it runs no more than its slots at once). This process keeps the slots it holds jobs for (or
     -- what this claim gave it already, p_slots), and gets at most the
     -- limit less what the others count, for the batch's jobs of the key
     -- and those it holds beyond its slots. Under a per-key rate, the
@@ -456,38 +455,34 @@ BEGIN
     WITH j AS MATERIALIZED (
             SELECT x.id, x.ord, millrace.job_key(x.kind, x.args, p_by) AS k, x.ready_at > x.created_at AS again
             FROM unnest(p_jobs) WITH ORDINALITY AS x(slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, txid, ready_at, timeout_ms, ord)),
+        -- The maps of the other live processes and of this one (keyhold:
+        -- a process's newest row, one probe each), for the batch's keys.
+        -- Another process counts the least of its jobs of a key and its
+        -- slots of it.
+        t AS MATERIALIZED (
+            SELECT x.k, sum(least(coalesce(x.s, x.n), x.n)) AS others, max(x.u) AS until
+            FROM unnest(p_live) l(id)
+            CROSS JOIN LATERAL (SELECT h.keys, h.n, h.slots, h.until FROM millrace.keyhold h
+                                WHERE h.queue = p_queue AND h.owner = l.id AND p_per_key IS NOT NULL
+                                ORDER BY h.id DESC LIMIT 1) h
+            CROSS JOIN LATERAL unnest(h.keys, h.n, h.slots, h.until) x(k, n, s, u)
+            WHERE x.k IN (SELECT j.k FROM j)
+            GROUP BY x.k),
+        o AS MATERIALIZED (
+            SELECT x.k, least(coalesce(x.s, p_per_key), x.n) AS keep, x.n AS held, x.u AS until
+            FROM (SELECT h.keys, h.n, h.slots, h.until FROM millrace.keyhold h
+                  WHERE h.queue = p_queue AND h.owner = p_owner AND p_per_key IS NOT NULL
+                  ORDER BY h.id DESC LIMIT 1) h
+            CROSS JOIN LATERAL unnest(h.keys, h.n, h.slots, h.until) x(k, n, s, u)
+            WHERE x.k IN (SELECT j.k FROM j)),
         c AS MATERIALIZED (
-            -- key_held's probes written out (a call per key and process
-            -- cost more than its probes), the freed one only for a
-            -- process that took some of the key; per key, as lateral
-            -- subqueries (a join of keys and processes first was planned
-            -- as a scan of keyhold: 376 ms a call).
             SELECT d.k, d.n, coalesce(t.others, 0) AS others, coalesce(o.keep, 0) AS keep,
                    coalesce(o.held, 0) + coalesce((p_taken ->> d.k)::int, 0) AS inhand,
                    CASE WHEN p_rate IS NOT NULL THEN greatest(p_rate - coalesce(q.started, 0) - coalesce((p_taken ->> d.k)::int, 0), 0) END AS rroom,
                    greatest(t.until, o.until, q.until, q.first + v_window, (p_until ->> d.k)::timestamptz, v_now) AS after
             FROM (SELECT j.k, count(*) AS n FROM j GROUP BY j.k) d
-            LEFT JOIN LATERAL (
-                SELECT sum(least(coalesce(a.slots, a.held), a.held)) AS others, max(a.until) AS until
-                FROM unnest(p_live) l(id)
-                CROSS JOIN LATERAL (
-                    SELECT x.slots, x.until,
-                           greatest(x.n - coalesce((SELECT y.n FROM millrace.keyhold y
-                                                    WHERE y.queue = p_queue AND y.key = d.k AND y.owner = l.id AND y.freed
-                                                    ORDER BY y.id DESC LIMIT 1), 0), 0) AS held
-                    FROM millrace.keyhold x
-                    WHERE x.queue = p_queue AND x.key = d.k AND x.owner = l.id AND NOT x.freed
-                    ORDER BY x.id DESC LIMIT 1) a
-                WHERE p_per_key IS NOT NULL) t ON true
-            LEFT JOIN LATERAL (
-                SELECT least(coalesce(a.slots, p_per_key), a.held) AS keep, a.held, a.until
-                FROM (SELECT x.slots, x.until,
-                             greatest(x.n - coalesce((SELECT y.n FROM millrace.keyhold y
-                                                      WHERE y.queue = p_queue AND y.key = d.k AND y.owner = p_owner AND y.freed
-                                                      ORDER BY y.id DESC LIMIT 1), 0), 0) AS held
-                      FROM millrace.keyhold x
-                      WHERE x.queue = p_queue AND x.key = d.k AND x.owner = p_owner AND NOT x.freed AND p_per_key IS NOT NULL
-                      ORDER BY x.id DESC LIMIT 1) a) o ON true
+            LEFT JOIN t ON t.k = d.k
+            LEFT JOIN o ON o.k = d.k
             LEFT JOIN LATERAL (
                 -- The key's window: its newest total, less the total before
                 -- the window's oldest row (none: nothing started in it);
@@ -560,7 +555,7 @@ BEGIN
     END LOOP;
 END $function$;
 COMMENT ON FUNCTION millrace.key_defer(p_queue text, p_owner integer, p_tick bigint, p_token bigint, p_jobs millrace.job[], p_per_key integer, p_rate integer, p_rate_per interval, p_by text[], p_live integer[], p_pace interval, p_now timestamp with time zone, INOUT p_taken jsonb, INOUT p_until jsonb, INOUT p_slots jsonb, OUT deferred bigint[], OUT waiting bigint[]) IS
-    'key_defer splits batch p_tick (lease p_token) of a queue with a per-key limit of p_per_key and/or a per-key rate of p_rate starts per p_rate_per, keyed by p_by (NULL: none of it). Under the limit a process''s count of a key is the least of its slots and what it holds (its claims'' taken total less its flushes'' freed total, keyhold); for each key of the batch, p_owner keeps the slots it holds jobs for (or those this claim gave it, p_slots) and gets at most the limit less what the other live processes p_live count. Under the rate, the key may start the rate less what the claims of its window took (keyrate''s running totals, at p_now; and p_taken, this call''s). Of the key''s jobs, in order, those both allow run at once, then (without a rate) up to eight per slot wait in the caller for one of its slots (waiting: not to be marked started at the claim), and the others are deferred: acked as snoozed (state 5, no history) and written to the schedule after the key''s deferred jobs (p_until, keyhold''s and keyrate''s until), one per slot every p_pace (10 ms when NULL; 1 ms to 10 s) and, under the rate, from when the window''s oldest claim leaves it, one every rate_window(p_rate_per) / p_rate, or, under the limit alone, for a job that comes from the schedule (ready after its creation), the i-th one i slots'' time (p_pace / p_per_key) from now. It returns the deferred and the waiting ids, and p_taken, p_until and p_slots with this batch''s keys.';
+    'key_defer splits batch p_tick (lease p_token) of a queue with a per-key limit of p_per_key and/or a per-key rate of p_rate starts per p_rate_per, keyed by p_by (NULL: none of it). Under the limit a process''s count of a key is the least of its slots and what it holds (its newest map, keyhold); for each key of the batch, p_owner keeps the slots it holds jobs for (or those this claim gave it, p_slots) and gets at most the limit less what the other live processes p_live count. Under the rate, the key may start the rate less what the claims of its window took (keyrate''s running totals, at p_now; and p_taken, this call''s). Of the key''s jobs, in order, those both allow run at once, then (without a rate) up to eight per slot wait in the caller for one of its slots (waiting: not to be marked started at the claim), and the others are deferred: acked as snoozed (state 5, no history) and written to the schedule after the key''s deferred jobs (p_until, keyhold''s and keyrate''s until), one per slot every p_pace (10 ms when NULL; 1 ms to 10 s) and, under the rate, from when the window''s oldest claim leaves it, one every rate_window(p_rate_per) / p_rate, or, under the limit alone, for a job that comes from the schedule (ready after its creation), the i-th one i slots'' time (p_pace / p_per_key) from now. It returns the deferred and the waiting ids, and p_taken, p_until and p_slots with this batch''s keys.';
 
 CREATE OR REPLACE FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean DEFAULT false, p_max_jobs integer DEFAULT 1000, p_max_bytes bigint DEFAULT 8388608, p_starve interval DEFAULT '00:00:05'::interval, p_start_all boolean DEFAULT false, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_pace interval DEFAULT NULL::interval)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean, key text, key_slots integer, waits boolean)
@@ -689,10 +684,11 @@ BEGIN
                                 CASE WHEN v_per_key IS NOT NULL THEN millrace.job_key(b.kind, b.args, v_by) END,
                                 -- the caller's slots of the key, and every job
                                 -- waiting for one (which ran at once is not known)
-                                (SELECT x.slots FROM millrace.keyhold x
-                                 WHERE x.queue = p_queue AND x.key = millrace.job_key(b.kind, b.args, v_by) AND x.owner = p_owner AND NOT x.freed
-                                   AND v_per_key IS NOT NULL
-                                 ORDER BY x.id DESC LIMIT 1),
+                                (SELECT y.s FROM (SELECT h.keys, h.slots FROM millrace.keyhold h
+                                                  WHERE h.queue = p_queue AND h.owner = p_owner AND v_per_key IS NOT NULL
+                                                  ORDER BY h.id DESC LIMIT 1) h
+                                 CROSS JOIN LATERAL unnest(h.keys, h.slots) y(k, s)
+                                 WHERE y.k = millrace.job_key(b.kind, b.args, v_by)),
                                 v_per_key IS NOT NULL
                          FROM millrace.batch_jobs(v_tick) b;
             GET DIAGNOSTICS v_n = ROW_COUNT;
@@ -1061,20 +1057,14 @@ BEGIN
                     CASE WHEN v_rate IS NOT NULL THEN coalesce(v_total, 0) + v_taken ELSE 0 END, clock_timestamp());
         END IF;
     END IF;
-    IF v_per_key IS NOT NULL AND v_kslots <> '{}' THEN
-        -- The jobs this process took of each key of its batches (its taken
-        -- total grows by them), its slots of the key, and where the key's
-        -- deferred jobs end: a row per key whose total, slots or end
-        -- changed.
-        INSERT INTO millrace.keyhold (slot, queue, key, owner, freed, n, slots, until, at)
-        SELECT millrace.current_segment(), p_queue, u.k, p_owner, false,
-               coalesce(o.n, 0) + coalesce((v_ktaken ->> u.k)::int, 0), (v_kslots ->> u.k)::int,
-               greatest(o.until, (v_kuntil ->> u.k)::timestamptz), clock_timestamp()
-        FROM jsonb_object_keys(v_kslots) u(k)
-        LEFT JOIN LATERAL (SELECT x.n, x.slots, x.until FROM millrace.keyhold x
-                           WHERE x.queue = p_queue AND x.key = u.k AND x.owner = p_owner AND NOT x.freed
-                           ORDER BY x.id DESC LIMIT 1) o ON true
-        WHERE coalesce((v_ktaken ->> u.k)::int, 0) > 0 OR v_kuntil ? u.k OR (v_kslots ->> u.k)::int IS DISTINCT FROM o.slots;
+    IF v_per_key IS NOT NULL AND v_kslots <> '{}' AND NOT v_replay THEN
+        -- The process's new map of its keys: the jobs this call took of
+        -- each key of its batches, its slots of the key, and where the
+        -- key's deferred jobs end (a row only when the map changed).
+        PERFORM millrace.keyhold_put(p_queue, p_owner, array_agg(u.k),
+                                     array_agg(coalesce((v_ktaken ->> u.k)::int, 0)),
+                                     array_agg((v_kslots ->> u.k)::int), array_agg((v_kuntil ->> u.k)::timestamptz))
+        FROM jsonb_object_keys(v_kslots) u(k);
     END IF;
     IF v_krate IS NOT NULL AND NOT v_replay AND (v_ktaken <> '{}' OR v_kuntil <> '{}') THEN
         -- What this call took of each rate-limited key (the key's running
@@ -1104,7 +1094,7 @@ BEGIN
     END IF;
 END $function$;
 COMMENT ON FUNCTION millrace.claim(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start_all boolean, p_held integer, p_buffer integer, p_pace interval) IS
-    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a running limit (set_limit) gives each live process slots, its newest count in millrace.hold: the process runs at most that many of the queue''s jobs at once. A claim keeps the caller''s slots that it has jobs in hand for (p_held: jobs it claimed that have not ended in it; NULL: its newest count stands), adds at most the limit less what the live processes hold, and takes jobs for its slots and a buffer more (up to p_buffer and eight per slot), which wait in the process for one of its slots (none under a rate limit, nothing while the queue is over a lowered limit); it writes the caller''s new count and sets millrace.slots to it for the rest of the transaction; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit bound it (it took all a limit left, maybe nothing), and millrace.retry_in to the milliseconds until the rate''s window has room again. A queue with a per-key limit (set_limit) counts, per live process and key, the least of its slots of the key and the jobs it took less those that ended in it (millrace.keyhold: the claims'' and the flushes'' running totals, key_held): a claim gives the caller slots of each key of its batches up to the limit less what the other live processes count, takes the key''s jobs its slots have room for and a buffer of up to eight per slot that waits in the caller for one of them (waits; a job that waits is not marked started, and no new batch is marked started as a whole: with p_start_all the others get a start row), and defers the rest to the schedule (key_defer, paced by p_pace, the time a job of the key holds its slot in the caller), setting millrace.deferred to 1 for the rest of the transaction; key is each job''s key and key_slots the caller''s slots of it (NULL without a per-key limit). A queue with a per-key rate (set_limit) claims each key''s jobs up to the rate less what the claims of the key''s window took (millrace.keyrate: per claim and key, what it took and the key''s running total, at the call''s end, when its jobs start) and defers the rest to the schedule, the rate''s worth every window after the key''s deferred jobs; a row per key it took or deferred jobs of.';
+    'claim hands process p_owner its next jobs of p_queue, in this order: 1. with p_retry, the batches an earlier call with the same p_req committed but whose reply was lost (found by owner and request id); 2. nothing if the queue is paused; 3. a batch released by the leader (its holder died or got stuck): any claimer of the queue adopts it under a new, higher token; 4. the next jobs of each lane (priority) of the queue, lanes in priority order (lower number first) except that lanes whose first waiting job has been ready longer than p_starve come first, oldest first: at most p_max_jobs jobs and p_max_bytes bytes of args in all, one batch per lane served. A claim looks at a bounded number of lanes whatever their number: in priority order until as many as it may take jobs (at most 256) have a job waiting or 256 were looked at, and as many in the lanes past those when the queue has more, a window at a time from where the session''s previous window ended (each lane is looked at within lanes/256 claims of a session, and served first once it starves; the position is a session setting, millrace.lanes, so an idle poll still writes nothing). cancelled marks a job cancelled before it ran: the claimer acks it cancelled without running it. Claims of one queue are serialized by an advisory lock in their own key space. An idle poll writes nothing. p_start_all marks the new batches started as a whole (their ticks) and an adopted batch by its start row, for a caller that starts every job it takes at once (claim_start). A claim of a one-lane queue whose newest batch was not cut at a cap, and that has no job past that batch in the call''s own first snapshot (taken before the lock), returns nothing at once: every job committed before the call is in a batch, and a job committed since comes with its own notification. It then sets millrace.claimed_by, for the rest of the transaction, to the process that took that batch. A queue with a running limit (set_limit) gives each live process slots, its newest count in millrace.hold: the process runs at most that many of the queue''s jobs at once. A claim keeps the caller''s slots that it has jobs in hand for (p_held: jobs it claimed that have not ended in it; NULL: its newest count stands), adds at most the limit less what the live processes hold, and takes jobs for its slots and a buffer more (up to p_buffer and eight per slot), which wait in the process for one of its slots (none under a rate limit, nothing while the queue is over a lowered limit); it writes the caller''s new count and sets millrace.slots to it for the rest of the transaction; a released batch is adopted only whole. A queue with a rate limit is claimed up to the rate less what the claims of the window before took (hold.took, at each claim''s time on the server''s clock; the window is rate_window of the period). It then sets millrace.limit to the limit and millrace.rate to the rate for the rest of the transaction, millrace.full to 1 when a limit bound it (it took all a limit left, maybe nothing), and millrace.retry_in to the milliseconds until the rate''s window has room again. A queue with a per-key limit (set_limit) counts, per live process and key, the least of its slots of the key and the jobs it took less those that ended in it (millrace.keyhold: each process''s newest map of its keys, written by its claims and flushes, key_held): a claim gives the caller slots of each key of its batches up to the limit less what the other live processes count, takes the key''s jobs its slots have room for and a buffer of up to eight per slot that waits in the caller for one of them (waits; a job that waits is not marked started, and no new batch is marked started as a whole: with p_start_all the others get a start row), and defers the rest to the schedule (key_defer, paced by p_pace, the time a job of the key holds its slot in the caller), setting millrace.deferred to 1 for the rest of the transaction; key is each job''s key and key_slots the caller''s slots of it (NULL without a per-key limit). A queue with a per-key rate (set_limit) claims each key''s jobs up to the rate less what the claims of the key''s window took (millrace.keyrate: per claim and key, what it took and the key''s running total, at the call''s end, when its jobs start) and defers the rest to the schedule, the rate''s worth every window after the key''s deferred jobs; a row per key it took or deferred jobs of.';
 
 CREATE OR REPLACE FUNCTION millrace.claim_start(p_queue text, p_owner integer, p_req bigint, p_retry boolean, p_max_jobs integer, p_max_bytes bigint, p_starve interval, p_start integer, p_held integer DEFAULT NULL::integer, p_buffer integer DEFAULT 0, p_pace interval DEFAULT NULL::interval)
  RETURNS TABLE(tick_id bigint, token bigint, id bigint, kind text, args jsonb, priority smallint, attempt integer, max_attempts integer, created_at timestamp with time zone, ready_at timestamp with time zone, timeout_ms integer, cancelled boolean, key text, key_slots integer, waits boolean)

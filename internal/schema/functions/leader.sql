@@ -201,11 +201,10 @@ BEGIN
     SELECT millrace.current_segment(), h.queue, p_owner, 0
     FROM (SELECT DISTINCT ON (x.queue) x.queue, x.n FROM millrace.hold x WHERE x.owner = p_owner ORDER BY x.queue, x.id DESC) h
     WHERE h.n > 0;
-    INSERT INTO millrace.keyhold (slot, queue, key, owner, freed, n)
-    SELECT millrace.current_segment(), h.queue, h.key, p_owner, true, h.n
-    FROM (SELECT DISTINCT ON (x.queue, x.key) x.queue, x.key, x.n FROM millrace.keyhold x WHERE x.owner = p_owner AND NOT x.freed
-          ORDER BY x.queue, x.key, x.id DESC) h
-    WHERE (SELECT k.n FROM millrace.key_held(h.queue, h.key, p_owner) k) > 0;
+    PERFORM millrace.keyhold_put(h.queue, p_owner, NULL, NULL, NULL, NULL, true)
+    FROM (SELECT DISTINCT ON (x.queue) x.queue, x.n FROM millrace.keyhold x WHERE x.owner = p_owner ORDER BY x.queue, x.id DESC) h
+    WHERE 0 < ANY (h.n)
+    ORDER BY h.queue;
     RETURN v_n;
 END $function$;
 COMMENT ON FUNCTION millrace.release(p_owner integer) IS

@@ -37,6 +37,14 @@ AS $function$ SELECT 1836412277 $function$;
 COMMENT ON FUNCTION millrace.flush_space() IS
     'flush_space is the advisory lock space of ack flushes (second key: owner process), so a replay waits for the flush it replays.';
 
+CREATE OR REPLACE FUNCTION millrace.keys_space()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$ SELECT 1836412280 $function$;
+COMMENT ON FUNCTION millrace.keys_space() IS
+    'keys_space is the advisory lock space of a process''s map of the keys it holds of a queue''s per-key limit (second key: hashtext of queue and owner), taken by whoever writes the map (keyhold_put), last of its locks.';
+
 CREATE OR REPLACE FUNCTION millrace.maint_space()
  RETURNS integer
  LANGUAGE sql
@@ -468,23 +476,15 @@ BEGIN
     FROM millrace.hold h
     CROSS JOIN LATERAL (SELECT s.rate_per FROM millrace.queue_state s WHERE s.queue = h.queue ORDER BY s.id DESC LIMIT 1) s
     WHERE h.slot = p_slot AND h.took > 0 AND h.at > clock_timestamp() - millrace.rate_window(s.rate_per);
-    -- And of each key of a per-key limit: its newest taken and freed
-    -- totals, unless both are here and equal (it holds nothing of the
-    -- key) and the key's deferred jobs do not end later. A total left
-    -- behind while the other lives on elsewhere would make the difference
-    -- lie.
-    INSERT INTO millrace.keyhold (slot, id, queue, key, owner, freed, n, slots, until, at)
-    SELECT p_into, h.id, h.queue, h.key, h.owner, h.freed, h.n, h.slots, h.until, h.at
-    FROM (SELECT DISTINCT ON (x.queue, x.key, x.owner, x.freed) x.* FROM millrace.keyhold x WHERE x.slot = p_slot
-          ORDER BY x.queue, x.key, x.owner, x.freed, x.id DESC) h
-    LEFT JOIN LATERAL (SELECT o.slot, o.n, o.until FROM millrace.keyhold o
-                       WHERE o.queue = h.queue AND o.key = h.key AND o.owner = h.owner AND o.freed <> h.freed
-                       ORDER BY o.id DESC LIMIT 1) o ON true
+    -- And of a per-key limit: each registered process's newest map of a
+    -- queue, which speaks for it whatever older maps hold (a newest map
+    -- left behind would let an older one lie).
+    INSERT INTO millrace.keyhold (slot, id, queue, owner, keys, n, slots, until, at)
+    SELECT p_into, h.id, h.queue, h.owner, h.keys, h.n, h.slots, h.until, h.at
+    FROM (SELECT DISTINCT ON (x.queue, x.owner) x.* FROM millrace.keyhold x WHERE x.slot = p_slot
+          ORDER BY x.queue, x.owner, x.id DESC) h
     WHERE EXISTS (SELECT 1 FROM millrace.process p WHERE p.id = h.owner)
-      AND NOT EXISTS (SELECT 1 FROM millrace.keyhold n WHERE n.queue = h.queue AND n.key = h.key AND n.owner = h.owner
-                        AND n.freed = h.freed AND n.id > h.id)
-      AND NOT (coalesce(o.slot = p_slot AND o.n = h.n, h.n = 0)
-               AND coalesce(greatest(h.until, o.until) <= clock_timestamp(), true));
+      AND NOT EXISTS (SELECT 1 FROM millrace.keyhold n WHERE n.queue = h.queue AND n.owner = h.owner AND n.id > h.id);
 
     -- And of each key of a per-key rate: the claims still in its window,
     -- and its newest row while its deferred jobs have not ended.

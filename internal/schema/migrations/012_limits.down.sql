@@ -14,6 +14,8 @@ DROP FUNCTION IF EXISTS millrace.key_defer(text, integer, bigint, bigint, millra
 DROP FUNCTION IF EXISTS millrace.job_key(text, jsonb, text[]);
 DROP FUNCTION IF EXISTS millrace.job_key_parts(text, jsonb, text[]);
 DROP FUNCTION IF EXISTS millrace.key_held(text, text, integer);
+DROP FUNCTION IF EXISTS millrace.keyhold_put(text, integer, text[], integer[], integer[], timestamp with time zone[], boolean);
+DROP FUNCTION IF EXISTS millrace.keys_space();
 DROP FUNCTION IF EXISTS millrace.key_limits(text, integer);
 DROP FUNCTION IF EXISTS millrace.flush(integer, bigint, bigint[], bigint[], bigint[], smallint[], integer[], text[], timestamp with time zone[], text[], text[], jsonb[], smallint[], integer[], timestamp with time zone[], integer[], timestamp with time zone[], timestamp with time zone[], bigint[], bigint[], text[], boolean, text[], text[], integer[]);
 DROP SEQUENCE millrace.hold_seq;

@@ -50,18 +50,19 @@ END $$;
 
 -- A per-key limit (per_key, keyed by per_key_by: 'kind' for the job's
 -- kind, 'args.F' for its top-level args field F) caps the jobs of each
--- key running at once across every process. millrace.keyhold counts, per
--- process and key, the jobs it took (its claims' rows, freed false) and
--- those that ended in it (its flushes' rows, freed true), each a running
--- total (n): what it holds of the key is the newest taken total less the
--- newest freed one. Claims of a process take turns, and so do its
--- flushes, so each total only grows and each writer only adds to its own
--- rows: a slot comes back with the flush of its job's outcome, whatever
--- the process claims next. On a claim's row, slots is how many of the
--- key's jobs the process may run at once (it may hold more: a buffer that
--- waits in it for its own slots; it counts as the least of the two), and
--- until the due time of the newest job a claim deferred for the key (the
--- key's deferred jobs end there).
+-- key running at once across every process. millrace.keyhold has, per
+-- process and queue, the process's whole map of the keys it holds: for
+-- each key (keys), the jobs of it the process holds (n: taken by its
+-- claims, not yet ended), its slots of the key (slots: how many of them
+-- it may run at once; it may hold more, a buffer that waits in it for its
+-- own slots, and counts as the least of the two) and where the key's
+-- deferred jobs end by its claims (until). A claim writes a new map when
+-- it changes what the process holds, and so does a flush of jobs that
+-- ended (their slots come back then, whatever the process claims next);
+-- both take the process's lock of the queue (keys_space) before they
+-- read the newest map, so each adds to the one before. A row per claim
+-- and per flush, not per key: with many keys, nearly every job's key is
+-- new to its process, and a row per key and event cost two rows a job.
 ALTER TABLE millrace.queue_state ADD COLUMN per_key integer, ADD COLUMN per_key_by text[];
 
 CREATE SEQUENCE millrace.keyhold_seq;
@@ -69,15 +70,14 @@ CREATE TABLE millrace.keyhold (
     slot  smallint NOT NULL,
     id    bigint NOT NULL DEFAULT nextval('millrace.keyhold_seq'),
     queue text NOT NULL,
-    key   text NOT NULL,
     owner int NOT NULL,
-    freed boolean NOT NULL DEFAULT false,
-    n     bigint NOT NULL,
-    slots int,
-    until timestamptz,
+    keys  text[] NOT NULL,
+    n     int[] NOT NULL,
+    slots int[] NOT NULL,
+    until timestamptz[] NOT NULL,
     at    timestamptz NOT NULL DEFAULT clock_timestamp()
 ) PARTITION BY LIST (slot);
-CREATE INDEX keyhold_owner ON millrace.keyhold (queue, key, owner, freed, id);
+CREATE INDEX keyhold_owner ON millrace.keyhold (queue, owner, id);
 DO $$
 BEGIN
     FOR s IN 0 .. millrace.slots() - 1 LOOP
