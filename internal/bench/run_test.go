@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -292,8 +293,13 @@ func TestRunStall(t *testing.T) {
 	if st.HeldTxS < 3.5 || st.HeldTxS > 6 {
 		t.Errorf("the transaction was held %.1fs, want the stress phase's 4s", st.HeldTxS)
 	}
-	if want := float64(4 * bench.StallUnservedRate); float64(st.UnservedEnqueued) < 0.75*want || float64(st.UnservedEnqueued) > 1.25*want {
-		t.Errorf("%d jobs on the unserved queue, want about %.0f", st.UnservedEnqueued, want)
+	// The unserved queue gets its rate on a fixed schedule for as long as
+	// the held transaction is open (both start with the stress phase and
+	// end with its release): judged against that time, not the phase's
+	// nominal 4 s, which a loaded machine overruns (a clean-clone CI run:
+	// 29 jobs, the bar then 15-25).
+	if want := bench.StallUnservedRate * st.HeldTxS; math.Abs(float64(st.UnservedEnqueued)-want) > 2+0.1*want {
+		t.Errorf("%d jobs on the unserved queue in the %.1f s the transaction was held, want about %.0f", st.UnservedEnqueued, st.HeldTxS, want)
 	}
 	if st.UnservedWorked != st.UnservedEnqueued {
 		t.Errorf("the drain worked %d of the unserved queue's %d jobs", st.UnservedWorked, st.UnservedEnqueued)
