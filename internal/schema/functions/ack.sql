@@ -159,12 +159,13 @@ BEGIN
     -- The slots of a per-key limit that the flushed jobs held: each
     -- key's count in the process's map falls by its jobs that ended here
     -- (fenced or not: they no longer run in this process), one new map
-    -- per queue, the queues in order (keyhold_put takes each one's lock).
+    -- per queue, in the order of their lock keys (keyhold_put takes each
+    -- one's lock: every writer of several takes them in one order).
     IF cardinality(p_key) > 0 THEN
         PERFORM millrace.keyhold_put(g.q, p_owner, g.keys, g.dn, NULL, NULL)
         FROM (SELECT u.q, array_agg(u.k) AS keys, array_agg(-u.n) AS dn
               FROM unnest(p_key_queue, p_key, p_key_n) AS u(q, k, n) WHERE u.n > 0
-              GROUP BY u.q ORDER BY u.q) g;
+              GROUP BY u.q ORDER BY hashtext(u.q || '/' || p_owner::text), u.q) g;
     END IF;
 
     RETURN QUERY SELECT unnest(v_fenced);

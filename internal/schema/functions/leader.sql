@@ -204,7 +204,7 @@ BEGIN
     PERFORM millrace.keyhold_put(h.queue, p_owner, NULL, NULL, NULL, NULL, true)
     FROM (SELECT DISTINCT ON (x.queue) x.queue, x.n FROM millrace.keyhold x WHERE x.owner = p_owner ORDER BY x.queue, x.id DESC) h
     WHERE 0 < ANY (h.n)
-    ORDER BY h.queue;
+    ORDER BY hashtext(h.queue || '/' || p_owner::text), h.queue;  -- keyhold_put's lock keys, in one order
     RETURN v_n;
 END $function$;
 COMMENT ON FUNCTION millrace.release(p_owner integer) IS
