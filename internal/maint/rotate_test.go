@@ -229,10 +229,13 @@ func TestNoWaitBehindASessionIdleInItsTransaction(t *testing.T) {
 	}()
 	// Rounds every 100 ms: the slot leaves use at the first rotation and
 	// is due 200 ms later; from there on it is blocked, and overdue after
-	// another 200 ms. Thirty rounds are three seconds of it.
+	// another 200 ms. Thirty rounds are three seconds of it. The rounds
+	// run on a leader's cadence (a ticker, as the leader's loop).
+	rounds := time.NewTicker(100 * time.Millisecond)
+	defer rounds.Stop()
 	blocked := 0
 	for i := 0; i < 30; i++ {
-		time.Sleep(100 * time.Millisecond) // a leader's cadence, not a wait for a condition
+		<-rounds.C
 		if err := m.Step(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +264,7 @@ func TestNoWaitBehindASessionIdleInItsTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 60 && !reclaimed(); i++ {
-		time.Sleep(100 * time.Millisecond)
+		<-rounds.C
 		if err := m.Step(ctx); err != nil {
 			t.Fatal(err)
 		}
