@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -836,5 +837,56 @@ func TestPromoteDueSendsNoNotify(t *testing.T) {
 	}
 	if p := first("promote"); p != "sql" {
 		t.Fatalf("promote's first notification: %q; want one for queue sql, sent at its commit", p)
+	}
+}
+
+// TestInsertMixedBatchKeepsItsOrder: a batch with unique keys writes its
+// rows without a key together after its keyed ones, but every row keeps
+// its place: ids in the batch's order, a duplicate of a key taken earlier
+// in the same batch reported as such, scheduled rows in the schedule and
+// the others claimable, in order.
+func TestInsertMixedBatchKeepsItsOrder(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	later := time.Now().Add(time.Hour)
+	job := func(key string, at time.Time) NewJob {
+		return NewJob{Queue: "mix", Kind: "k", Args: []byte(`{}`), Priority: 1, MaxAttempts: 1, UniqueKey: key, RunAt: at}
+	}
+	rs, err := Insert(ctx, pool, []NewJob{
+		job("", time.Time{}), job("a", time.Time{}), job("", later), job("a", time.Time{}), job("", time.Time{}), job("b", later),
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]string, len(rs))
+	for i, r := range rs {
+		got[i] = r.State
+		if r.Duplicate {
+			got[i] = "dup"
+		}
+	}
+	if fmt.Sprint(got) != "[available available scheduled dup available scheduled]" {
+		t.Fatalf("states %v; want [available available scheduled dup available scheduled]", got)
+	}
+	if rs[3].ID != rs[1].ID {
+		t.Fatalf("the duplicate names job %d; want %d, the batch's first of key a", rs[3].ID, rs[1].ID)
+	}
+	ids := []int64{rs[0].ID, rs[1].ID, rs[2].ID, rs[4].ID, rs[5].ID}
+	if !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
+		t.Fatalf("ids %v; want them rising in the batch's order", ids)
+	}
+	for i, want := range map[int]string{0: "available", 1: "available", 2: "scheduled", 4: "available", 5: "scheduled"} {
+		var st string
+		if err := pool.QueryRow(ctx, "SELECT millrace.job_state($1)", rs[i].ID).Scan(&st); err != nil || st != want {
+			t.Fatalf("row %d, job %d: state %q (%v); want %q", i, rs[i].ID, st, err, want)
+		}
+	}
+	var claimed []int64
+	for id := range claimAll(t, s, "mix", 1, noLimit) {
+		claimed = append(claimed, id)
+	}
+	slices.Sort(claimed)
+	if want := []int64{rs[0].ID, rs[1].ID, rs[4].ID}; !slices.Equal(claimed, want) {
+		t.Fatalf("claimed %v; want %v (the available rows, not the scheduled ones)", claimed, want)
 	}
 }

@@ -89,6 +89,8 @@ DECLARE
     v_final_at timestamptz;
     v_state text;
     v_due bigint;
+    v_pi int[] := '{}';      -- the rows without a unique key, written after the loop,
+    v_pid bigint[] := '{}';  -- and their ids (taken in the rows' order)
 BEGIN
     IF cardinality(p_args) <> v_n OR cardinality(p_queue) <> v_n OR cardinality(p_priority) <> v_n
        OR cardinality(p_run_at) <> v_n OR cardinality(p_max_attempts) <> v_n
@@ -215,10 +217,20 @@ BEGIN
                     CONTINUE;
                 END IF;
             END IF;
+            v_id := nextval('millrace.job_id_seq');
+            id := v_id;
+            IF p_unique_key[i] IS NULL THEN
+                -- No key to look up: written with the others after the loop,
+                -- in one statement per table (a statement a row was most of
+                -- a large batch's time), under the id taken here, in order.
+                v_pi[cardinality(v_pi) + 1] := i;
+                v_pid[cardinality(v_pid) + 1] := v_id;
+                RETURN NEXT;
+                CONTINUE;
+            END IF;
             -- The slot is fixed at the first row written, not before: a
             -- transaction that only found duplicates holds no slot.
             v_slot := millrace.txn_slot();
-            v_id := nextval('millrace.job_id_seq');
             IF scheduled THEN
                 INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms)
                 VALUES (v_gen, v_id, p_queue[i], p_kind[i], p_args[i], p_priority[i], 0, p_max_attempts[i], v_now, p_run_at[i],
@@ -228,15 +240,23 @@ BEGIN
                 VALUES (v_slot, v_id, p_queue[i], p_kind[i], p_args[i], p_priority[i], 0, p_max_attempts[i], v_now, v_now,
                         coalesce(p_timeout_ms[i], 0));
             END IF;
-            IF p_unique_key[i] IS NOT NULL THEN
-                -- Into the slot the transaction writes its jobs into (not the
-                -- current one, which may have moved on): one slot held.
-                INSERT INTO millrace.uniq (slot, key, job_id, states, until)
-                VALUES (v_slot, p_unique_key[i], v_id, coalesce(p_unique_states[i], 0), p_unique_until[i]);
-            END IF;
-            id := v_id;
+            -- Into the slot the transaction writes its jobs into (not the
+            -- current one, which may have moved on): one slot held.
+            INSERT INTO millrace.uniq (slot, key, job_id, states, until)
+            VALUES (v_slot, p_unique_key[i], v_id, coalesce(p_unique_states[i], 0), p_unique_until[i]);
             RETURN NEXT;
         END LOOP;
+        IF cardinality(v_pi) > 0 THEN
+            v_slot := millrace.txn_slot();
+            INSERT INTO millrace.job (slot, id, queue, kind, args, priority, attempt, max_attempts, created_at, ready_at, timeout_ms)
+            SELECT v_slot, u.id, p_queue[u.i], p_kind[u.i], p_args[u.i], p_priority[u.i], 0, p_max_attempts[u.i], v_now, v_now,
+                   coalesce(p_timeout_ms[u.i], 0)
+            FROM unnest(v_pi, v_pid) u(i, id) WHERE p_run_at[u.i] IS NULL OR p_run_at[u.i] <= v_now;
+            INSERT INTO millrace.sched (gen, id, queue, kind, args, priority, attempt, max_attempts, created_at, due_at, timeout_ms)
+            SELECT v_gen, u.id, p_queue[u.i], p_kind[u.i], p_args[u.i], p_priority[u.i], 0, p_max_attempts[u.i], v_now, p_run_at[u.i],
+                   coalesce(p_timeout_ms[u.i], 0)
+            FROM unnest(v_pi, v_pid) u(i, id) WHERE p_run_at[u.i] > v_now;
+        END IF;
     END IF;
     IF p_notify THEN
         FOR v_q IN SELECT DISTINCT q FROM unnest(p_queue, p_run_at) AS x(q, r) WHERE r IS NULL OR r <= v_now LOOP
