@@ -262,35 +262,35 @@ AS $function$
 -- PL/pgSQL for a plan cached for the session: a claim or a flush of a
 -- queue with a per-key limit calls it once. One generic plan per
 -- statement (plan_cache_mode): see claim.
+DECLARE
+    v_old record;
+    v_new record;
 BEGIN
     -- The process's lock of the queue's map, then its newest map: a claim
     -- and a flush of one process write it in turn, each adding to the
-    -- one before (READ COMMITTED: the statement's snapshot follows the
-    -- lock).
+    -- one before (READ COMMITTED: the read's snapshot follows the lock).
     PERFORM pg_advisory_xact_lock(millrace.keys_space(), hashtext(p_queue || '/' || p_owner::text));
+    SELECT h.keys, h.n, h.slots, h.until INTO v_old FROM millrace.keyhold h
+    WHERE h.queue = p_queue AND h.owner = p_owner ORDER BY h.id DESC LIMIT 1;
     -- Each key: its jobs held (the old count, nothing with p_clear, plus
     -- p_dn, at least 0), its slots (p_slots', else the old) and the end of
     -- its deferred jobs (the later). A key holding nothing whose deferred
-    -- jobs have ended leaves the map. Written only when it changed (none
-    -- yet and nothing to hold: no row). One statement: the read, the new
-    -- map and the write as three cost a call half again as much.
-    WITH o AS MATERIALIZED (
-            SELECT h.keys, h.n, h.slots, h.until FROM millrace.keyhold h
-            WHERE h.queue = p_queue AND h.owner = p_owner ORDER BY h.id DESC LIMIT 1),
-        m AS (
-            SELECT coalesce(array_agg(y.k ORDER BY y.k), '{}') AS keys, coalesce(array_agg(y.n ORDER BY y.k), '{}') AS n,
-                   coalesce(array_agg(y.s ORDER BY y.k), '{}') AS slots, coalesce(array_agg(y.u ORDER BY y.k), '{}') AS until
-            FROM (SELECT coalesce(c.k, x.k) AS k,
-                         greatest(CASE WHEN p_clear THEN 0 ELSE coalesce(x.n, 0) END + coalesce(c.dn, 0), 0) AS n,
-                         coalesce(c.s, x.s) AS s, greatest(x.u, c.u) AS u
-                  FROM unnest((SELECT o.keys FROM o), (SELECT o.n FROM o), (SELECT o.slots FROM o), (SELECT o.until FROM o)) x(k, n, s, u)
-                  FULL JOIN unnest(p_keys, p_dn, p_slots, p_until) c(k, dn, s, u) ON c.k = x.k) y
-            WHERE y.n > 0 OR y.u > clock_timestamp())
-    INSERT INTO millrace.keyhold (slot, queue, owner, keys, n, slots, until)
-    SELECT millrace.current_segment(), p_queue, p_owner, m.keys, m.n, m.slots, m.until
-    FROM m LEFT JOIN o ON true
-    WHERE m.keys IS DISTINCT FROM coalesce(o.keys, '{}') OR m.n IS DISTINCT FROM coalesce(o.n, '{}')
-       OR m.slots IS DISTINCT FROM coalesce(o.slots, '{}') OR m.until IS DISTINCT FROM coalesce(o.until, '{}');
+    -- jobs have ended leaves the map.
+    SELECT coalesce(array_agg(m.k ORDER BY m.k), '{}') AS keys, coalesce(array_agg(m.n ORDER BY m.k), '{}') AS n,
+           coalesce(array_agg(m.s ORDER BY m.k), '{}') AS slots, coalesce(array_agg(m.u ORDER BY m.k), '{}') AS until
+    INTO v_new
+    FROM (SELECT coalesce(c.k, o.k) AS k,
+                 greatest(CASE WHEN p_clear THEN 0 ELSE coalesce(o.n, 0) END + coalesce(c.dn, 0), 0) AS n,
+                 coalesce(c.s, o.s) AS s, greatest(o.u, c.u) AS u
+          FROM unnest(v_old.keys, v_old.n, v_old.slots, v_old.until) o(k, n, s, u)
+          FULL JOIN unnest(p_keys, p_dn, p_slots, p_until) c(k, dn, s, u) ON c.k = o.k) m
+    WHERE m.n > 0 OR m.u > clock_timestamp();
+    -- Written only when it changed (none yet and nothing to hold: no row).
+    IF v_new.keys IS DISTINCT FROM coalesce(v_old.keys, '{}') OR v_new.n IS DISTINCT FROM coalesce(v_old.n, '{}')
+       OR v_new.slots IS DISTINCT FROM coalesce(v_old.slots, '{}') OR v_new.until IS DISTINCT FROM coalesce(v_old.until, '{}') THEN
+        INSERT INTO millrace.keyhold (slot, queue, owner, keys, n, slots, until)
+        VALUES (millrace.current_segment(), p_queue, p_owner, v_new.keys, v_new.n, v_new.slots, v_new.until);
+    END IF;
 END $function$;
 COMMENT ON FUNCTION millrace.keyhold_put(p_queue text, p_owner integer, p_keys text[], p_dn integer[], p_slots integer[], p_until timestamp with time zone[], p_clear boolean) IS
     'keyhold_put writes process p_owner''s new map of the keys it holds of queue p_queue''s per-key limit, under its lock of the queue (keys_space): its newest map (nothing with p_clear, keeping where each key''s deferred jobs end) with, for each key of p_keys (parallel arrays), p_dn more jobs held (negative: ended; at least 0), p_slots its slots (NULL: as they were) and p_until where its deferred jobs end (the later of the two). A key that holds nothing and whose deferred jobs have ended leaves the map. A row only when the map changed. Claims (jobs taken, slots, deferred jobs), flushes (jobs that ended) and release (everything) call it.';

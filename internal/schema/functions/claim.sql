@@ -1063,7 +1063,9 @@ BEGIN
             WHERE u.id <> ALL (v_def)
             ORDER BY u.ord;
             GET DIAGNOSTICS v_n = ROW_COUNT;
-            IF v_n > 0 THEN
+            IF v_n > 0 AND (cardinality(v_lanes) > 1 OR cardinality(v_def) > 0) THEN
+                -- What is left of the call's bytes, for another lane or a
+                -- round after deferred jobs (the only ways it goes on).
                 v_bytes := v_bytes - (SELECT sum(octet_length(u.args::text)) FROM unnest(v_jobs) u WHERE u.id <> ALL (v_def));
             END IF;
             v_left := v_left - v_n;
