@@ -766,3 +766,51 @@ func TestKeyMapWritersTakeTurns(t *testing.T) {
 		t.Fatalf("the map holds %d jobs of the key after %d additions by two writers: writers read the same map", n, 2*each)
 	}
 }
+
+// TestHoldRowOnlyWhenSlotsChange: under a running limit a process's row
+// in millrace.hold is its count of slots, so a claim that leaves the count
+// as it was (it took as many jobs as ended since its last one) writes
+// none; under a rate limit every claim that took jobs writes one (the
+// rate's running total).
+func TestHoldRowOnlyWhenSlotsChange(t *testing.T) {
+	ctx := context.Background()
+	s, pool, a, _ := limitedQueue(t, "slots", 0, 5)
+	rows := func(queue string) (n int) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM millrace.hold WHERE queue = $1 AND owner = $2", queue, a).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	req := int64(0)
+	round := func(queue string, jobs, held int) {
+		t.Helper()
+		for range jobs {
+			enqueue(t, s, pool, queue)
+		}
+		req++
+		if n, _ := claimJobs(t, s, queue, a, req, held); n != jobs {
+			t.Fatalf("claim %d of %s took %d jobs; want %d", req, queue, n, jobs)
+		}
+	}
+	round("slots", 2, 0)
+	if n := rows("slots"); n != 1 {
+		t.Fatalf("after the first claim: %d hold rows; want 1", n)
+	}
+	round("slots", 2, 0) // the two before ended: still two slots
+	if n := rows("slots"); n != 1 {
+		t.Fatalf("a claim that kept the count wrote a row: %d hold rows; want 1", n)
+	}
+	round("slots", 1, 0)
+	if n := rows("slots"); n != 2 {
+		t.Fatalf("a claim that changed the count: %d hold rows; want 2", n)
+	}
+	if err := SetLimit(ctx, pool, "rated", Limit{Rate: 1000, Per: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	round("rated", 2, 0)
+	round("rated", 2, 0)
+	if n := rows("rated"); n != 2 {
+		t.Fatalf("under a rate limit: %d hold rows after two claims that took jobs; want 2", n)
+	}
+}
