@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace"
+	"github.com/millrace/millrace/internal/ops"
 	"github.com/millrace/millrace/internal/testkit"
 )
 
@@ -596,6 +597,99 @@ func TestPgBouncerKilledWorker(t *testing.T) {
 	waitFor(t, "the killed process's jobs to run again", 30*time.Second, func() bool { return s.n.Load() == 5 })
 }
 
+// TestReadsTakeNoPredicateLocks: at a database default of SERIALIZABLE
+// the library's reads (QueueCounts, JobByID, ReadStats, the operators'
+// Queues) run at READ COMMITTED and leave no predicate lock behind, where
+// the same reads as SERIALIZABLE statements take one per partition read
+// (the figures of docs/deploy.md, on an empty queue) and keep them while
+// a SERIALIZABLE writer that overlaps them is open. The test's own
+// sessions, looping such reads, ran PostgreSQL out of shared memory now
+// and then (SQLSTATE 53200) at 64 locks a transaction; the dashboard
+// polled the same reads at the default isolation every second.
+func TestReadsTakeNoPredicateLocks(t *testing.T) {
+	ctx := context.Background()
+	owner := newDB(t)
+	if _, err := owner.Exec(ctx, "CREATE TABLE public.w (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	alterDatabase(t, owner, "default_transaction_isolation", "serializable")
+	url := owner.Config().ConnString()
+	pool := poolOn(t, url)
+	// A SERIALIZABLE writer open across the reads: PostgreSQL keeps the
+	// predicate locks of each SERIALIZABLE transaction that commits while
+	// it runs.
+	w, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(ctx)
+	tx, err := w.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "INSERT INTO public.w VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	const locksSQL = "SELECT count(*) FROM pg_locks WHERE mode = 'SIReadLock' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+	held := func() int {
+		var n int
+		if err := pool.QueryRow(ctx, locksSQL).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	base := held()
+	if _, err := millrace.QueueCounts(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := millrace.JobByID(ctx, pool, 1); err != nil && !errors.Is(err, millrace.ErrJobNotFound) {
+		t.Fatal(err)
+	}
+	if _, err := millrace.ReadStats(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ops.Queues(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if n := held(); n != base {
+		t.Errorf("the library's reads left %d predicate locks at a SERIALIZABLE default; want none", n-base)
+	}
+	// The SQL API's reads as SERIALIZABLE statements: each one's locks,
+	// counted before its commit, at most docs/deploy.md's figure.
+	for _, r := range []struct {
+		sql  string
+		most int
+	}{
+		{"SELECT count(*) FROM millrace.history", 104},
+		{"SELECT count(*) FROM millrace.queue_counts()", 190},
+		{"SELECT count(*) FROM millrace.jobs", 11},
+	} {
+		// pg_locks shows a committed transaction's kept locks under the
+		// pid of its session: the read's are the ones it adds.
+		const ownSQL = "SELECT count(*) FROM pg_locks WHERE mode = 'SIReadLock' AND pid = pg_backend_pid()"
+		var n, before, after int
+		err := pgx.BeginFunc(ctx, pool, func(rt pgx.Tx) error {
+			if err := rt.QueryRow(ctx, ownSQL).Scan(&before); err != nil {
+				return err
+			}
+			if err := rt.QueryRow(ctx, r.sql).Scan(&n); err != nil {
+				return err
+			}
+			return rt.QueryRow(ctx, ownSQL).Scan(&after)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if own := after - before; own == 0 || own > r.most {
+			t.Errorf("%s at SERIALIZABLE took %d predicate locks; docs/deploy.md says at most %d", r.sql, after-before, r.most)
+		}
+	}
+	if n := held(); n-base < 104 {
+		t.Errorf("the SQL reads at SERIALIZABLE left %d predicate locks behind while a writer overlaps them; want the ones they took", n-base)
+	}
+}
+
 // TestSQLAPIUnderIsolationDefaults (issue 31.3, 31.4): with the database's
 // default isolation at REPEATABLE READ or SERIALIZABLE, eight sessions
 // call the SQL API of docs/guide.md at once while a client works the jobs
@@ -641,6 +735,8 @@ func TestSQLAPIUnderIsolationDefaults(t *testing.T) {
 				case err == nil:
 				case errors.As(err, &pe) && (pe.Code == "0A000" || pe.Code == "40001" || pe.Code == "40P01" || pe.Code == "57014") &&
 					!strings.Contains(pe.Message, "\n"):
+				case errors.As(err, &pe):
+					t.Errorf("%s under %s: %v (hint: %s)", call, iso, err, pe.Hint)
 				default:
 					t.Errorf("%s under %s: %v", call, iso, err)
 				}

@@ -137,18 +137,14 @@ type QueueLimit struct {
 
 // QueueLimits lists the queues with a limit, by name.
 func QueueLimits(ctx context.Context, q Querier) ([]QueueLimit, error) {
-	rows, err := q.Query(ctx, `SELECT queue, coalesce(running_limit, 0), running, coalesce(rate, 0), coalesce(rate_per, '0'), coalesce(started, 0),
-		coalesce(per_key, 0), per_key_by, coalesce(keys_running, 0), coalesce(keys_full, 0), coalesce(deferred, 0),
-		coalesce(key_rate, 0), coalesce(key_rate_per, '0') FROM millrace.queue_limits()`)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueLimit, error) {
+	return readRows(ctx, q, func(r pgx.CollectableRow) (QueueLimit, error) {
 		var l QueueLimit
 		err := r.Scan(&l.Queue, &l.Running, &l.Held, &l.Rate, &l.Per, &l.Started, &l.PerKey, &l.Key, &l.KeysRunning, &l.KeysFull, &l.Deferred,
 			&l.KeyRate, &l.KeyPer)
 		return l, err
-	})
+	}, `SELECT queue, coalesce(running_limit, 0), running, coalesce(rate, 0), coalesce(rate_per, '0'), coalesce(started, 0),
+		coalesce(per_key, 0), per_key_by, coalesce(keys_running, 0), coalesce(keys_full, 0), coalesce(deferred, 0),
+		coalesce(key_rate, 0), coalesce(key_rate_per, '0') FROM millrace.queue_limits()`)
 }
 
 // KeyCount is a key of a queue's per-key limits: the slots of it the
@@ -163,11 +159,7 @@ type KeyCount struct {
 // KeyLimits lists the top keys of queue's per-key limits by slots held,
 // then by starts in the rate's window (millrace.key_limits), at most top.
 func KeyLimits(ctx context.Context, q Querier, queue string, top int) ([]KeyCount, error) {
-	rows, err := q.Query(ctx, "SELECT key, running, coalesce(started, -1) FROM millrace.key_limits($1, $2)", queue, top)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[KeyCount])
+	return readRows(ctx, q, pgx.RowToStructByPos[KeyCount], "SELECT key, running, coalesce(started, -1) FROM millrace.key_limits($1, $2)", queue, top)
 }
 
 // Rights says which operator functions the connected role may call.

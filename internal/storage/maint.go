@@ -211,8 +211,8 @@ type RingStats struct {
 // Ring reads millrace.ring_stats.
 func Ring(ctx context.Context, q Querier) (RingStats, error) {
 	var st RingStats
-	err := q.QueryRow(ctx, "SELECT current_slot, since, rotations, reclaims, last_reclaim FROM millrace.ring_stats()").
-		Scan(&st.Current, &st.Since, &st.Rotations, &st.Reclaims, &st.LastReclaim)
+	err := ReadCommitted(ctx, q, "SELECT current_slot, since, rotations, reclaims, last_reclaim FROM millrace.ring_stats()", nil,
+		&st.Current, &st.Since, &st.Rotations, &st.Reclaims, &st.LastReclaim)
 	return st, err
 }
 

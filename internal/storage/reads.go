@@ -58,7 +58,13 @@ type QueueRow struct {
 // are counted in history too (at full speed, a read of some hundred
 // thousand rows), else Rate is 0 and history is not read.
 func Queues(ctx context.Context, q Querier, rate bool) ([]QueueRow, error) {
-	rows, err := q.Query(ctx, `
+	return readRows(ctx, q, func(r pgx.CollectableRow) (QueueRow, error) {
+		var x QueueRow
+		var oldest float64
+		err := r.Scan(&x.Name, &x.Available, &x.Running, &x.Scheduled, &x.Discarded, &x.Completed, &x.Cancelled, &x.Paused, &oldest, &x.Rate)
+		x.OldestWaiting = time.Duration(oldest * float64(time.Second))
+		return x, err
+	}, `
 WITH c AS (SELECT * FROM millrace.queue_counts()),
 r AS (SELECT x.queue, x.n FROM millrace.completed_since(clock_timestamp() - interval '1 minute') x WHERE $1)
 SELECT c.queue, c.available, c.running, c.scheduled, c.discarded, c.completed, c.cancelled, c.paused,
@@ -66,35 +72,21 @@ SELECT c.queue, c.available, c.running, c.scheduled, c.discarded, c.completed, c
        coalesce(r.n, 0) / 60.0::float8
 FROM c LEFT JOIN r ON r.queue = c.queue
 ORDER BY c.queue`, rate)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueRow, error) {
-		var x QueueRow
-		var oldest float64
-		err := r.Scan(&x.Name, &x.Available, &x.Running, &x.Scheduled, &x.Discarded, &x.Completed, &x.Cancelled, &x.Paused, &oldest, &x.Rate)
-		x.OldestWaiting = time.Duration(oldest * float64(time.Second))
-		return x, err
-	})
 }
 
 // LiveCounts reads every queue's live jobs by state, its oldest waiting job
 // and whether it is paused, from one read of the live jobs
 // (millrace.live_counts); Completed, Discarded, Cancelled and Rate are 0.
 func LiveCounts(ctx context.Context, q Querier) ([]QueueRow, error) {
-	rows, err := q.Query(ctx, `SELECT queue, available, running, scheduled, paused,
-		coalesce(extract(epoch FROM clock_timestamp() - oldest_available), 0)::float8
-		FROM millrace.live_counts()`)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueRow, error) {
+	return readRows(ctx, q, func(r pgx.CollectableRow) (QueueRow, error) {
 		var x QueueRow
 		var oldest float64
 		err := r.Scan(&x.Name, &x.Available, &x.Running, &x.Scheduled, &x.Paused, &oldest)
 		x.OldestWaiting = time.Duration(oldest * float64(time.Second))
 		return x, err
-	})
+	}, `SELECT queue, available, running, scheduled, paused,
+		coalesce(extract(epoch FROM clock_timestamp() - oldest_available), 0)::float8
+		FROM millrace.live_counts()`)
 }
 
 // JobRow is a job not yet finished (Live, a row of millrace.jobs) or one
@@ -177,11 +169,7 @@ func ListJobs(ctx context.Context, q Querier, f JobFilter) ([]JobRow, error) {
 	if !f.Since.IsZero() {
 		since = &f.Since
 	}
-	rows, err := q.Query(ctx, jobsSQL, f.ID, f.Queue, f.Kind, f.State, since, f.Limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, scanJobRow)
+	return readRows(ctx, q, scanJobRow, jobsSQL, f.ID, f.Queue, f.Kind, f.State, since, f.Limit)
 }
 
 // ErrJobNotFound is returned by GetJob for a job that is neither live nor
@@ -253,11 +241,7 @@ func GetJob(ctx context.Context, q Querier, id int64, how LiveRead) (JobDetail, 
 	}
 	var all []JobRow
 	for _, sql := range []string{live, jobHistorySQL} {
-		rows, err := q.Query(ctx, sql, id)
-		if err != nil {
-			return JobDetail{}, err
-		}
-		some, err := pgx.CollectRows(rows, scanJobRow)
+		some, err := readRows(ctx, q, scanJobRow, sql, id)
 		if err != nil {
 			return JobDetail{}, err
 		}
@@ -321,9 +305,9 @@ type Activity struct {
 // last second by the database's clock).
 func ReadActivity(ctx context.Context, q Querier, since *time.Time) (Activity, error) {
 	var s Activity
-	err := q.QueryRow(ctx, `SELECT at, since, completed, failed, discarded, cancelled, snoozed,
-		wait_p50_ms, wait_p95_ms, run_p50_ms, run_p95_ms FROM millrace.activity($1)`, since).
-		Scan(&s.At, &s.Since, &s.Completed, &s.Failed, &s.Discarded, &s.Cancelled, &s.Snoozed, &s.WaitP50, &s.WaitP95, &s.RunP50, &s.RunP95)
+	err := ReadCommitted(ctx, q, `SELECT at, since, completed, failed, discarded, cancelled, snoozed,
+		wait_p50_ms, wait_p95_ms, run_p50_ms, run_p95_ms FROM millrace.activity($1)`, []any{since},
+		&s.At, &s.Since, &s.Completed, &s.Failed, &s.Discarded, &s.Cancelled, &s.Snoozed, &s.WaitP50, &s.WaitP95, &s.RunP50, &s.RunP95)
 	return s, err
 }
 

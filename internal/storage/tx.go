@@ -170,19 +170,55 @@ func PoolTx(ctx context.Context, pool *pgxpool.Pool, o TxOpts, scan func(pgx.Row
 // transaction when q is a pool or a connection, in one round trip, keeping
 // the role's timeouts (the caller's context bounds the call), and scans its
 // one row into dest (no row: pgx.ErrNoRows). Inside a caller's transaction
-// (any other Querier, such as a pgx.Tx) it runs there: that transaction
-// must be READ COMMITTED. The operator actions need it: they take a lock
-// and then read what its previous holder wrote, which a snapshot taken
-// before the lock (a default of REPEATABLE READ) misses.
+// (any other Querier, such as a pgx.Tx, or a connection with a transaction
+// open) it runs there: that transaction must be READ COMMITTED. The
+// operator actions need it: they take a lock and then read what its
+// previous holder wrote, which a snapshot taken before the lock (a default
+// of REPEATABLE READ) misses.
 func ReadCommitted(ctx context.Context, q Querier, sql string, args []any, dest ...any) error {
+	return Read(ctx, q, scanOne(dest...), sql, args...)
+}
+
+// Read runs sql with args on q as ReadCommitted does and calls scan with
+// its rows (scan must read the rows it wants; it may stop early). The
+// reads of the queue's partitioned tables go through it: at a database
+// default of SERIALIZABLE a statement takes a predicate lock on each
+// partition it reads (a read of queue_counts about 190), kept until
+// every overlapping SERIALIZABLE transaction ends, and a dashboard's polls
+// could fill the server's shared table of them, failing every
+// SERIALIZABLE statement of the cluster (docs/deploy.md). At READ
+// COMMITTED a read takes none.
+func Read(ctx context.Context, q Querier, scan func(pgx.Rows) error, sql string, args ...any) error {
 	o := TxOpts{KeepTimeouts: true}
 	switch d := q.(type) {
 	case *pgxpool.Pool:
-		return PoolTx(ctx, d, o, scanOne(dest...), sql, args...)
+		return PoolTx(ctx, d, o, scan, sql, args...)
 	case *pgx.Conn:
-		return RunTx(ctx, d, o, scanOne(dest...), sql, args...)
+		if d.PgConn().TxStatus() == 'I' {
+			return RunTx(ctx, d, o, scan, sql, args...)
+		}
 	}
-	return q.QueryRow(ctx, sql, args...).Scan(dest...)
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := scan(rows); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// readRows is Read collecting every row with fn.
+func readRows[T any](ctx context.Context, q Querier, fn pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	var out []T
+	err := Read(ctx, q, func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, fn)
+		return err
+	}, sql, args...)
+	return out, err
 }
 
 // tx is PoolTx on the store's pool with timeouts off.
