@@ -114,10 +114,18 @@ func Bench(ctx context.Context, args []string) (err error) {
 		pgSettings = append(pgSettings, name+"="+strings.Trim(value, "'"))
 		return nil
 	})
-	limitFlag := fs.String("limit", "", "limits on the strategy's queue across every process (millrace), comma-separated: running=N, rate=N/PERIOD,\n"+
+	// --limit is repeatable: its parts add up (--limit running=40 --limit
+	// per-key=2 is --limit running=40,per-key=2); one given twice is an
+	// error. A second flag that replaced the first ran a bench without
+	// its running limit and reported 483 running at once.
+	var limitParts []string
+	fs.Func("limit", "limits on the strategy's queue across every process (millrace), comma-separated or repeated: running=N, rate=N/PERIOD,\n"+
 		"per-key=N and key-rate=N/PERIOD (per key: key=ARG, the args field, default customer_id; keys=K, the producer's keys, default 1000;\n"+
 		"hot=N, a backlog of N jobs of one more key inserted before the run);\nsummary.json's most_running, most_started, most_running_per_key and most_started_per_key are the most jobs\n"+
-		"the bench saw running at once, and starting in any PERIOD, in all and of one key")
+		"the bench saw running at once, and starting in any PERIOD, in all and of one key", func(v string) error {
+		limitParts = append(limitParts, v)
+		return nil
+	})
 	pooler := fs.String("pooler", "", "run the strategies' connections through a connection pooler the bench starts: pgbouncer-transaction\n(PgBouncer in transaction mode; millrace's session connection goes to the server directly; millrace only)")
 	watchQueues := fs.Duration("watch-queues", 0, "read the queues as the dashboard's queues page does (every queue's counts, oldest waiting job and rate;\nthe last second's activity), at this interval, on a connection of the bench's own while millrace runs: what looking costs (0: off)")
 	readers := fs.Int("readers", bench.DefaultReaders, "analytics scenario: reader sessions running reports")
@@ -152,7 +160,7 @@ func Bench(ctx context.Context, args []string) (err error) {
 		return &Error{Msg: err.Error(), Code: 2}
 	}
 	cfg.Mix = mix
-	if cfg.Limit, err = bench.ParseLimit(*limitFlag); err != nil {
+	if cfg.Limit, err = bench.ParseLimit(strings.Join(limitParts, ",")); err != nil {
 		return &Error{Msg: err.Error(), Code: 2}
 	}
 	if *rate != "max" {

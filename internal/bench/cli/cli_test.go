@@ -76,12 +76,14 @@ func TestFlagErrors(t *testing.T) {
 		"--scenario analytics --stress 5m --reader-duration 6m":   "--reader-duration 6m0s is longer than --stress 5m0s",
 		"--reader-duration 30s --stress 20s --scenario analytics": "is longer than --stress",
 		"--readers 3": "--readers applies to the analytics scenario only",
-		"--scenario idle-xid --reader-interval 10s":              "--reader-interval applies to the analytics scenario only",
-		"--reader-readonly --scenario clean":                     "--reader-readonly applies to the analytics scenario only",
-		"--pg-setting statement_timeout":                         "want NAME=VALUE",
-		"--pg-setting Bad-Name=1":                                "want NAME=VALUE",
-		"--pooler pgpool":                                        `--pooler "pgpool": want pgbouncer-transaction`,
-		"--pooler pgbouncer-transaction --strategies skiplocked": "runs the millrace strategy only, not skiplocked",
+		"--scenario idle-xid --reader-interval 10s": "--reader-interval applies to the analytics scenario only",
+		"--reader-readonly --scenario clean":        "--reader-readonly applies to the analytics scenario only",
+		"--pg-setting statement_timeout":            "want NAME=VALUE",
+		"--pg-setting Bad-Name=1":                   "want NAME=VALUE",
+		"--pooler pgpool":                           `--pooler "pgpool": want pgbouncer-transaction`,
+		// Repeated --limit flags add up: a part given in two is refused.
+		"--limit running=40 --limit per-key=2,key=customer_id --limit running=20": "running given twice",
+		"--pooler pgbouncer-transaction --strategies skiplocked":                  "runs the millrace strategy only, not skiplocked",
 	}
 	for args, want := range cases {
 		err := Bench(context.Background(), strings.Fields(args))
