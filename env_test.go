@@ -463,6 +463,47 @@ func TestRoleTimeouts(t *testing.T) {
 	workOnce(t, owner, clients, 1000, s)
 }
 
+// TestTransactionTimeout (PostgreSQL 17 and later): the worker role has
+// transaction_timeout = 1s, which ends the whole session of a transaction
+// that runs longer, and each reclaim of a slot takes 1.2 s (a trigger
+// sleeps in it, as a large backlog carried forward would). Protocol
+// transactions turn it off for themselves, as they do statement_timeout:
+// the ring keeps turning and every job runs exactly once.
+func TestTransactionTimeout(t *testing.T) {
+	ctx := context.Background()
+	owner := newDB(t)
+	var version int
+	if err := owner.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version < 170000 {
+		t.Skipf("transaction_timeout is new in PostgreSQL 17 (this server: %d)", version)
+	}
+	url := testkit.LoginAs(t, owner, "millrace_worker")
+	alterRole(t, owner, url, "transaction_timeout", "1s")
+	if _, err := owner.Exec(ctx, `CREATE FUNCTION public.slow_reclaim() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM pg_sleep(1.2); RETURN NEW; END $$;
+		CREATE TRIGGER slow_reclaim BEFORE INSERT ON millrace.reclaim FOR EACH ROW EXECUTE FUNCTION public.slow_reclaim()`); err != nil {
+		t.Fatal(err)
+	}
+	st0, err := millrace.ReadStats(ctx, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &seen{runs: map[int]int{}}
+	var clients []*millrace.Client
+	for i := 0; i < 2; i++ {
+		clients = append(clients, startClient(t, poolOn(t, url), countingWorkers(s, 0), millrace.Config{
+			Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}},
+			RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond}))
+	}
+	waitFor(t, "the ring to turn", 60*time.Second, func() bool {
+		st, err := millrace.ReadStats(ctx, owner)
+		return err == nil && st.Reclaims-st0.Reclaims >= 3
+	})
+	workOnce(t, owner, clients, 1000, s)
+}
+
 func init() {
 	// A worker process of TestPgBouncerKilledWorker (init runs before
 	// TestMain, so client_test.go need not know of it).

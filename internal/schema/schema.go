@@ -236,7 +236,11 @@ func Up(ctx context.Context, pool *pgxpool.Pool, target int) ([]int, error) {
 		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 			// The role's or database's defaults must not cut a migration
 			// short: it takes what locks it needs and runs to the end.
-			if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0"); err != nil {
+			// transaction_timeout (PostgreSQL 17 and later, which the CASE
+			// asks for) ends the session: set to 0 here, the server stops
+			// the timer it started at BEGIN.
+			if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0; "+
+				"SELECT CASE WHEN current_setting('transaction_timeout', true) IS NOT NULL THEN set_config('transaction_timeout', '0', true) END"); err != nil {
 				return err
 			}
 			for _, m := range todo {

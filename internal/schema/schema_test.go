@@ -1,13 +1,13 @@
 package schema_test
 
 import (
-	"strings"
-
 	"context"
-	"github.com/jackc/pgx/v5"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/millrace/millrace/internal/schema"
 	"github.com/millrace/millrace/internal/testkit"
@@ -77,6 +77,48 @@ func TestUpDownStatusConcurrent(t *testing.T) {
 // TestUpgradeFromV2CarriesJobs: jobs waiting in a version 2 schema, ready
 // and scheduled, are in version 3's queue after the upgrade; a finished one
 // is not.
+// TestUpIgnoresRoleTimeouts: a database whose defaults would cut a
+// migration short (statement_timeout and lock_timeout of 50 ms and, from
+// PostgreSQL 17, a transaction_timeout of 50 ms, which ends the session):
+// the migration from an empty database, which takes far longer, runs to
+// the end. Before transaction_timeout was turned off, Up failed on 17.
+func TestUpIgnoresRoleTimeouts(t *testing.T) {
+	ctx := context.Background()
+	url := testkit.EmptyDBURL(t)
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var version int
+	if err := admin.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	sets := []string{"statement_timeout = '50ms'", "lock_timeout = '50ms'"}
+	if version >= 170000 {
+		sets = append(sets, "transaction_timeout = '50ms'")
+	}
+	db := pgx.Identifier{admin.Config().Database}.Sanitize()
+	for _, set := range sets {
+		if _, err := admin.Exec(ctx, "ALTER DATABASE "+db+" SET "+set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	start := time.Now()
+	if _, err := schema.Up(ctx, pool, 0); err != nil {
+		t.Fatalf("Up under %v: %v", sets, err)
+	}
+	if err := schema.Check(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("migrated in %v under %v", time.Since(start).Round(time.Millisecond), sets)
+}
+
 func TestUpgradeFromV2CarriesJobs(t *testing.T) {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, testkit.EmptyDBURL(t))

@@ -35,9 +35,15 @@ const (
 	beginRC = "BEGIN ISOLATION LEVEL READ COMMITTED"
 	// noTimeouts sets the timeouts for the rest of the transaction. A
 	// pipeline starts a statement's timeout at each statement, so the
-	// statements after this one run without one.
-	noTimeouts      = "SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true)"
-	noTimeoutsAsync = "SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true), set_config('synchronous_commit', 'off', true)"
+	// statements after this one run without one. transaction_timeout
+	// (PostgreSQL 17 and later; the CASE leaves older servers, which do
+	// not know it, alone) runs from the transaction's start: set to 0
+	// inside it, the server stops its timer. A role's 1 s ended the
+	// session of every reclaim that carried a backlog for longer, and the
+	// ring stopped (TestTransactionTimeout).
+	noTimeouts      = "SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true), " + noTxTimeout
+	noTimeoutsAsync = "SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true), set_config('synchronous_commit', 'off', true), " + noTxTimeout
+	noTxTimeout     = "CASE WHEN current_setting('transaction_timeout', true) IS NOT NULL THEN set_config('transaction_timeout', '0', true) END"
 )
 
 // TxOpts says how a protocol transaction runs.
