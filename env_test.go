@@ -463,6 +463,68 @@ func TestRoleTimeouts(t *testing.T) {
 	workOnce(t, owner, clients, 1000, s)
 }
 
+// TestTextStyles: a database whose DateStyle is 'SQL, DMY' and whose
+// IntervalStyle is iso_8601. A pool that reads results in binary (pgx's
+// default exec modes) works the queue and reads it back; one that reads
+// them as text (exec, simple_protocol: a transaction pooler's modes) is
+// refused by Start with ErrTextStyle, on one line, before anything is
+// written (it failed to scan the schema's migration times instead), and
+// works once its connection string sets DateStyle and IntervalStyle.
+func TestTextStyles(t *testing.T) {
+	ctx := context.Background()
+	owner := newDB(t)
+	alterDatabase(t, owner, "DateStyle", "SQL, DMY")
+	alterDatabase(t, owner, "IntervalStyle", "iso_8601")
+	base := owner.Config().ConnString()
+	for _, c := range []struct {
+		mode, params string
+		refused      bool
+	}{
+		{"cache_describe", "", false},
+		{"exec", "", true},
+		{"simple_protocol", "", true},
+		{"exec", "&DateStyle=ISO&IntervalStyle=postgres", false},
+		{"simple_protocol", "&DateStyle=ISO&IntervalStyle=postgres", false},
+	} {
+		t.Run(c.mode+c.params, func(t *testing.T) {
+			pool := poolOn(t, withParam(base, "default_query_exec_mode", c.mode)+c.params)
+			if c.refused {
+				client, err := millrace.NewClient(pool, millrace.Config{Logger: quietLogger(), Workers: millrace.NewWorkers(),
+					Queues: map[string]millrace.QueueConfig{"default": {MaxWorkers: 1}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = client.Start(ctx)
+				if !errors.Is(err, millrace.ErrTextStyle) || strings.Contains(err.Error(), "\n") ||
+					!strings.Contains(err.Error(), "DateStyle=ISO") || !strings.Contains(err.Error(), "IntervalStyle = 'postgres'") {
+					t.Fatalf("Start: %v; want ErrTextStyle on one line, saying what to set", err)
+				}
+				return
+			}
+			s := &seen{runs: map[int]int{}}
+			clients := []*millrace.Client{startClient(t, pool, countingWorkers(s, 0), millrace.Config{
+				Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 4}},
+				RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond})}
+			if err := millrace.SetLimit(ctx, pool, "default", millrace.Limit{Rate: 1000, Per: time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			workOnce(t, owner, clients, 50, s)
+			if _, err := millrace.QueueCounts(ctx, pool); err != nil {
+				t.Error("QueueCounts:", err)
+			}
+			if _, err := millrace.ReadStats(ctx, pool); err != nil {
+				t.Error("ReadStats:", err)
+			}
+			if _, err := millrace.Limits(ctx, pool); err != nil {
+				t.Error("Limits:", err)
+			}
+			if _, err := ops.Queues(ctx, pool); err != nil {
+				t.Error("ops.Queues:", err)
+			}
+		})
+	}
+}
+
 // TestTransactionTimeout (PostgreSQL 17 and later): the worker role has
 // transaction_timeout = 1s, which ends the whole session of a transaction
 // that runs longer, and each reclaim of a slot takes 1.2 s (a trigger

@@ -72,7 +72,9 @@ func newStandbyError(conn *pgx.Conn, what string, err error) error {
 }
 
 // refuseStandby returns ErrStandby when the pool reaches a server in
-// recovery: a worker could neither register nor claim there.
+// recovery: a worker could neither register nor claim there. On the same
+// connection it checks that the pool can read the server's times
+// (checkTextStyle).
 func (c *Client) refuseStandby(ctx context.Context) error {
 	return c.db.AcquireFunc(ctx, func(conn *pgxpool.Conn) error {
 		recovering, err := storage.InRecovery(ctx, conn)
@@ -82,7 +84,7 @@ func (c *Client) refuseStandby(ctx context.Context) error {
 		if recovering {
 			return newStandbyError(conn.Conn(), poolConn, nil)
 		}
-		return nil
+		return checkTextStyle(conn.Conn())
 	})
 }
 
