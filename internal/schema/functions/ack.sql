@@ -10,6 +10,7 @@ CREATE OR REPLACE FUNCTION millrace.pending(p_id bigint)
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_since timestamptz := millrace.live_since(p_id);
@@ -179,6 +180,7 @@ CREATE OR REPLACE FUNCTION millrace.complete(p_job bigint, p_tick bigint, p_toke
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_fenced boolean;

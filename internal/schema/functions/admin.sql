@@ -10,6 +10,7 @@ CREATE OR REPLACE FUNCTION millrace.need_read_committed(p_call text)
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 BEGIN
     IF current_setting('transaction_isolation') <> 'read committed' THEN
@@ -26,6 +27,7 @@ CREATE OR REPLACE FUNCTION millrace.cancel(p_id bigint)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_state text;
@@ -120,6 +122,7 @@ CREATE OR REPLACE FUNCTION millrace.pause(p_queue text)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 BEGIN
     PERFORM millrace.check_job('pause', '{}', p_queue, 0, 1);
@@ -137,6 +140,7 @@ CREATE OR REPLACE FUNCTION millrace.resume(p_queue text)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 BEGIN
     PERFORM millrace.check_job('resume', '{}', p_queue, 0, 1);
@@ -163,6 +167,7 @@ CREATE OR REPLACE FUNCTION millrace.set_limit(p_queue text, p_running integer DE
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_by text[];
@@ -399,6 +404,7 @@ CREATE OR REPLACE FUNCTION millrace.retry(p_id bigint)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_h millrace.finished;

@@ -11,6 +11,7 @@ CREATE OR REPLACE FUNCTION millrace.holder(p_tick bigint, OUT token bigint, OUT 
  STABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session: every flush and start mark
 -- asks for each of its batches (see current_segment).
@@ -30,6 +31,7 @@ CREATE OR REPLACE FUNCTION millrace.queue_paused(p_queue text)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session: every claim asks.
 BEGIN
@@ -44,6 +46,7 @@ CREATE OR REPLACE FUNCTION millrace.queues_with_work(p_queues text[])
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session: a process asks every second.
 BEGIN
@@ -61,6 +64,7 @@ CREATE OR REPLACE FUNCTION millrace.open_batches()
  STABLE ROWS 10
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session: the leader asks every
 -- round (rescue), and an SQL function with settings is planned at every
@@ -105,6 +109,7 @@ CREATE OR REPLACE FUNCTION millrace.batch_keys(p_tick bigint)
  STABLE ROWS 100
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session: the live counts ask for
 -- every open batch at each read. The rows are range_jobs' (the batch's
@@ -150,6 +155,7 @@ CREATE OR REPLACE FUNCTION millrace.range_jobs(p_queue text, p_priority smallint
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- Each shape of range (bounded below, above, both or neither) is its own
 -- static statement, so that the session's cached plan has every bound as
@@ -227,6 +233,7 @@ CREATE OR REPLACE FUNCTION millrace.lane_take(p_queue text, p_priority smallint,
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_last  millrace.tick;
@@ -365,6 +372,7 @@ CREATE OR REPLACE FUNCTION millrace.claim_peek(p_queue text)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session; VOLATILE, as claim: each
 -- statement takes its snapshot after its locks, later than v_asked.

@@ -10,6 +10,7 @@ CREATE OR REPLACE FUNCTION millrace.history_v6()
  LANGUAGE plpgsql
  STABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 BEGIN
     RETURN (SELECT m.at FROM millrace.mark m WHERE m.name = 'history_v6');
@@ -61,6 +62,7 @@ CREATE OR REPLACE FUNCTION millrace.history_buckets(p_from timestamp with time z
  LANGUAGE plpgsql
  IMMUTABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- Arithmetic, no statement: every lookup of a job's history, every cancel
 -- and every unique insert asks (with generate_series and DISTINCT it cost
@@ -99,6 +101,7 @@ CREATE OR REPLACE FUNCTION millrace.history_since(p_since timestamp with time zo
  RETURNS smallint[]
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session (see history_buckets).
 BEGIN
@@ -148,6 +151,7 @@ CREATE OR REPLACE FUNCTION millrace.final_state(p_id bigint)
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session: as an SQL function it was
 -- planned over all 68 buckets at every call (1.4 ms a call; now 0.25).
@@ -168,6 +172,7 @@ CREATE OR REPLACE FUNCTION millrace.final_state(p_id bigint, p_since timestamp w
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- The buckets are literals, so the statement is planned (and locks) only
 -- those: a cached plan with the buckets as a parameter would lock all 68
@@ -205,6 +210,7 @@ CREATE OR REPLACE FUNCTION millrace.final_attempt(p_id bigint, p_since timestamp
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- final_state(p_id, p_since) with the start of the final attempt, in the
 -- same probe: the buckets are literals (see final_state), and a job
@@ -248,6 +254,7 @@ CREATE OR REPLACE FUNCTION millrace.job_history(p_id bigint)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- The view filtered by id reads every row of millrace.completed (the
 -- filter cannot reach the block index through the rows' arrays); this
@@ -273,6 +280,7 @@ CREATE OR REPLACE FUNCTION millrace.completed_since(p_since timestamp with time 
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- By the time indexes, in the buckets the window can be in: the view
 -- filtered by finished_at reads every completed row.
@@ -300,6 +308,7 @@ CREATE OR REPLACE FUNCTION millrace.live_since(p_id bigint)
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session (see history_buckets).
 BEGIN
@@ -346,6 +355,7 @@ CREATE OR REPLACE FUNCTION millrace.live_keys()
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
  SET work_mem TO '64MB'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session (the dashboard counts it
 -- every second). Nothing here reads a payload: the counts need keys, and
@@ -430,6 +440,7 @@ CREATE OR REPLACE FUNCTION millrace.live_jobs()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session.
 #variable_conflict use_column
@@ -454,6 +465,7 @@ CREATE OR REPLACE FUNCTION millrace.live_state(p_id bigint)
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_j millrace.job;
@@ -487,6 +499,7 @@ CREATE OR REPLACE FUNCTION millrace.job_state(p_id bigint)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     -- A live job's job or schedule row says when it was created; a job with
@@ -507,6 +520,7 @@ CREATE OR REPLACE FUNCTION millrace.live_counts()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session: the dashboard reads it every
 -- second.
@@ -569,6 +583,7 @@ CREATE OR REPLACE FUNCTION millrace.activity(p_since timestamp with time zone)
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
  SET enable_sort TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- The window's bounds are parameters, so the planner takes them for a
 -- range (a narrow one) and reads the finished_at index: written with
@@ -660,6 +675,7 @@ CREATE OR REPLACE FUNCTION millrace.set_retention(p_completed interval, p_other 
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_now record;
@@ -692,6 +708,7 @@ CREATE OR REPLACE FUNCTION millrace.expire_history(p_term bigint DEFAULT NULL::b
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
  SET lock_timeout TO '50ms'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_max timestamptz;

@@ -11,6 +11,7 @@ CREATE OR REPLACE FUNCTION millrace.check_job(p_kind text, p_args jsonb, p_queue
  IMMUTABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 BEGIN
     IF p_kind IS NULL OR octet_length(p_kind) NOT BETWEEN 1 AND 255 THEN
@@ -37,6 +38,7 @@ CREATE OR REPLACE FUNCTION millrace.uniq_blocks(p_job bigint, p_states integer, 
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 BEGIN
     IF p_until IS NOT NULL AND p_until <= now() THEN
@@ -72,6 +74,7 @@ CREATE OR REPLACE FUNCTION millrace.insert_many(p_kind text[], p_args jsonb[], p
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 #variable_conflict use_column
 DECLARE

@@ -10,6 +10,7 @@ CREATE OR REPLACE FUNCTION millrace.process_alive(p integer)
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session: the leader asks about every
 -- process at every round.
@@ -26,6 +27,7 @@ CREATE OR REPLACE FUNCTION millrace.check_lease(p_lease interval)
  LANGUAGE plpgsql
  IMMUTABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 BEGIN
     IF p_lease IS NULL OR p_lease < interval '1 second' OR p_lease > interval '1 hour' THEN
@@ -41,6 +43,7 @@ CREATE OR REPLACE FUNCTION millrace.register(p_name text, p_host text, p_pid int
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_id int := nextval('millrace.process_id_seq')::int;
@@ -60,6 +63,7 @@ CREATE OR REPLACE FUNCTION millrace.beat(p_process integer, p_lease interval DEF
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 BEGIN
     PERFORM millrace.check_lease(p_lease);
@@ -83,6 +87,7 @@ CREATE OR REPLACE FUNCTION millrace.lead(p_process integer, p_term bigint, p_lea
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v     millrace.leader;
@@ -141,6 +146,7 @@ CREATE OR REPLACE FUNCTION millrace.resign(p_process integer, p_term bigint)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v millrace.leader;
@@ -162,6 +168,7 @@ CREATE OR REPLACE FUNCTION millrace.fence_leader(p_term bigint)
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 BEGIN
     IF p_term IS NULL THEN
@@ -182,6 +189,7 @@ CREATE OR REPLACE FUNCTION millrace.release(p_owner integer)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v record;
@@ -215,6 +223,7 @@ CREATE OR REPLACE FUNCTION millrace.charge_started(p_tick bigint, p_token bigint
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_slot smallint := millrace.current_segment();
@@ -272,6 +281,7 @@ CREATE OR REPLACE FUNCTION millrace.rescue(p_stuck interval, p_term bigint DEFAU
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 #variable_conflict use_column
 DECLARE
@@ -346,6 +356,7 @@ CREATE OR REPLACE FUNCTION millrace.next_due()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session.
 BEGIN
@@ -460,6 +471,7 @@ CREATE OR REPLACE FUNCTION millrace.promote(p_compact_min bigint DEFAULT 10000, 
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v record;
@@ -492,6 +504,7 @@ CREATE OR REPLACE FUNCTION millrace.periodic_run(p_name text, p_slot_at timestam
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_id bigint;
@@ -519,6 +532,7 @@ CREATE OR REPLACE FUNCTION millrace.tally(p_every interval, p_term bigint DEFAUL
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_last  millrace.tally_round;

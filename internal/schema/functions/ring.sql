@@ -122,6 +122,7 @@ CREATE OR REPLACE FUNCTION millrace.ring_unmoved()
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- A statement at READ COMMITTED in a VOLATILE function takes its snapshot
 -- after its locks: a reclaim or a compaction of the schedule (a TRUNCATE,
@@ -153,6 +154,7 @@ CREATE OR REPLACE FUNCTION millrace.slot_is_clean(p_slot integer)
  LANGUAGE plpgsql
  STABLE
  SET search_path TO 'pg_catalog', 'pg_temp'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- PL/pgSQL for a plan cached for the session: every round of rotate asks
 -- about each slot.
@@ -167,6 +169,7 @@ CREATE OR REPLACE FUNCTION millrace.txn_slot()
  RETURNS smallint
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v text := current_setting('millrace.txn_slot', true);
@@ -231,6 +234,7 @@ CREATE OR REPLACE FUNCTION millrace.backlog(p_slot smallint, p_max_jobs bigint, 
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- A loop over a cursor, not a query over unclaimed: a set-returning
 -- function's result is materialized whole (and a row of millrace.job
@@ -275,6 +279,7 @@ CREATE OR REPLACE FUNCTION millrace.uniq_judge(p_slot smallint, p_skip bigint[] 
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 DECLARE
     v_from timestamptz;
@@ -528,6 +533,7 @@ CREATE OR REPLACE FUNCTION millrace.reclaim_park(p_max_carry bigint, p_max_carry
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 -- The park holds backlogs moved out of the ring. Its claimed rows are dead
 -- weight once their batches are done; they go when it is emptied: its
@@ -587,6 +593,7 @@ CREATE OR REPLACE FUNCTION millrace.rotate(p_after interval, p_max_carry bigint 
  SET search_path TO 'pg_catalog', 'pg_temp'
  SET jit TO 'off'
  SET lock_timeout TO '50ms'
+ SET plan_cache_mode TO 'auto'
 AS $function$
 #variable_conflict use_column
 DECLARE
