@@ -186,6 +186,15 @@ func applied(ctx context.Context, conn *pgxpool.Conn) (map[int]time.Time, error)
 	return out, rows.Err()
 }
 
+// migrationSettings is sent first in every migration's transaction (up
+// and down): the role's or database's defaults must not cut a migration
+// short; it takes what locks it needs and runs to the end.
+// transaction_timeout (PostgreSQL 17 and later, which the CASE asks for)
+// ends the session: set to 0 inside the transaction, the server stops the
+// timer it started at BEGIN.
+const migrationSettings = "SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0; " +
+	"SELECT CASE WHEN current_setting('transaction_timeout', true) IS NOT NULL THEN set_config('transaction_timeout', '0', true) END"
+
 // Up applies every migration not yet applied, up to target (0 = latest),
 // and then, when the database is at the latest version, the functions of
 // functions/ unless the newest set applied has the same hash: all in one
@@ -234,13 +243,7 @@ func Up(ctx context.Context, pool *pgxpool.Pool, target int) ([]int, error) {
 			return nil
 		}
 		return pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-			// The role's or database's defaults must not cut a migration
-			// short: it takes what locks it needs and runs to the end.
-			// transaction_timeout (PostgreSQL 17 and later, which the CASE
-			// asks for) ends the session: set to 0 here, the server stops
-			// the timer it started at BEGIN.
-			if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0; "+
-				"SELECT CASE WHEN current_setting('transaction_timeout', true) IS NOT NULL THEN set_config('transaction_timeout', '0', true) END"); err != nil {
+			if _, err := tx.Exec(ctx, migrationSettings); err != nil {
 				return err
 			}
 			for _, m := range todo {
@@ -296,7 +299,14 @@ func Down(ctx context.Context, pool *pgxpool.Pool, target int) ([]int, error) {
 			// Down to 0 removes the schema whatever it holds: migration 1's
 			// down, without stepping through versions that cannot be
 			// reverted in place.
-			if _, err := conn.Exec(ctx, all[0].Down); err != nil {
+			err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, migrationSettings); err != nil {
+					return err
+				}
+				_, err := tx.Exec(ctx, all[0].Down)
+				return err
+			})
+			if err != nil {
 				return fmt.Errorf("schema: removing the schema: %w", err)
 			}
 			for i := len(all) - 1; i >= 0; i-- {
@@ -311,7 +321,10 @@ func Down(ctx context.Context, pool *pgxpool.Pool, target int) ([]int, error) {
 			if _, ok := have[m.Version]; !ok {
 				continue
 			}
-			err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, migrationSettings); err != nil {
+					return err
+				}
 				if _, err := tx.Exec(ctx, m.Down); err != nil {
 					return fmt.Errorf("schema: reverting migration %d (%s): %w", m.Version, m.Name, err)
 				}

@@ -81,7 +81,8 @@ func TestUpDownStatusConcurrent(t *testing.T) {
 // migration short (statement_timeout and lock_timeout of 50 ms and, from
 // PostgreSQL 17, a transaction_timeout of 50 ms, which ends the session):
 // the migration from an empty database, which takes far longer, runs to
-// the end. Before transaction_timeout was turned off, Up failed on 17.
+// the end, and so do Down one version, Up again and Down to nothing.
+// Before transaction_timeout was turned off, Up failed on 17.
 func TestUpIgnoresRoleTimeouts(t *testing.T) {
 	ctx := context.Background()
 	url := testkit.EmptyDBURL(t)
@@ -117,6 +118,26 @@ func TestUpIgnoresRoleTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("migrated in %v under %v", time.Since(start).Round(time.Millisecond), sets)
+	// Down one version, up again, and down to nothing, under the same.
+	all, err := schema.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := len(all)
+	for _, step := range []struct {
+		down bool
+		to   int
+	}{{true, latest - 1}, {false, 0}, {true, 0}} {
+		var err error
+		if step.down {
+			_, err = schema.Down(ctx, pool, step.to)
+		} else {
+			_, err = schema.Up(ctx, pool, step.to)
+		}
+		if err != nil {
+			t.Fatalf("down %v to %d under %v: %v", step.down, step.to, sets, err)
+		}
+	}
 }
 
 func TestUpgradeFromV2CarriesJobs(t *testing.T) {
