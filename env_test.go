@@ -434,33 +434,12 @@ func TestSessionReconnectKeepsIdentity(t *testing.T) {
 // transactions: the ring keeps turning, and every job runs exactly once
 // with no bogus outcome.
 func TestRoleTimeouts(t *testing.T) {
-	ctx := context.Background()
 	owner := newDB(t)
 	url := testkit.LoginAs(t, owner, "millrace_worker")
 	alterRole(t, owner, url, "statement_timeout", "1s")
 	alterRole(t, owner, url, "idle_in_transaction_session_timeout", "1s")
 	alterRole(t, owner, url, "lock_timeout", "100ms")
-	if _, err := owner.Exec(ctx, `CREATE FUNCTION public.slow_reclaim() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN PERFORM pg_sleep(1.2); RETURN NEW; END $$;
-		CREATE TRIGGER slow_reclaim BEFORE INSERT ON millrace.reclaim FOR EACH ROW EXECUTE FUNCTION public.slow_reclaim()`); err != nil {
-		t.Fatal(err)
-	}
-	st0, err := millrace.ReadStats(ctx, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &seen{runs: map[int]int{}}
-	var clients []*millrace.Client
-	for i := 0; i < 2; i++ {
-		clients = append(clients, startClient(t, poolOn(t, url), countingWorkers(s, 0), millrace.Config{
-			Queues:      map[string]millrace.QueueConfig{"default": {MaxWorkers: 8}},
-			RotateAfter: 300 * time.Millisecond, MaintenanceEvery: 100 * time.Millisecond}))
-	}
-	waitFor(t, "the ring to turn", 60*time.Second, func() bool {
-		st, err := millrace.ReadStats(ctx, owner)
-		return err == nil && st.Reclaims-st0.Reclaims >= 3
-	})
-	workOnce(t, owner, clients, 1000, s)
+	ringTurnsUnderSlowReclaims(t, owner, url)
 }
 
 // TestTextStyles: a database whose DateStyle is 'SQL, DMY' and whose
@@ -543,6 +522,16 @@ func TestTransactionTimeout(t *testing.T) {
 	}
 	url := testkit.LoginAs(t, owner, "millrace_worker")
 	alterRole(t, owner, url, "transaction_timeout", "1s")
+	ringTurnsUnderSlowReclaims(t, owner, url)
+}
+
+// ringTurnsUnderSlowReclaims makes every reclaim of a slot take 1.2 s (a
+// trigger sleeps in it, as a large backlog carried forward does), starts
+// two clients on url, and checks that the ring turns (three reclaims) and
+// that 1,000 jobs run exactly once (workOnce).
+func ringTurnsUnderSlowReclaims(t *testing.T, owner *pgxpool.Pool, url string) {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := owner.Exec(ctx, `CREATE FUNCTION public.slow_reclaim() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN PERFORM pg_sleep(1.2); RETURN NEW; END $$;
 		CREATE TRIGGER slow_reclaim BEFORE INSERT ON millrace.reclaim FOR EACH ROW EXECUTE FUNCTION public.slow_reclaim()`); err != nil {
