@@ -155,3 +155,45 @@ func TestRereadSendsAgainAReadTheServerCancelled(t *testing.T) {
 		t.Fatalf("in a transaction: %v after %d calls; want 57014 after 1", err, calls)
 	}
 }
+
+// TestReadInsideAnOpenTransaction: a read given a connection with a
+// transaction open (BEGIN sent by the caller, as pgx.Conn allows) runs in
+// that transaction; it neither commits nor ends it. Before Read, the
+// admin calls and reads sent their own BEGIN and COMMIT on it, which
+// committed the caller's transaction: its insert stayed after ROLLBACK.
+func TestReadInsideAnOpenTransaction(t *testing.T) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, testkit.EmptyDBURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE TABLE public.w (x int)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO public.w VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := ReadCommitted(ctx, conn, "SELECT count(*) FROM public.w", nil, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("the read saw %d rows; want the open transaction's 1", n)
+	}
+	if s := conn.PgConn().TxStatus(); s != 'T' {
+		t.Errorf("after the read the connection's transaction status is %q; want it still open ('T')", s)
+	}
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM public.w").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d rows after the caller's ROLLBACK; want 0 (the read committed the caller's transaction)", n)
+	}
+}
