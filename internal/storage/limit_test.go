@@ -743,9 +743,13 @@ func TestKeyMapWritersTakeTurns(t *testing.T) {
 			defer conn.Release()
 			for i := range each {
 				// A transaction of its own each, as a claim's or a flush's
-				// (READ COMMITTED): the map read follows the lock.
-				if err := RunTx(ctx, conn.Conn(), TxOpts{}, nil, `SELECT millrace.keyhold_put('km', 7, ARRAY['k', $1::text], ARRAY[1, 1], NULL, NULL)`,
-					fmt.Sprintf("w%d-%d", w, i%3)); err != nil {
+				// (READ COMMITTED): the map read follows the lock. Every
+				// other call gives one key (keyhold_put's path for one).
+				q := `SELECT millrace.keyhold_put('km', 7, ARRAY['k', $1::text], ARRAY[1, 1], NULL, NULL)`
+				if i%2 == 0 {
+					q = `SELECT millrace.keyhold_put('km', 7, ARRAY['k'], ARRAY[1 + 0 * length($1::text)], NULL, NULL)`
+				}
+				if err := RunTx(ctx, conn.Conn(), TxOpts{}, nil, q, fmt.Sprintf("w%d-%d", w, i%3)); err != nil {
 					errs <- err
 					return
 				}

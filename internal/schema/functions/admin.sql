@@ -268,8 +268,16 @@ AS $function$
 -- queue with a per-key limit calls it once. One generic plan per
 -- statement (plan_cache_mode): see claim.
 DECLARE
-    v_old record;
-    v_new record;
+    v_old  record;
+    v_keys text[];         -- the new map: its keys (in order),
+    v_n    int[];          -- the jobs held of each,
+    v_s    int[];          -- the slots,
+    v_u    timestamptz[];  -- and where each key's deferred jobs end
+    v_i    int;            -- one key given: its place in the old map,
+    v_z    int;            -- the first key of the old map holding nothing,
+    v_nn   int;            -- and its new count,
+    v_ss   int;            -- slots
+    v_uu   timestamptz;    -- and end
 BEGIN
     -- The process's lock of the queue's map, then its newest map: a claim
     -- and a flush of one process write it in turn, each adding to the
@@ -277,24 +285,65 @@ BEGIN
     PERFORM pg_advisory_xact_lock(millrace.keys_space(), hashtext(p_queue || '/' || p_owner::text));
     SELECT h.keys, h.n, h.slots, h.until INTO v_old FROM millrace.keyhold h
     WHERE h.queue = p_queue AND h.owner = p_owner ORDER BY h.id DESC LIMIT 1;
-    -- Each key: its jobs held (the old count, nothing with p_clear, plus
-    -- p_dn, at least 0), its slots (p_slots', else the old) and the end of
-    -- its deferred jobs (the later). A key holding nothing whose deferred
-    -- jobs have ended leaves the map.
-    SELECT coalesce(array_agg(m.k ORDER BY m.k), '{}') AS keys, coalesce(array_agg(m.n ORDER BY m.k), '{}') AS n,
-           coalesce(array_agg(m.s ORDER BY m.k), '{}') AS slots, coalesce(array_agg(m.u ORDER BY m.k), '{}') AS until
-    INTO v_new
-    FROM (SELECT coalesce(c.k, o.k) AS k,
-                 greatest(CASE WHEN p_clear THEN 0 ELSE coalesce(o.n, 0) END + coalesce(c.dn, 0), 0) AS n,
-                 coalesce(c.s, o.s) AS s, greatest(o.u, c.u) AS u
-          FROM unnest(v_old.keys, v_old.n, v_old.slots, v_old.until) o(k, n, s, u)
-          FULL JOIN unnest(p_keys, p_dn, p_slots, p_until) c(k, dn, s, u) ON c.k = o.k) m
-    WHERE m.n > 0 OR m.u > clock_timestamp();
+    v_keys := coalesce(v_old.keys, '{}');
+    v_n := coalesce(v_old.n, '{}');
+    v_s := coalesce(v_old.slots, '{}');
+    v_u := coalesce(v_old.until, '{}');
+    v_i := array_position(v_keys, p_keys[1]);
+    v_z := array_position(v_n, 0);
+    IF NOT coalesce(p_clear, false) AND cardinality(p_keys) = 1
+       AND (v_z IS NULL OR CASE WHEN v_z = v_i THEN array_position(v_n, 0, v_i + 1) IS NULL ELSE false END) THEN
+        -- One key, and no other key of the map holding nothing (whose
+        -- deferred jobs' end may have passed: the statement below drops
+        -- those): the statement's arithmetic for that key alone, in
+        -- variables (a claim or a flush of one job's key, most of them).
+        -- The statement's set-up cost 0.036 ms a call against 0.004.
+        v_nn := greatest(coalesce(v_n[v_i], 0) + coalesce(p_dn[1], 0), 0);
+        v_ss := coalesce(p_slots[1], v_s[v_i]);
+        v_uu := greatest(v_u[v_i], p_until[1]);
+        IF v_nn > 0 OR v_uu > clock_timestamp() THEN
+            IF v_i IS NULL THEN
+                -- A new key, in its place by the statement's order.
+                v_i := 1;
+                WHILE v_i <= cardinality(v_keys) AND v_keys[v_i] < p_keys[1] LOOP
+                    v_i := v_i + 1;
+                END LOOP;
+                v_keys := v_keys[:v_i - 1] || p_keys[1] || v_keys[v_i:];
+                v_n := v_n[:v_i - 1] || v_nn || v_n[v_i:];
+                v_s := v_s[:v_i - 1] || v_ss || v_s[v_i:];
+                v_u := v_u[:v_i - 1] || v_uu || v_u[v_i:];
+            ELSE
+                v_n[v_i] := v_nn;
+                v_s[v_i] := v_ss;
+                v_u[v_i] := v_uu;
+            END IF;
+        ELSIF v_i IS NOT NULL THEN
+            -- It holds nothing and waits for nothing: it leaves the map.
+            v_keys := v_keys[:v_i - 1] || v_keys[v_i + 1:];
+            v_n := v_n[:v_i - 1] || v_n[v_i + 1:];
+            v_s := v_s[:v_i - 1] || v_s[v_i + 1:];
+            v_u := v_u[:v_i - 1] || v_u[v_i + 1:];
+        END IF;
+    ELSE
+        -- Each key: its jobs held (the old count, nothing with p_clear, plus
+        -- p_dn, at least 0), its slots (p_slots', else the old) and the end of
+        -- its deferred jobs (the later). A key holding nothing whose deferred
+        -- jobs have ended leaves the map.
+        SELECT coalesce(array_agg(m.k ORDER BY m.k), '{}'), coalesce(array_agg(m.n ORDER BY m.k), '{}'),
+               coalesce(array_agg(m.s ORDER BY m.k), '{}'), coalesce(array_agg(m.u ORDER BY m.k), '{}')
+        INTO v_keys, v_n, v_s, v_u
+        FROM (SELECT coalesce(c.k, o.k) AS k,
+                     greatest(CASE WHEN p_clear THEN 0 ELSE coalesce(o.n, 0) END + coalesce(c.dn, 0), 0) AS n,
+                     coalesce(c.s, o.s) AS s, greatest(o.u, c.u) AS u
+              FROM unnest(v_old.keys, v_old.n, v_old.slots, v_old.until) o(k, n, s, u)
+              FULL JOIN unnest(p_keys, p_dn, p_slots, p_until) c(k, dn, s, u) ON c.k = o.k) m
+        WHERE m.n > 0 OR m.u > clock_timestamp();
+    END IF;
     -- Written only when it changed (none yet and nothing to hold: no row).
-    IF v_new.keys IS DISTINCT FROM coalesce(v_old.keys, '{}') OR v_new.n IS DISTINCT FROM coalesce(v_old.n, '{}')
-       OR v_new.slots IS DISTINCT FROM coalesce(v_old.slots, '{}') OR v_new.until IS DISTINCT FROM coalesce(v_old.until, '{}') THEN
+    IF v_keys IS DISTINCT FROM coalesce(v_old.keys, '{}') OR v_n IS DISTINCT FROM coalesce(v_old.n, '{}')
+       OR v_s IS DISTINCT FROM coalesce(v_old.slots, '{}') OR v_u IS DISTINCT FROM coalesce(v_old.until, '{}') THEN
         INSERT INTO millrace.keyhold (slot, queue, owner, keys, n, slots, until)
-        VALUES (millrace.current_segment(), p_queue, p_owner, v_new.keys, v_new.n, v_new.slots, v_new.until);
+        VALUES (millrace.current_segment(), p_queue, p_owner, v_keys, v_n, v_s, v_u);
     END IF;
 END $function$;
 COMMENT ON FUNCTION millrace.keyhold_put(p_queue text, p_owner integer, p_keys text[], p_dn integer[], p_slots integer[], p_until timestamp with time zone[], p_clear boolean) IS

@@ -447,9 +447,117 @@ DECLARE
     v_rstarted bigint[];       -- what the claims of each one's window started,
     v_runtil   timestamptz[];  -- where its deferred jobs end,
     v_rfirst   timestamptz[];  -- and when the window's oldest claim leaves it
+    -- A small batch under a per-key limit alone, worked out in variables:
+    v_jk     text[];           -- each job's key,
+    v_dk     text[];           -- the batch's keys: each one,
+    v_dn     int[];            -- its jobs in the batch,
+    v_dafter timestamptz[];    -- where its deferred jobs end,
+    v_dslots bigint[];         -- the caller's slots of it after the batch,
+    v_drun   bigint[];         -- its jobs that may run at once,
+    v_dbuf   bigint[];         -- and wait in the caller,
+    v_drk    int[];            -- its jobs placed so far,
+    v_dtook  int[];            -- and taken,
+    v_dpos   int[];            -- its deferred jobs so far, from the schedule
+    v_dposn  int[];            -- and not
+    v_tk     text[];           -- what the other live processes count: keys,
+    v_to     bigint[];         -- counts,
+    v_tu     timestamptz[];    -- and ends
+    v_own    record;           -- this process's newest map
+    v_i      int;
+    v_at     int;
+    v_inhand bigint;
+    v_s      bigint;
+    v_again  boolean;
+    v_pos    int;
 BEGIN
     deferred := '{}';
     waiting := '{}';
+    IF p_rate IS NULL AND p_per_key IS NOT NULL AND cardinality(p_jobs) <= 8 THEN
+        -- A batch of up to eight jobs under a per-key limit alone (at a
+        -- steady rate most claims take one to a few): the statement below
+        -- worked out in variables, with the same probes and the same
+        -- arithmetic. Its set-up (its CTEs, sorts and window) cost 0.195
+        -- ms a call of one job, against 0.09 here.
+        v_jk := '{}';
+        v_dk := '{}';
+        FOR v_at IN 1 .. cardinality(p_jobs) LOOP
+            v_jk[v_at] := millrace.job_key(p_jobs[v_at].kind, p_jobs[v_at].args, p_by);
+            IF NOT v_jk[v_at] = ANY (v_dk) THEN
+                v_dk := v_dk || v_jk[v_at];
+            END IF;
+        END LOOP;
+        -- What the other live processes count of each key, and where
+        -- their deferred jobs end (each process's newest map, one probe).
+        SELECT coalesce(array_agg(y.k), '{}'), coalesce(array_agg(y.o), '{}'), coalesce(array_agg(y.u), '{}')
+        INTO v_tk, v_to, v_tu
+        FROM (SELECT x.k, sum(least(coalesce(x.s, x.n), x.n)) AS o, max(x.u) AS u
+              FROM unnest(p_live) l(id)
+              CROSS JOIN LATERAL (SELECT h.keys, h.n, h.slots, h.until FROM millrace.keyhold h
+                                  WHERE h.queue = p_queue AND h.owner = l.id
+                                  ORDER BY h.id DESC LIMIT 1) h
+              CROSS JOIN LATERAL unnest(h.keys, h.n, h.slots, h.until) x(k, n, s, u)
+              WHERE x.k = ANY (v_dk)
+              GROUP BY x.k) y;
+        SELECT h.keys, h.n, h.slots, h.until INTO v_own FROM millrace.keyhold h
+        WHERE h.queue = p_queue AND h.owner = p_owner ORDER BY h.id DESC LIMIT 1;
+        -- Each key: the slots the caller keeps (what this claim gave it,
+        -- else the least of its slots and jobs), and gets up to the limit
+        -- less what the others count; its jobs that run at once, and the
+        -- buffer that waits in the caller (eight a slot).
+        FOR v_i IN 1 .. cardinality(v_dk) LOOP
+            v_dn[v_i] := cardinality(array_positions(v_jk, v_dk[v_i]));
+            v_at := CASE WHEN v_own.keys IS NOT NULL THEN array_position(v_own.keys, v_dk[v_i]) END;
+            v_inhand := coalesce(v_own.n[v_at], 0) + coalesce((p_taken ->> v_dk[v_i])::int, 0);
+            v_dafter[v_i] := greatest(v_tu[array_position(v_tk, v_dk[v_i])], v_own.until[v_at],
+                                      (p_until ->> v_dk[v_i])::timestamptz, v_now);
+            v_s := coalesce((p_slots ->> v_dk[v_i])::int,
+                            CASE WHEN v_at IS NOT NULL THEN least(coalesce(v_own.slots[v_at], p_per_key), v_own.n[v_at]) END, 0);
+            v_dslots[v_i] := v_s + least(greatest(p_per_key - coalesce(v_to[array_position(v_tk, v_dk[v_i])], 0) - v_s, 0),
+                                         v_dn[v_i] + greatest(v_inhand - v_s, 0));
+            v_drun[v_i] := greatest(v_dslots[v_i] - v_inhand, 0);
+            v_dbuf[v_i] := CASE WHEN v_dslots[v_i] > 0
+                                THEN greatest(9 * v_dslots[v_i] - v_inhand - greatest(v_dslots[v_i] - v_inhand, 0), 0) ELSE 0 END;
+            v_drk[v_i] := 0;
+            v_dtook[v_i] := 0;
+            v_dpos[v_i] := 0;
+            v_dposn[v_i] := 0;
+            p_slots := p_slots || jsonb_build_object(v_dk[v_i], v_dslots[v_i]);
+        END LOOP;
+        -- Each job in the batch's order: it runs, waits in the caller, or
+        -- is deferred (the pos-th of its key's from the schedule, or not).
+        v_dues := '{}';
+        FOR v_at IN 1 .. cardinality(p_jobs) LOOP
+            v_i := array_position(v_dk, v_jk[v_at]);
+            v_drk[v_i] := v_drk[v_i] + 1;
+            IF v_drk[v_i] <= v_drun[v_i] + v_dbuf[v_i] THEN
+                v_dtook[v_i] := v_dtook[v_i] + 1;
+                IF v_drk[v_i] > v_drun[v_i] THEN
+                    waiting := waiting || p_jobs[v_at].id;
+                END IF;
+                CONTINUE;
+            END IF;
+            v_again := p_jobs[v_at].ready_at > p_jobs[v_at].created_at;
+            IF v_again THEN
+                v_dpos[v_i] := v_dpos[v_i] + 1;
+                v_pos := v_dpos[v_i];
+            ELSE
+                v_dposn[v_i] := v_dposn[v_i] + 1;
+                v_pos := v_dposn[v_i];
+            END IF;
+            deferred := deferred || p_jobs[v_at].id;
+            v_dues := v_dues || CASE WHEN v_again THEN v_now + v_pace * v_pos / p_per_key
+                                     ELSE v_dafter[v_i] + v_pace * ceil(v_pos::numeric / p_per_key) END;
+        END LOOP;
+        v_ends := '{}';
+        FOR v_i IN 1 .. cardinality(v_dk) LOOP
+            IF v_dtook[v_i] > 0 THEN
+                p_taken := p_taken || jsonb_build_object(v_dk[v_i], coalesce((p_taken ->> v_dk[v_i])::int, 0) + v_dtook[v_i]);
+            END IF;
+            IF v_dposn[v_i] > 0 THEN
+                v_ends := v_ends || jsonb_build_object(v_dk[v_i], v_dafter[v_i] + v_pace * ceil(v_dposn[v_i]::numeric / p_per_key));
+            END IF;
+        END LOOP;
+    ELSE
     IF p_rate IS NOT NULL THEN
         -- Under a per-key rate, each key's window: its newest total, less
         -- the total before the window's oldest row (none: nothing started
@@ -564,6 +672,7 @@ BEGIN
                      FROM (SELECT d.k, d.after, count(*) AS n FROM d WHERE NOT d.again GROUP BY d.k, d.after) z), '{}')
     INTO p_slots, p_taken, waiting, deferred, v_dues, v_ends
     FROM (SELECT array_agg(d.id) AS ids, array_agg(d.due) AS dues FROM d) dd;
+    END IF;
     IF cardinality(deferred) = 0 THEN
         RETURN;  -- nothing to defer (the common case): no statement more
     END IF;
