@@ -264,17 +264,18 @@ func TestPeekAgreesWithTheClaim(t *testing.T) {
 		t.Fatalf("peek at a REPEATABLE READ default: %d, %v; want 0", by, err)
 	}
 
-	// A second lane: the claim looks.
-	if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), Priority: 2, MaxAttempts: 3}, false); err != nil {
-		t.Fatal(err)
-	}
-	claim("a job in a second lane", a, true)
-
-	// A batch released by its holder waits for a claim to adopt it.
+	// A batch released by its holder waits for a claim to adopt it (in a queue of
+	// one lane, where nothing else would make the peek answer 0).
 	enqueue(t, s, pool, "q")
 	claim("a job waiting", b, true)
 	if n, err := s.Release(ctx, b); err != nil || n == 0 {
 		t.Fatalf("release: %d, %v", n, err)
 	}
 	claim("a released batch", a, true)
+
+	// A second lane: the claim looks.
+	if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "q", Kind: "k", Args: []byte(`{}`), Priority: 2, MaxAttempts: 3}, false); err != nil {
+		t.Fatal(err)
+	}
+	claim("a job in a second lane", a, true)
 }

@@ -85,10 +85,14 @@ BEGIN
     -- open batches, and a flush or completion of a done batch is fenced.
     -- At 800 jobs/s a batch holds one or two jobs and nearly every one
     -- closes in the flush that completes it: 178 bytes of WAL a job.
-    INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt, error)
-    SELECT v_slot, u.j, u.t, u.k, u.s, u.a, u.e
-    FROM unnest(p_job, p_tick, p_token, p_state, p_attempt, p_error) WITH ORDINALITY AS u(j, t, k, s, a, e, i)
-    WHERE v_new[u.i] AND NOT (u.s = 1 AND u.t = ANY (p_done_tick));
+    -- Such a flush (every outcome a completion, every batch done here)
+    -- writes no ack at all, and sets up no insert (two array tests).
+    IF NOT coalesce(1 = ALL (p_state), false) OR NOT coalesce(p_tick <@ p_done_tick, false) THEN
+        INSERT INTO millrace.ack (slot, job_id, tick_id, token, state, attempt, error)
+        SELECT v_slot, u.j, u.t, u.k, u.s, u.a, u.e
+        FROM unnest(p_job, p_tick, p_token, p_state, p_attempt, p_error) WITH ORDINALITY AS u(j, t, k, s, a, e, i)
+        WHERE v_new[u.i] AND NOT (u.s = 1 AND u.t = ANY (p_done_tick));
+    END IF;
 
     -- Failed (2) and snoozed (5) attempts go to the schedule; most
     -- flushes have none, and the statement would unnest every array.
@@ -143,15 +147,19 @@ BEGIN
         WHERE v_new[u.i] AND u.s = 1
         GROUP BY millrace.id_block(u.j), u.q;
     END IF;
-    INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
-                                  started_at, finished_at, error, owner)
-    SELECT v_b_other, u.j, u.a, u.s, u.q, u.kd, u.ar, u.p, u.m, u.c,
-           least(u.st + v_off, clock_timestamp()), coalesce(least(u.f + v_off, clock_timestamp()), clock_timestamp()), u.e, p_owner
-    FROM unnest(p_job, p_state, p_attempt, p_error, p_queue, p_kind, p_args, p_priority,
-                p_max_attempts, p_created_at, p_started, p_finished) WITH ORDINALITY AS u(j, s, a, e, q, kd, ar, p, m, c, st, f, i)
-    WHERE v_new[u.i] AND u.s <> 1
-      -- a job cancelled while waiting is in history already
-      AND NOT (u.s = 4 AND u.st IS NULL AND millrace.final_state(u.j, u.c) = 4);
+    -- Other outcomes (most flushes have none: an insert set up over
+    -- history's buckets for nothing).
+    IF NOT coalesce(1 = ALL (p_state), false) THEN
+        INSERT INTO millrace.finished (bucket, id, attempt, state, queue, kind, args, priority, max_attempts, created_at,
+                                      started_at, finished_at, error, owner)
+        SELECT v_b_other, u.j, u.a, u.s, u.q, u.kd, u.ar, u.p, u.m, u.c,
+               least(u.st + v_off, clock_timestamp()), coalesce(least(u.f + v_off, clock_timestamp()), clock_timestamp()), u.e, p_owner
+        FROM unnest(p_job, p_state, p_attempt, p_error, p_queue, p_kind, p_args, p_priority,
+                    p_max_attempts, p_created_at, p_started, p_finished) WITH ORDINALITY AS u(j, s, a, e, q, kd, ar, p, m, c, st, f, i)
+        WHERE v_new[u.i] AND u.s <> 1
+          -- a job cancelled while waiting is in history already
+          AND NOT (u.s = 4 AND u.st IS NULL AND millrace.final_state(u.j, u.c) = 4);
+    END IF;
 
     INSERT INTO millrace.done (slot, queue, tick_id)
     SELECT DISTINCT v_slot, u.q, u.t FROM unnest(p_done_tick, p_done_queue) AS u(t, q)

@@ -390,8 +390,12 @@ BEGIN
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         RETURN 0;
     END IF;
-    -- A released batch waits for a claim to adopt it.
-    IF EXISTS (SELECT 1 FROM millrace.lease l
+    -- A released batch waits for a claim to adopt it. Most queues have
+    -- no released lease at all: the probe of the lease_released index
+    -- alone decides, and only a queue with one sets up the check of its
+    -- newer leases and done rows (see claim).
+    PERFORM 1 FROM millrace.lease l WHERE l.queue = p_queue AND l.owner = 0 LIMIT 1;
+    IF FOUND AND EXISTS (SELECT 1 FROM millrace.lease l
                WHERE l.queue = p_queue AND l.owner = 0
                  AND NOT EXISTS (SELECT 1 FROM millrace.lease n WHERE n.tick_id = l.tick_id AND n.token > l.token)
                  AND NOT EXISTS (SELECT 1 FROM millrace.done d WHERE d.tick_id = l.tick_id)) THEN
@@ -760,6 +764,7 @@ DECLARE
     v_kat    timestamptz;           -- this call's start, for the per-key rate's windows
     v_rounds int;                   -- batches of the lane this call took
     v_req    int;                   -- the jobs it asked of the lane's last one
+    v_released boolean;             -- the queue has a released lease (maybe adopted since)
 BEGIN
     IF p_max_jobs IS NULL OR p_max_jobs < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
         RAISE EXCEPTION 'millrace: claim limits must be positive' USING ERRCODE = '22023';
@@ -900,7 +905,13 @@ BEGIN
     END IF;
 
     -- Adopt released batches; close any that turn out to be fully acked.
-    LOOP
+    -- Most queues have no released lease at all (a leader released none
+    -- since the slot's last reclaim): one probe of the lease_released
+    -- index says so. The probe below, with its two nested probes of
+    -- newer leases and done rows, cost 21 us a call set up (8 us alone).
+    PERFORM 1 FROM millrace.lease l WHERE l.queue = p_queue AND l.owner = 0 LIMIT 1;
+    v_released := FOUND;
+    WHILE v_released LOOP
         SELECT l.tick_id INTO v_tick FROM millrace.lease l
         WHERE l.queue = p_queue AND l.owner = 0
           AND NOT EXISTS (SELECT 1 FROM millrace.lease n WHERE n.tick_id = l.tick_id AND n.token > l.token)
