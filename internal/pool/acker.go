@@ -88,14 +88,18 @@ func (p *Pool) acker() {
 
 // flushBy is when a flush that must be written by deadline must be
 // written once it also carries a: sooner when a frees a slot of a
-// per-key limit (other processes see the slot free only once it is
-// flushed: KeyFlushDelay) or is a retry or snooze due before deadline
-// (the schedule holds it only once it is flushed).
+// per-key limit whose slots its claim left all held (other processes,
+// which may wait for one, see the slot free only once it is flushed:
+// KeyFlushDelay) or is a retry or snooze due before deadline (the
+// schedule holds it only once it is flushed). The end of a job whose key
+// had room waits for the flush as any other: at 800 jobs/s over 1,000
+// keys nearly every key has room, and flushing each end within 5 ms
+// doubled the flushes.
 func (p *Pool) flushBy(a storage.Ack, deadline time.Time) time.Time {
 	if a.Job == nil {
 		return deadline // a batch's end
 	}
-	if a.Job.Key != "" {
+	if a.Job.Key != "" && a.Job.KeyFull {
 		if d := time.Now().Add(p.cfg.KeyFlushDelay); d.Before(deadline) {
 			deadline = d
 		}

@@ -148,9 +148,10 @@ func TestAcksWithinTheFlushDelayShareOneFlush(t *testing.T) {
 }
 
 // TestAFlushWaitsLessForAKeyedEndOrASoonRetry: with a flush delay of an
-// hour, the end of a job of a per-key limit is flushed within
-// KeyFlushDelay (other processes see its key's slot free only then), and a
-// retry by its due time (the schedule holds it only then).
+// hour, the end of a job of a per-key limit whose key its claim left full
+// is flushed within KeyFlushDelay (other processes see its key's slot
+// free only then), and a retry by its due time (the schedule holds it
+// only then).
 func TestAFlushWaitsLessForAKeyedEndOrASoonRetry(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -171,7 +172,7 @@ func TestAFlushWaitsLessForAKeyedEndOrASoonRetry(t *testing.T) {
 	b.remaining.Store(2)
 	now := time.Now()
 	keyed := sb.Jobs[0]
-	keyed.Key = "customer:7"
+	keyed.Key, keyed.KeyFull = "customer:7", true
 	p.ack(b, storage.Ack{Batch: sb, Job: &keyed, State: storage.AckCompleted, Started: now, Finished: now})
 	e.waitFor("the keyed job's ack, long before the flush delay", func() bool { return e.state(keyed.ID) == "completed" })
 	retried := &sb.Jobs[1]
@@ -201,5 +202,27 @@ func TestUnfenced(t *testing.T) {
 	}
 	if out := unfenced(acks, nil); len(out) != len(acks) {
 		t.Fatalf("kept %d of %d acks with no batch fenced", len(out), len(acks))
+	}
+}
+
+// TestOnlyAFullKeysEndHastensTheFlush: the end of a job of a per-key
+// limit brings its flush forward to KeyFlushDelay only when its claim
+// left the key's slots all held (another process may wait for one); a
+// key with room waits for the flush delay, as a job without a key.
+func TestOnlyAFullKeysEndHastensTheFlush(t *testing.T) {
+	p := &Pool{cfg: Config{FlushDelay: time.Hour, KeyFlushDelay: 5 * time.Millisecond}}
+	deadline := time.Now().Add(time.Hour)
+	for _, c := range []struct {
+		job    storage.Job
+		sooner bool
+	}{
+		{storage.Job{ID: 1}, false},
+		{storage.Job{ID: 2, Key: "a"}, false},
+		{storage.Job{ID: 3, Key: "a", KeyFull: true}, true},
+	} {
+		got := p.flushBy(storage.Ack{Job: &c.job, State: storage.AckCompleted}, deadline)
+		if sooner := got.Before(deadline.Add(-time.Minute)); sooner != c.sooner {
+			t.Fatalf("job %+v: flush by %v (deadline %v); want sooner: %v", c.job, got, deadline, c.sooner)
+		}
 	}
 }

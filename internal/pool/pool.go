@@ -82,12 +82,14 @@ type Config struct {
 	// DefaultFlushDelay): one flush carries the acks of that time, and one
 	// synchronous commit makes them all durable. A flush costs the server
 	// mostly a fixed price, whatever it carries. It waits less for an ack
-	// that frees a per-key slot (KeyFlushDelay) and for a retry or snooze
+	// that frees a slot of a full key (KeyFlushDelay) and for a retry or snooze
 	// due sooner (then until its due time).
 	FlushDelay time.Duration
 	// KeyFlushDelay bounds the acker's wait once it holds the end of a job
-	// of a per-key limit: other processes see its key's slot free only
-	// once it is flushed (default 5ms).
+	// of a per-key limit whose claim left all its key's slots held
+	// (storage.Job.KeyFull): other processes see its key's slot free only
+	// once it is flushed (default 5ms). The end of a job whose key had
+	// room waits FlushDelay.
 	KeyFlushDelay time.Duration
 	// Yield is the longest a claimer that keeps losing announcements waits
 	// before it answers one (default DefaultYield; negative: never waits).

@@ -97,7 +97,7 @@ func TestOneKeyPathsMatchTheirStatements(t *testing.T) {
 			VALUES (millrace.current_segment(), 'kp', $1, $2, $3, $4, $5)`, owner, m.Keys, m.N, m.Slots, m.Until)
 		return err
 	}
-	deferCases, fast := 0, 0
+	deferCases, fast, fullCases := 0, 0, 0
 	for i := range 400 {
 		if _, err := tx.Exec(ctx, "SAVEPOINT c"); err != nil {
 			t.Fatal(err)
@@ -170,9 +170,16 @@ func TestOneKeyPathsMatchTheirStatements(t *testing.T) {
 						return err
 					}
 				}
+				var fullKeys []string
+				if err := tx.QueryRow(ctx, `SELECT coalesce(nullif(current_setting('millrace.full_keys', true), ''), '{}')::text[]`).Scan(&fullKeys); err != nil {
+					return err
+				}
 				for _, k := range []string{"a", "b", "d"} {
 					if batchKeys[k] {
-						out += fmt.Sprintf("key %s: slots %s taken %s until %s; ", k, maps[0][k], maps[1][k], maps[2][k])
+						out += fmt.Sprintf("key %s: slots %s taken %s until %s full %v; ", k, maps[0][k], maps[1][k], maps[2][k], slices.Contains(fullKeys, k))
+						if slices.Contains(fullKeys, k) {
+							fullCases++
+						}
 					}
 				}
 				for _, id := range ids {
@@ -251,11 +258,11 @@ func TestOneKeyPathsMatchTheirStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("%d jobs deferred (counted twice); %d of 400 maps without an empty key", deferCases, fast)
+	t.Logf("%d jobs deferred, %d keys left full (each counted twice); %d of 400 maps without an empty key", deferCases, fullCases, fast)
 	// The cases reach every branch: some jobs deferred, some maps taking
 	// keyhold_put's path for one key.
-	if deferCases < 100 || fast < 100 {
-		t.Fatalf("%d jobs deferred, %d maps without an empty key: the cases miss a branch", deferCases, fast)
+	if deferCases < 100 || fullCases < 100 || fast < 100 {
+		t.Fatalf("%d jobs deferred, %d keys full, %d maps without an empty key: the cases miss a branch", deferCases, fullCases, fast)
 	}
 }
 
@@ -281,4 +288,46 @@ func derefT(xs []*time.Time) []string {
 		}
 	}
 	return out
+}
+
+// TestClaimSaysWhichKeysAreFull: a claim says of each job of a per-key
+// limit whether it left every slot of the job's key held (KeyFull), by
+// this process and the other live ones together: with a limit of two,
+// a first job of a key leaves it room, a second job taken by another
+// process fills it, and a key of its own has room.
+func TestClaimSaysWhichKeysAreFull(t *testing.T) {
+	ctx := context.Background()
+	s, pool, a, b := limitedQueue(t, "kf", 0, 0)
+	if err := SetLimit(ctx, pool, "kf", Limit{PerKey: 2, Key: []string{"args.c"}}); err != nil {
+		t.Fatal(err)
+	}
+	add := func(c string) {
+		t.Helper()
+		if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "kf", Kind: "k", Args: []byte(`{"c":"` + c + `"}`), Priority: 1, MaxAttempts: 3}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full := func(owner int32, req int64) string {
+		t.Helper()
+		bs, seen, err := s.ClaimSeen(ctx, "kf", owner, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Start: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, x := range bs {
+			for _, j := range x.Jobs {
+				out = append(out, fmt.Sprintf("%s:%v", j.Key, j.KeyFull))
+			}
+		}
+		return fmt.Sprint(out, seen.FullKeys)
+	}
+	add("x")
+	if got := full(a, 1); got != "[x:false] []" {
+		t.Fatalf("a first job of key x, limit 2: %s; want [x:false] []", got)
+	}
+	add("x")
+	add("y")
+	if got := full(b, 2); got != "[x:true y:false] [x]" {
+		t.Fatalf("a second job of x in another process, and one of y: %s; want [x:true y:false] [x]", got)
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -75,6 +76,10 @@ type Job struct {
 	// mark it started.
 	KeySlots int32
 	KeyWaits bool
+	// KeyFull says the claim left every slot of the job's key held (by
+	// this process and the other live ones): another process may be
+	// waiting for one, so the flush of the job's end should go out soon.
+	KeyFull bool
 }
 
 // Batch is a claimed tick: jobs of one queue that committed between two
@@ -279,7 +284,7 @@ func claimSeenSQL(direct bool) string {
 		p_pace => $11)`
 	}
 	return `SELECT c.tick_id, c.token, c.id, c.kind, c.args, c.priority, c.attempt, c.max_attempts, c.created_at, c.ready_at,
-	c.timeout_ms, c.cancelled, c.key, c.key_slots, c.waits, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+	c.timeout_ms, c.cancelled, c.key, c.key_slots, c.waits, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 	FROM ` + call + ` c
 	UNION ALL
 	SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ` + seenCols
@@ -328,11 +333,14 @@ func (s *Store) Peek(ctx context.Context, queue string) (takenBy int32, err erro
 // claim (millrace.full), when a full rate window has room again
 // (millrace.retry_in), the queue's rate (millrace.rate; 0: none) and the
 // caller's slots of its running limit (millrace.slots), and whether a
-// per-key limit deferred jobs to the schedule (millrace.deferred).
+// per-key limit deferred jobs to the schedule (millrace.deferred), and
+// the keys of a per-key limit whose slots the claim left all held
+// (millrace.full_keys).
 const seenCols = "coalesce(nullif(current_setting('millrace.claimed_by', true), ''), '0')::int, " +
 	"coalesce(nullif(current_setting('millrace.limit', true), ''), '0')::int, coalesce(current_setting('millrace.full', true), '') = '1', " +
 	"coalesce(nullif(current_setting('millrace.retry_in', true), ''), '0')::int, coalesce(nullif(current_setting('millrace.rate', true), ''), '0')::int, " +
-	"coalesce(nullif(current_setting('millrace.slots', true), ''), '0')::int, coalesce(current_setting('millrace.deferred', true), '') = '1'"
+	"coalesce(nullif(current_setting('millrace.slots', true), ''), '0')::int, coalesce(current_setting('millrace.deferred', true), '') = '1', " +
+	"coalesce(nullif(current_setting('millrace.full_keys', true), ''), '{}')::text[]"
 
 // Seen is what a claim saw besides its jobs.
 type Seen struct {
@@ -358,6 +366,9 @@ type Seen struct {
 	// Deferred says a per-key limit deferred jobs of the claim's batches
 	// to the schedule (the promoter may need a word: they are due soon).
 	Deferred bool
+	// FullKeys are the keys of a per-key limit whose slots the claim left
+	// all held (each job of one says KeyFull).
+	FullKeys []string
 }
 
 // ClaimSeen is Claim, and also says what the claim saw (Seen). A claimer
@@ -378,7 +389,7 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 				// The last row: what the claim saw.
 				var ms int32
 				if err := rows.Scan(nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-					&seen.TakenBy, &seen.Limit, &seen.Full, &ms, &seen.Rate, &seen.Slots, &seen.Deferred); err != nil {
+					&seen.TakenBy, &seen.Limit, &seen.Full, &ms, &seen.Rate, &seen.Slots, &seen.Deferred, &seen.FullKeys); err != nil {
 					return err
 				}
 				seen.RetryIn = time.Duration(ms) * time.Millisecond
@@ -391,7 +402,7 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 			var key *string
 			var slots *int32
 			if err := rows.Scan(&tick, &token, &j.ID, &j.Kind, &j.Args, &j.Priority, &j.Attempt, &j.MaxAttempts, &j.CreatedAt,
-				&j.ReadyAt, &timeoutMS, &j.Cancelled, &key, &slots, &j.KeyWaits, nil, nil, nil, nil, nil, nil, nil); err != nil {
+				&j.ReadyAt, &timeoutMS, &j.Cancelled, &key, &slots, &j.KeyWaits, nil, nil, nil, nil, nil, nil, nil, nil); err != nil {
 				return err
 			}
 			if key != nil {
@@ -428,6 +439,13 @@ func (s *Store) ClaimSeen(ctx context.Context, queue string, owner int32, req in
 	}
 	if len(batches) > 0 {
 		seen.TakenBy = 0
+	}
+	if len(seen.FullKeys) > 0 {
+		for _, b := range batches {
+			for i := range b.Jobs {
+				b.Jobs[i].KeyFull = b.Jobs[i].Key != "" && slices.Contains(seen.FullKeys, b.Jobs[i].Key)
+			}
+		}
 	}
 	return batches, seen, nil
 }

@@ -473,6 +473,7 @@ DECLARE
     v_s      bigint;
     v_again  boolean;
     v_pos    int;
+    v_full   text[] := '{}';   -- the keys whose slots the batch left all held
 BEGIN
     deferred := '{}';
     waiting := '{}';
@@ -526,6 +527,9 @@ BEGIN
             v_dpos[v_i] := 0;
             v_dposn[v_i] := 0;
             p_slots := p_slots || jsonb_build_object(v_dk[v_i], v_dslots[v_i]);
+            IF coalesce(v_to[array_position(v_tk, v_dk[v_i])], 0) + v_dslots[v_i] >= p_per_key THEN
+                v_full := v_full || v_dk[v_i];
+            END IF;
         END LOOP;
         -- Each job in the batch's order: it runs, waits in the caller, or
         -- is deferred (the pos-th of its key's from the schedule, or not).
@@ -629,7 +633,7 @@ BEGIN
             LEFT JOIN o ON o.k = d.k
             LEFT JOIN unnest(v_rkeys, v_rstarted, v_runtil, v_rfirst) q(k, started, until, first) ON q.k = d.k),
         s AS (
-            SELECT c.k, c.n, c.inhand, c.after, c.rroom,
+            SELECT c.k, c.n, c.inhand, c.after, c.rroom, c.others,
                    CASE WHEN p_per_key IS NOT NULL THEN
                         b.s + least(greatest(p_per_key - c.others - b.s, 0), c.n + greatest(c.inhand - b.s, 0)) END AS slots
             FROM c CROSS JOIN LATERAL (SELECT coalesce((p_slots ->> c.k)::int, c.keep) AS s) b),
@@ -673,9 +677,20 @@ BEGIN
            coalesce((SELECT array_agg(x.id) FROM x WHERE x.cls = 1), '{}'),
            coalesce(dd.ids, '{}'), dd.dues,
            coalesce((SELECT jsonb_object_agg(z.k, z.after + greatest(v_pace * ceil(z.n::numeric / p_per_key), v_window * z.n / p_rate))
-                     FROM (SELECT d.k, d.after, count(*) AS n FROM d WHERE NOT d.again GROUP BY d.k, d.after) z), '{}')
-    INTO p_slots, p_taken, waiting, deferred, v_dues, v_ends
+                     FROM (SELECT d.k, d.after, count(*) AS n FROM d WHERE NOT d.again GROUP BY d.k, d.after) z), '{}'),
+           coalesce((SELECT array_agg(s.k) FROM s WHERE s.others + s.slots >= p_per_key), '{}')
+    INTO p_slots, p_taken, waiting, deferred, v_dues, v_ends, v_full
     FROM (SELECT array_agg(d.id) AS ids, array_agg(d.due) AS dues FROM d) dd;
+    END IF;
+    IF cardinality(v_full) > 0 THEN
+        -- The keys whose slots this batch left all held (the other live
+        -- processes and the caller hold the limit): the ends of their
+        -- jobs are worth a flush soon, for the other processes wait for
+        -- those slots; a key with room waits for the caller's next flush
+        -- (internal/pool: KeyFlushDelay against FlushDelay). For the
+        -- rest of the transaction, added to: millrace.full_keys.
+        PERFORM set_config('millrace.full_keys',
+            (coalesce(nullif(current_setting('millrace.full_keys', true), ''), '{}')::text[] || v_full)::text, true);
     END IF;
     IF cardinality(deferred) = 0 THEN
         RETURN;  -- nothing to defer (the common case): no statement more
