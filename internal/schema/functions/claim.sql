@@ -766,7 +766,7 @@ DECLARE
     v_taken  int := 0;              -- jobs this call returns
     v_per_key int;                  -- the queue's per-key limit (NULL: none),
     v_by     text[];                -- keyed by these parts (job_key)
-    v_live   int[];                 -- the other live processes (per-key limit)
+    v_live   int[];                 -- the other live processes (running and per-key limits)
     v_jobs   millrace.job[];        -- a batch's jobs, before the per-key split
     v_def    bigint[];              -- and those it deferred
     v_ktaken jsonb := '{}';         -- jobs this call took, per key (its new taken totals less the old)
@@ -801,13 +801,15 @@ BEGIN
         -- start get a start row.
         v_whole := false;
         v_kat := clock_timestamp();
-        IF v_per_key IS NOT NULL THEN
-            v_live := ARRAY(SELECT p.id FROM millrace.process p
-                            WHERE p.id <> p_owner
-                              AND (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp());
-        END IF;
     ELSE
         v_by := NULL;
+    END IF;
+    IF v_per_key IS NOT NULL OR v_limit IS NOT NULL THEN
+        -- The other live processes (their leases run past now), read once
+        -- for both limits: a probe of each one's newest heartbeat.
+        v_live := ARRAY(SELECT p.id FROM millrace.process p
+                        WHERE p.id <> p_owner
+                          AND (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp());
     END IF;
     IF v_limit IS NOT NULL OR v_rate IS NOT NULL THEN
         SELECT x.n INTO v_own FROM millrace.hold x WHERE x.queue = p_queue AND x.owner = p_owner ORDER BY x.id DESC LIMIT 1;
@@ -867,11 +869,9 @@ BEGIN
         -- what runs. A process whose lease ran out holds nothing: its
         -- batches go to whoever adopts them, and count there.
         v_free := v_limit - v_keep - coalesce((
-            SELECT sum(h.n) FROM millrace.process p
+            SELECT sum(h.n) FROM unnest(v_live) p(id)
             CROSS JOIN LATERAL (SELECT x.n FROM millrace.hold x WHERE x.queue = p_queue AND x.owner = p.id
-                                ORDER BY x.id DESC LIMIT 1) h
-            WHERE p.id <> p_owner
-              AND (SELECT b.until FROM millrace.heartbeat b WHERE b.process = p.id ORDER BY b.id DESC LIMIT 1) > clock_timestamp()), 0);
+                                ORDER BY x.id DESC LIMIT 1) h), 0);
         -- It takes jobs for those slots, and a buffer more, up to p_buffer
         -- and eight per slot (none under a rate limit, which counts a job
         -- as started at its claim): jobs that wait in the process for one
