@@ -331,3 +331,60 @@ func TestClaimSaysWhichKeysAreFull(t *testing.T) {
 		t.Fatalf("a second job of x in another process, and one of y: %s; want [x:true y:false] [x]", got)
 	}
 }
+
+// TestKeyedBatchMarkedWholeWhenNoneWaits: a claim that hands every job of
+// a batch of a per-key limit to an idle worker marks the batch started on
+// its tick, with no start row, when no job of it waits in the process for
+// its key's slot; when one waits, the tick is not marked and the others
+// get a start row (the waiting one is marked when it starts).
+func TestKeyedBatchMarkedWholeWhenNoneWaits(t *testing.T) {
+	ctx := context.Background()
+	s, pool, a, _ := limitedQueue(t, "kw", 0, 0)
+	if err := SetLimit(ctx, pool, "kw", Limit{PerKey: 1, Key: []string{"args.c"}}); err != nil {
+		t.Fatal(err)
+	}
+	add := func(c string) {
+		t.Helper()
+		if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "kw", Kind: "k", Args: []byte(`{"c":"` + c + `"}`), Priority: 1, MaxAttempts: 3}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(req int64) (tick int64, waits int) {
+		t.Helper()
+		bs, _, err := s.ClaimSeen(ctx, "kw", a, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Start: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bs) != 1 {
+			t.Fatalf("claim %d: %d batches; want 1", req, len(bs))
+		}
+		for _, j := range bs[0].Jobs {
+			if j.KeyWaits {
+				waits++
+			}
+		}
+		return bs[0].TickID, waits
+	}
+	marks := func(tick int64) (started bool, rows, jobs int) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT t.started, (SELECT count(*) FROM millrace.start s WHERE s.tick_id = t.tick_id),
+			(SELECT coalesce(sum(cardinality(s.jobs)), 0) FROM millrace.start s WHERE s.tick_id = t.tick_id)
+			FROM millrace.tick t WHERE t.tick_id = $1`, tick).Scan(&started, &rows, &jobs); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	add("x")
+	add("y")
+	tick, waits := claim(1)
+	if started, rows, _ := marks(tick); waits != 0 || !started || rows != 0 {
+		t.Fatalf("two keys, one job each, idle workers: %d waiting, tick started %v, %d start rows; want 0, true, 0", waits, started, rows)
+	}
+	add("z")
+	add("z")
+	tick, waits = claim(2)
+	if started, rows, jobs := marks(tick); waits != 1 || started || rows != 1 || jobs != 1 {
+		t.Fatalf("two jobs of one key (limit 1): %d waiting, tick started %v, %d start rows of %d jobs; want 1, false, 1 of 1",
+			waits, started, rows, jobs)
+	}
+}

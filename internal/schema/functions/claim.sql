@@ -780,6 +780,9 @@ DECLARE
     v_rounds int;                   -- batches of the lane this call took
     v_req    int;                   -- the jobs it asked of the lane's last one
     v_released boolean;             -- the queue has a released lease (maybe adopted since)
+    v_untick boolean := false;      -- a keyed batch's range is read, its tick not yet written
+    v_bwait  bigint[];              -- the jobs of the batch that wait in the caller
+    v_marked boolean;               -- the batch's tick marks it started as a whole
 BEGIN
     IF p_max_jobs IS NULL OR p_max_jobs < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
         RAISE EXCEPTION 'millrace: claim limits must be positive' USING ERRCODE = '22023';
@@ -1149,6 +1152,18 @@ BEGIN
                 -- without lane_take's call and second read of the tick.
                 -- The call's next rounds follow this tick (lane_take).
                 v_lread := false;
+                IF v_by IS NOT NULL THEN
+                    -- Under a per-key limit or rate the tick is written after
+                    -- key_defer (below), which decides whether any job waits:
+                    -- when none does, the tick marks the batch started as a
+                    -- whole and no start row is written.
+                    v_jobs := ARRAY(SELECT ROW(r.slot, r.id, r.queue, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
+                                               r.txid, r.ready_at, r.timeout_ms)::millrace.job
+                                    FROM millrace.range_jobs(p_queue, v_lane, coalesce(v_lsnap, '1:1:'::pg_snapshot), v_snap,
+                                                             NULL, NULL, NULL, NULL, v_left, v_bytes) WITH ORDINALITY AS r
+                                    ORDER BY r.ordinality);
+                    v_untick := cardinality(v_jobs) > 0;
+                ELSE
                 WITH r AS MATERIALIZED (
                     SELECT * FROM millrace.range_jobs(p_queue, v_lane, coalesce(v_lsnap, '1:1:'::pg_snapshot), v_snap,
                                                       NULL, NULL, NULL, NULL, v_left, v_bytes) WITH ORDINALITY AS r),
@@ -1162,6 +1177,7 @@ BEGIN
                 SELECT coalesce(array_agg(ROW(r.slot, r.id, r.queue, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
                                               r.txid, r.ready_at, r.timeout_ms)::millrace.job ORDER BY r.ordinality), '{}')
                 INTO v_jobs FROM r;
+                END IF;
             ELSE
                 v_jobs := ARRAY(SELECT r FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, v_whole) r);
             END IF;
@@ -1169,9 +1185,26 @@ BEGIN
             IF v_by IS NOT NULL THEN
                 -- A per-key limit or rate: the batch's jobs past what their
                 -- keys allow are deferred (key_defer); the others go out.
-                SELECT d.p_taken, d.p_until, d.p_slots, d.deferred, v_wait || d.waiting INTO v_ktaken, v_kuntil, v_kslots, v_def, v_wait
+                SELECT d.p_taken, d.p_until, d.p_slots, d.deferred, d.waiting INTO v_ktaken, v_kuntil, v_kslots, v_def, v_bwait
                 FROM millrace.key_defer(p_queue, p_owner, v_tick, v_tick, v_jobs, v_per_key, v_krate, v_kper, v_by, v_live, p_pace, v_kat,
                                         v_ktaken, v_kuntil, v_kslots) d;
+                v_wait := v_wait || v_bwait;
+                IF v_untick THEN
+                    -- The batch's tick (its range read above), marked
+                    -- started as a whole when every job goes to an idle
+                    -- worker and none waits in the caller (a deferred job
+                    -- has its ack, written by key_defer).
+                    v_untick := false;
+                    v_marked := p_start_all AND cardinality(v_bwait) = 0;
+                    INSERT INTO millrace.tick (slot, queue, priority, tick_id, prev_snap, snap, after_txid, after_id, upto_txid, upto_id,
+                                               more, owner, req, njobs, started)
+                    SELECT millrace.current_segment(), p_queue, v_lane, v_tick, coalesce(v_lsnap, '1:1:'::pg_snapshot), v_snap, NULL, NULL,
+                           (v_jobs[cardinality(v_jobs)]).txid, (v_jobs[cardinality(v_jobs)]).id,
+                           cardinality(v_jobs) >= v_left OR (SELECT sum(octet_length(u.args::text)) FROM unnest(v_jobs) u) >= v_bytes,
+                           p_owner, p_req, cardinality(v_jobs), v_marked;
+                ELSE
+                    v_marked := false;
+                END IF;
                 IF cardinality(v_def) > 0 AND cardinality(v_def) = cardinality(v_jobs) THEN
                     -- Nothing of it goes out: it is done here.
                     INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), p_queue, v_tick);
@@ -1179,7 +1212,7 @@ BEGIN
                 IF cardinality(v_def) > 0 THEN
                     PERFORM set_config('millrace.deferred', '1', true);
                 END IF;
-                IF p_start_all THEN
+                IF p_start_all AND NOT v_marked THEN
                     -- Every job that does not wait goes to an idle worker.
                     -- Their cancellations in one index scan (a probe a job
                     -- was most of a 100-job batch's start row).
