@@ -303,7 +303,11 @@ func TestClaimSaysWhichKeysAreFull(t *testing.T) {
 	}
 	add := func(c string) {
 		t.Helper()
-		if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "kf", Kind: "k", Args: []byte(`{"c":"` + c + `"}`), Priority: 1, MaxAttempts: 3}, false); err != nil {
+		args, err := json.Marshal(map[string]string{"c": c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "kf", Kind: "k", Args: args, Priority: 1, MaxAttempts: 3}, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -329,6 +333,15 @@ func TestClaimSaysWhichKeysAreFull(t *testing.T) {
 	add("y")
 	if got := full(b, 2); got != "[x:true y:false] [x]" {
 		t.Fatalf("a second job of x in another process, and one of y: %s; want [x:true y:false] [x]", got)
+	}
+	// A key of any text comes back whole (the setting is an array
+	// literal): quotes, a comma, braces, a backslash.
+	odd := `a,"{b}"\ c`
+	add(odd)
+	full(a, 3)
+	add(odd)
+	if got, want := full(b, 4), fmt.Sprint([]string{odd + ":true"}, []string{odd}); got != want {
+		t.Fatalf("two jobs of key %q in two processes: %s; want %s", odd, got, want)
 	}
 }
 
