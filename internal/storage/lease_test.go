@@ -410,3 +410,49 @@ func TestAClaimThatStartsEveryJobMarksItsTick(t *testing.T) {
 		})
 	}
 }
+
+// TestAClaimOfSeveralLanesMarksEachTick: in a queue of several lanes
+// (priorities), a claim whose every job goes to an idle worker marks
+// each lane's new batch started on its tick, with no start row, as the
+// one-lane claim does; with one idle worker, no tick is marked and the
+// job that starts gets a start row.
+func TestAClaimOfSeveralLanesMarksEachTick(t *testing.T) {
+	ctx := context.Background()
+	s, pool := newStore(t)
+	p, err := s.Register(ctx, "claims", "h", 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		start   int
+		started bool
+		rows    int
+	}{{10, true, 0}, {1, false, 1}} {
+		queue := "lanes" + strconv.Itoa(c.start)
+		for _, prio := range []int16{1, 2} {
+			if _, err := s.Enqueue(ctx, pool, NewJob{Queue: queue, Kind: "k", Args: []byte(`{}`), Priority: prio, MaxAttempts: 3}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bs, err := s.Claim(ctx, queue, p, int64(c.start), false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Starve: time.Hour, Start: c.start})
+		if err != nil || len(bs) != 2 {
+			t.Fatalf("start %d: claim %+v %v; want a batch of each lane", c.start, bs, err)
+		}
+		rows := 0
+		for _, b := range bs {
+			var n int
+			var started bool
+			if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM millrace.start WHERE tick_id = $1),
+				(SELECT t.started FROM millrace.tick t WHERE t.tick_id = $1)`, b.TickID).Scan(&n, &started); err != nil {
+				t.Fatal(err)
+			}
+			if started != c.started {
+				t.Fatalf("start %d: lane %d's tick started %v; want %v", c.start, b.Jobs[0].Priority, started, c.started)
+			}
+			rows += n
+		}
+		if rows != c.rows {
+			t.Fatalf("start %d: %d start rows; want %d", c.start, rows, c.rows)
+		}
+	}
+}

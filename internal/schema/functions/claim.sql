@@ -780,7 +780,7 @@ DECLARE
     v_rounds int;                   -- batches of the lane this call took
     v_req    int;                   -- the jobs it asked of the lane's last one
     v_released boolean;             -- the queue has a released lease (maybe adopted since)
-    v_untick boolean := false;      -- a keyed batch's range is read, its tick not yet written
+    v_untick boolean := false;      -- a batch's range is read, its tick not yet written
     v_bwait  bigint[];              -- the jobs of the batch that wait in the caller
     v_marked boolean;               -- the batch's tick marks it started as a whole
 BEGIN
@@ -1147,41 +1147,25 @@ BEGIN
             v_req := v_left;
             IF v_lread THEN
                 -- The lane's newest tick was read above and ends a range
-                -- (or there is none): its jobs since then and their tick in
-                -- one statement, as the one-lane path above takes them,
-                -- without lane_take's call and second read of the tick.
-                -- The call's next rounds follow this tick (lane_take).
+                -- (or there is none; a queue of one lane, here under a
+                -- per-key limit or rate: without one the path above takes
+                -- the batch): its jobs since then, without lane_take's
+                -- call and second read of the tick. Their tick is written
+                -- below, after key_defer, which decides whether a job
+                -- waits. The call's next rounds follow this tick
+                -- (lane_take).
                 v_lread := false;
-                IF v_by IS NOT NULL THEN
-                    -- Under a per-key limit or rate the tick is written after
-                    -- key_defer (below), which decides whether any job waits:
-                    -- when none does, the tick marks the batch started as a
-                    -- whole and no start row is written.
-                    v_jobs := ARRAY(SELECT ROW(r.slot, r.id, r.queue, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
-                                               r.txid, r.ready_at, r.timeout_ms)::millrace.job
-                                    FROM millrace.range_jobs(p_queue, v_lane, coalesce(v_lsnap, '1:1:'::pg_snapshot), v_snap,
-                                                             NULL, NULL, NULL, NULL, v_left, v_bytes) WITH ORDINALITY AS r
-                                    ORDER BY r.ordinality);
-                    v_untick := cardinality(v_jobs) > 0;
-                ELSE
-                WITH r AS MATERIALIZED (
-                    SELECT * FROM millrace.range_jobs(p_queue, v_lane, coalesce(v_lsnap, '1:1:'::pg_snapshot), v_snap,
-                                                      NULL, NULL, NULL, NULL, v_left, v_bytes) WITH ORDINALITY AS r),
-                t AS (
-                    INSERT INTO millrace.tick (slot, queue, priority, tick_id, prev_snap, snap, after_txid, after_id, upto_txid, upto_id,
-                                               more, owner, req, njobs, started)
-                    SELECT millrace.current_segment(), p_queue, v_lane, v_tick, coalesce(v_lsnap, '1:1:'::pg_snapshot), v_snap, NULL, NULL,
-                           l.txid, l.id, s.n >= v_left OR s.b >= v_bytes, p_owner, p_req, s.n, v_whole
-                    FROM (SELECT count(*)::int AS n, sum(octet_length(r.args::text)) AS b FROM r) s,
-                         (SELECT r.txid, r.id FROM r ORDER BY r.ordinality DESC LIMIT 1) l)
-                SELECT coalesce(array_agg(ROW(r.slot, r.id, r.queue, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
-                                              r.txid, r.ready_at, r.timeout_ms)::millrace.job ORDER BY r.ordinality), '{}')
-                INTO v_jobs FROM r;
-                END IF;
+                v_jobs := ARRAY(SELECT ROW(r.slot, r.id, r.queue, r.kind, r.args, r.priority, r.attempt, r.max_attempts, r.created_at,
+                                           r.txid, r.ready_at, r.timeout_ms)::millrace.job
+                                FROM millrace.range_jobs(p_queue, v_lane, coalesce(v_lsnap, '1:1:'::pg_snapshot), v_snap,
+                                                         NULL, NULL, NULL, NULL, v_left, v_bytes) WITH ORDINALITY AS r
+                                ORDER BY r.ordinality);
+                v_untick := cardinality(v_jobs) > 0;
             ELSE
                 v_jobs := ARRAY(SELECT r FROM millrace.lane_take(p_queue, v_lane, v_snap, v_tick, p_owner, p_req, v_left, v_bytes, false, v_whole) r);
             END IF;
             EXIT lane WHEN cardinality(v_jobs) = 0;
+            v_bwait := '{}';
             IF v_by IS NOT NULL THEN
                 -- A per-key limit or rate: the batch's jobs past what their
                 -- keys allow are deferred (key_defer); the others go out.
@@ -1189,22 +1173,23 @@ BEGIN
                 FROM millrace.key_defer(p_queue, p_owner, v_tick, v_tick, v_jobs, v_per_key, v_krate, v_kper, v_by, v_live, p_pace, v_kat,
                                         v_ktaken, v_kuntil, v_kslots) d;
                 v_wait := v_wait || v_bwait;
-                IF v_untick THEN
-                    -- The batch's tick (its range read above), marked
-                    -- started as a whole when every job goes to an idle
-                    -- worker and none waits in the caller (a deferred job
-                    -- has its ack, written by key_defer).
-                    v_untick := false;
-                    v_marked := p_start_all AND cardinality(v_bwait) = 0;
-                    INSERT INTO millrace.tick (slot, queue, priority, tick_id, prev_snap, snap, after_txid, after_id, upto_txid, upto_id,
-                                               more, owner, req, njobs, started)
-                    SELECT millrace.current_segment(), p_queue, v_lane, v_tick, coalesce(v_lsnap, '1:1:'::pg_snapshot), v_snap, NULL, NULL,
-                           (v_jobs[cardinality(v_jobs)]).txid, (v_jobs[cardinality(v_jobs)]).id,
-                           cardinality(v_jobs) >= v_left OR (SELECT sum(octet_length(u.args::text)) FROM unnest(v_jobs) u) >= v_bytes,
-                           p_owner, p_req, cardinality(v_jobs), v_marked;
-                ELSE
-                    v_marked := false;
-                END IF;
+            END IF;
+            v_marked := false;
+            IF v_untick THEN
+                -- The batch's tick (its range read above), marked started
+                -- as a whole when every job goes to an idle worker and none
+                -- waits in the caller (a deferred job has its ack, written
+                -- by key_defer).
+                v_untick := false;
+                v_marked := p_start_all AND cardinality(v_bwait) = 0;
+                INSERT INTO millrace.tick (slot, queue, priority, tick_id, prev_snap, snap, after_txid, after_id, upto_txid, upto_id,
+                                           more, owner, req, njobs, started)
+                SELECT millrace.current_segment(), p_queue, v_lane, v_tick, coalesce(v_lsnap, '1:1:'::pg_snapshot), v_snap, NULL, NULL,
+                       (v_jobs[cardinality(v_jobs)]).txid, (v_jobs[cardinality(v_jobs)]).id,
+                       cardinality(v_jobs) >= v_left OR (SELECT sum(octet_length(u.args::text)) FROM unnest(v_jobs) u) >= v_bytes,
+                       p_owner, p_req, cardinality(v_jobs), v_marked;
+            END IF;
+            IF v_by IS NOT NULL THEN
                 IF cardinality(v_def) > 0 AND cardinality(v_def) = cardinality(v_jobs) THEN
                     -- Nothing of it goes out: it is done here.
                     INSERT INTO millrace.done (slot, queue, tick_id) VALUES (millrace.current_segment(), p_queue, v_tick);
