@@ -287,8 +287,12 @@ func (p *Pool) marker() {
 				}
 			}
 		}
-		// A few rounds in flight at once; the jobs that ask meanwhile
-		// share the next.
+		// One round in flight at a time; the jobs that ask meanwhile
+		// share the next. Under a running limit a slot frees, starts its
+		// next job from the buffer and frees again within a round trip:
+		// with four rounds in flight nearly every start had a round, and a
+		// commit, of its own (the mix at --rate max with running=40: 194
+		// rounds per 1,000 jobs, against 76 with one).
 		p.markSlots <- struct{}{}
 		reqs := []startReq{first}
 	drain:

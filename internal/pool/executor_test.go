@@ -202,3 +202,76 @@ func testReleasedJobDoesNotStart(t *testing.T, countedIdle bool) {
 	default:
 	}
 }
+
+// TestStartMarksWaitForTheRoundInFlight: the jobs that ask for their
+// start marks while a round of marks is in flight wait for it and share
+// the next round, so that a running limit's slots, which free and ask
+// again within a round trip, do not each pay a round (and a commit). The
+// first round is held in flight by the batch's fence lock, held by
+// another session; four jobs ask one after another meanwhile.
+func TestStartMarksWaitForTheRoundInFlight(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const n = 5
+	for range n {
+		e.enqueue()
+	}
+	bs, err := e.store.Claim(ctx, "q", e.owner, 1, false, storage.Limits{MaxJobs: n, MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 1 || len(bs[0].Jobs) != n {
+		t.Fatalf("claimed %+v, want one batch of %d jobs", bs, n)
+	}
+	sb := bs[0]
+	b := &batch{Batch: sb, owner: e.owner}
+	b.remaining.Store(n)
+	fence, err := e.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fence.Rollback(ctx)
+	if _, err := fence.Exec(ctx, "SELECT pg_advisory_xact_lock(millrace.fence_space(), ($1 % 2147483647)::int)", sb.TickID); err != nil {
+		t.Fatal(err)
+	}
+	p := e.pool(Config{Queues: map[string]int{}})
+	stop := e.start(p)
+	reqs := make([]startReq, n)
+	for i := range reqs {
+		reqs[i] = startReq{it: &item{batch: b, job: sb.Jobs[i]}, ok: make(chan bool, 1)}
+	}
+	waiting := func() int {
+		var k int
+		if err := e.db.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	p.starts <- reqs[0]
+	e.waitFor("the first round of marks to wait for the fence lock", func() bool { return waiting() == 1 })
+	// The second is taken by the marker before the others ask (with
+	// rounds that do not wait, it would go alone).
+	p.starts <- reqs[1]
+	e.waitFor("the marker to take the second request", func() bool { return len(p.starts) == 0 })
+	for _, r := range reqs[2:] {
+		p.starts <- r
+	}
+	if err := fence.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		if !next(t, r.ok, "a job's answer") {
+			t.Fatalf("job %d may not start, want it to", i)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	marks := e.trace.calls("mark_started")
+	if len(marks) != 2 {
+		t.Fatalf("%d rounds of start marks, want 2: the first, and one for the %d jobs that asked while it was in flight", len(marks), n-1)
+	}
+	if jobs := marks[1].args[3].([]int64); len(jobs) != n-1 {
+		t.Fatalf("the second round marked jobs %v, want %d", jobs, n-1)
+	}
+}

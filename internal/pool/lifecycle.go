@@ -52,7 +52,7 @@ func New(cfg Config) *Pool {
 		cfg.TimeoutGrace = 2 * time.Second
 	}
 	p := &Pool{cfg: cfg, queues: map[string]*queue{}, running: map[int64]*running{}, acks: make(chan storage.Ack, 4096),
-		starts: make(chan startReq, 256), markSlots: make(chan struct{}, 4), probes: make(chan probe, len(cfg.Queues)), ackerDone: make(chan struct{}), ackStop: make(chan struct{})}
+		starts: make(chan startReq, 256), markSlots: make(chan struct{}, 1), probes: make(chan probe, len(cfg.Queues)), ackerDone: make(chan struct{}), ackStop: make(chan struct{})}
 	for name, n := range cfg.Queues {
 		p.queues[name] = &queue{name: name, workers: n, maxJobs: min(cfg.MaxBatchJobs, n), gate: &gate{}, jobs: make(chan item, n), start: make(chan item), wake: make(chan struct{}, 1),
 			heard: make(chan struct{}, 1), taken: make(chan struct{}, 1)}

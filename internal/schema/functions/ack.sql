@@ -265,9 +265,15 @@ BEGIN
     FROM (SELECT DISTINCT t FROM unnest(p_tick) t ORDER BY t) x;
     -- A batch whose rows are gone (closed and reclaimed while this
     -- process was stopped) has no holder: fenced too.
+    -- The holder's token as millrace.holder reads it, inline (as flush
+    -- does): a call of holder per batch, its SET clauses, cost more than
+    -- its two probes.
     SELECT coalesce(array_agg(x.t), '{}') INTO v_fenced FROM (
         SELECT DISTINCT u.t, u.k FROM unnest(p_tick, p_token) AS u(t, k)) x
-    WHERE (SELECT h.token FROM millrace.holder(x.t) h) IS DISTINCT FROM x.k
+    WHERE (SELECT h.token FROM ((SELECT l.token FROM millrace.lease l WHERE l.tick_id = x.t ORDER BY l.token DESC LIMIT 1)
+                                UNION ALL
+                                (SELECT t.tick_id FROM millrace.tick t WHERE t.tick_id = x.t AND NOT t.carried LIMIT 1)) h
+           ORDER BY h.token DESC LIMIT 1) IS DISTINCT FROM x.k
        OR (SELECT count(*) FROM millrace.done d WHERE d.tick_id = x.t) > 0;  -- a probe, not EXISTS (see flush)
     INSERT INTO millrace.start (slot, tick_id, token, jobs)
     SELECT millrace.current_segment(), u.t, u.k, array_agg(u.j ORDER BY u.j)
