@@ -104,19 +104,8 @@ func TestAcksOfAFencedBatchAreDropped(t *testing.T) {
 // the batches they close, in one flush.
 func TestAcksWithinTheFlushDelayShareOneFlush(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
 	const n = 5
-	for range n {
-		e.enqueue()
-	}
-	bs, err := e.store.Claim(ctx, "q", e.owner, 1, false, storage.Limits{MaxJobs: n, MaxBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(bs) != 1 || len(bs[0].Jobs) != n {
-		t.Fatalf("claimed %+v, want one batch of %d jobs", bs, n)
-	}
-	sb := bs[0]
+	sb := e.claimNew(n)
 	p := e.pool(Config{Queues: map[string]int{}, FlushDelay: time.Second})
 	stop := e.start(p)
 	b := &batch{Batch: sb, owner: e.owner}

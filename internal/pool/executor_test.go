@@ -213,17 +213,7 @@ func TestStartMarksWaitForTheRoundInFlight(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	const n = 5
-	for range n {
-		e.enqueue()
-	}
-	bs, err := e.store.Claim(ctx, "q", e.owner, 1, false, storage.Limits{MaxJobs: n, MaxBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(bs) != 1 || len(bs[0].Jobs) != n {
-		t.Fatalf("claimed %+v, want one batch of %d jobs", bs, n)
-	}
-	sb := bs[0]
+	sb := e.claimNew(n)
 	b := &batch{Batch: sb, owner: e.owner}
 	b.remaining.Store(n)
 	fence, err := e.db.Begin(ctx)

@@ -76,6 +76,23 @@ func (e *env) enqueue() int64 {
 	return id
 }
 
+// claimNew enqueues n jobs and claims them, under the env's identity, as
+// one batch (none of them marked started).
+func (e *env) claimNew(n int) *storage.Batch {
+	e.t.Helper()
+	for range n {
+		e.enqueue()
+	}
+	bs, err := e.store.Claim(context.Background(), "q", e.owner, 1, false, storage.Limits{MaxJobs: n, MaxBytes: 1 << 20})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(bs) != 1 || len(bs[0].Jobs) != n {
+		e.t.Fatalf("claimed %+v, want one batch of %d jobs", bs, n)
+	}
+	return bs[0]
+}
+
 // state is where job id stands (millrace.job_state).
 func (e *env) state(id int64) string {
 	e.t.Helper()
