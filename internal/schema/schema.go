@@ -193,7 +193,13 @@ func applied(ctx context.Context, conn *pgxpool.Conn) (map[int]time.Time, error)
 // ends the session: set to 0 inside the transaction, the server stops the
 // timer it started at BEGIN.
 const migrationSettings = "SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0; " +
-	"SELECT CASE WHEN current_setting('transaction_timeout', true) IS NOT NULL THEN set_config('transaction_timeout', '0', true) END"
+	"SELECT " + NoTxTimeout
+
+// NoTxTimeout is an SQL expression that turns transaction_timeout off for
+// the rest of the transaction on a server that has it (PostgreSQL 17 and
+// later) and leaves an older one, which does not know the setting, alone.
+// The protocol's transactions (internal/storage) send it too.
+const NoTxTimeout = "CASE WHEN current_setting('transaction_timeout', true) IS NOT NULL THEN set_config('transaction_timeout', '0', true) END"
 
 // Up applies every migration not yet applied, up to target (0 = latest),
 // and then, when the database is at the latest version, the functions of

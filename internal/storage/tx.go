@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/millrace/millrace/internal/schema"
 )
 
 // Every protocol transaction runs at the isolation and with the timeouts
@@ -41,9 +43,8 @@ const (
 	// inside it, the server stops its timer. A role's 1 s ended the
 	// session of every reclaim that carried a backlog for longer, and the
 	// ring stopped (TestTransactionTimeout).
-	noTimeouts      = "SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true), " + noTxTimeout
-	noTimeoutsAsync = "SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true), set_config('synchronous_commit', 'off', true), " + noTxTimeout
-	noTxTimeout     = "CASE WHEN current_setting('transaction_timeout', true) IS NOT NULL THEN set_config('transaction_timeout', '0', true) END"
+	noTimeouts      = "SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true), " + schema.NoTxTimeout
+	noTimeoutsAsync = "SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '0', true), set_config('synchronous_commit', 'off', true), " + schema.NoTxTimeout
 )
 
 // TxOpts says how a protocol transaction runs.
