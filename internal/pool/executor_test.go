@@ -232,7 +232,10 @@ func TestStartMarksWaitForTheRoundInFlight(t *testing.T) {
 	}
 	waiting := func() int {
 		var k int
-		if err := e.db.QueryRow(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").Scan(&k); err != nil {
+		// This database's waits for the batch's fence lock (the
+		// cluster may be shared with other tests).
+		if err := e.db.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND objid = ($1 % 2147483647)::oid`, sb.TickID).Scan(&k); err != nil {
 			t.Fatal(err)
 		}
 		return k
