@@ -242,10 +242,14 @@ func TestStartMarksWaitForTheRoundInFlight(t *testing.T) {
 	}
 	p.starts <- reqs[0]
 	e.waitFor("the first round of marks to wait for the fence lock", func() bool { return waiting() == 1 })
-	// The second is taken by the marker before the others ask (with
-	// rounds that do not wait, it would go alone).
+	// The second is taken by the marker before the others ask: the
+	// marker then waits for a free round (every round is in flight), or,
+	// were rounds not to wait, sends it alone (a second wait for the
+	// lock).
 	p.starts <- reqs[1]
-	e.waitFor("the marker to take the second request", func() bool { return len(p.starts) == 0 })
+	e.waitFor("the marker to take the second request and wait for a round, or send it", func() bool {
+		return len(p.starts) == 0 && (len(p.markSlots) == cap(p.markSlots) || waiting() == 2)
+	})
 	for _, r := range reqs[2:] {
 		p.starts <- r
 	}
