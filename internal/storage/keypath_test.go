@@ -290,6 +290,28 @@ func derefT(xs []*time.Time) []string {
 	return out
 }
 
+// keyedQueue is limitedQueue's queue under a per-key limit of perKey,
+// keyed by args field c, and add, which enqueues a job of key c there.
+func keyedQueue(t *testing.T, queue string, perKey int) (s *Store, a, b int32, add func(c string)) {
+	t.Helper()
+	ctx := context.Background()
+	s, pool, a, b := limitedQueue(t, queue, 0, 0)
+	if err := SetLimit(ctx, pool, queue, Limit{PerKey: perKey, Key: []string{"args.c"}}); err != nil {
+		t.Fatal(err)
+	}
+	add = func(c string) {
+		t.Helper()
+		args, err := json.Marshal(map[string]string{"c": c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Enqueue(ctx, pool, NewJob{Queue: queue, Kind: "k", Args: args, Priority: 1, MaxAttempts: 3}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, a, b, add
+}
+
 // TestClaimSaysWhichKeysAreFull: a claim says of each job of a per-key
 // limit whether it left every slot of the job's key held (KeyFull), by
 // this process and the other live ones together: with a limit of two,
@@ -297,20 +319,7 @@ func derefT(xs []*time.Time) []string {
 // process fills it, and a key of its own has room.
 func TestClaimSaysWhichKeysAreFull(t *testing.T) {
 	ctx := context.Background()
-	s, pool, a, b := limitedQueue(t, "kf", 0, 0)
-	if err := SetLimit(ctx, pool, "kf", Limit{PerKey: 2, Key: []string{"args.c"}}); err != nil {
-		t.Fatal(err)
-	}
-	add := func(c string) {
-		t.Helper()
-		args, err := json.Marshal(map[string]string{"c": c})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "kf", Kind: "k", Args: args, Priority: 1, MaxAttempts: 3}, false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, a, b, add := keyedQueue(t, "kf", 2)
 	full := func(owner int32, req int64) string {
 		t.Helper()
 		bs, seen, err := s.ClaimSeen(ctx, "kf", owner, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Start: 10})
@@ -352,16 +361,7 @@ func TestClaimSaysWhichKeysAreFull(t *testing.T) {
 // get a start row (the waiting one is marked when it starts).
 func TestKeyedBatchMarkedWholeWhenNoneWaits(t *testing.T) {
 	ctx := context.Background()
-	s, pool, a, _ := limitedQueue(t, "kw", 0, 0)
-	if err := SetLimit(ctx, pool, "kw", Limit{PerKey: 1, Key: []string{"args.c"}}); err != nil {
-		t.Fatal(err)
-	}
-	add := func(c string) {
-		t.Helper()
-		if _, err := s.Enqueue(ctx, pool, NewJob{Queue: "kw", Kind: "k", Args: []byte(`{"c":"` + c + `"}`), Priority: 1, MaxAttempts: 3}, false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, a, _, add := keyedQueue(t, "kw", 1)
 	claim := func(req int64) (tick int64, waits int) {
 		t.Helper()
 		bs, _, err := s.ClaimSeen(ctx, "kw", a, req, false, Limits{MaxJobs: 10, MaxBytes: 1 << 20, Start: 10})
@@ -380,7 +380,7 @@ func TestKeyedBatchMarkedWholeWhenNoneWaits(t *testing.T) {
 	}
 	marks := func(tick int64) (started bool, rows, jobs int) {
 		t.Helper()
-		if err := pool.QueryRow(ctx, `SELECT t.started, (SELECT count(*) FROM millrace.start s WHERE s.tick_id = t.tick_id),
+		if err := s.Pool.QueryRow(ctx, `SELECT t.started, (SELECT count(*) FROM millrace.start s WHERE s.tick_id = t.tick_id),
 			(SELECT coalesce(sum(cardinality(s.jobs)), 0) FROM millrace.start s WHERE s.tick_id = t.tick_id)
 			FROM millrace.tick t WHERE t.tick_id = $1`, tick).Scan(&started, &rows, &jobs); err != nil {
 			t.Fatal(err)
