@@ -648,3 +648,45 @@ func TestAYieldAbsorbsAnnouncements(t *testing.T) {
 		t.Fatalf("b answered six announcements heard within a yield %d times; want 1", n)
 	}
 }
+
+// TestALimitedQueueGathersAnnouncements: after a claim that took every
+// job of a limited queue, the jobs announced within Gather of it wait for
+// one claim together, rather than a claim (and its limit's bookkeeping)
+// each.
+func TestALimitedQueueGathersAnnouncements(t *testing.T) {
+	e := newEnv(t)
+	if err := storage.SetLimit(context.Background(), e.db, "q", storage.Limit{Running: 100}); err != nil {
+		t.Fatal(err)
+	}
+	claims := make(chan int, 100)
+	ran := make(chan int64, 100)
+	p := e.pool(Config{Poll: time.Hour, Gather: time.Second, Queues: map[string]int{"q": 8},
+		OnClaim: func(_ string, _ time.Duration, n int) { claims <- n },
+		Handle:  func(_ context.Context, run *Run) error { ran <- run.Job.ID; return nil }})
+	p.gathered.Arm()
+	e.start(p)
+	e.waitFor("the first claim to find nothing", func() bool { return e.trace.emptyClaims() >= 1 })
+	e.enqueue()
+	p.Wake("q")
+	if n := next(t, claims, "the first claim"); n != 1 {
+		t.Fatalf("the first claim took %d jobs, want 1", n)
+	}
+	next(t, ran, "the first job to run")
+	// The next announcement comes within Gather of that claim, which took
+	// all the queue had: the claimer waits out the rest of it.
+	e.enqueue()
+	p.Wake("q")
+	if d := p.gathered.Wait(t, wait); d <= 0 || d > time.Second {
+		t.Fatalf("the claimer gathered for %v, want a wait of at most Gather (1s)", d)
+	}
+	for range 3 {
+		e.enqueue()
+		p.Wake("q")
+	}
+	if n := next(t, claims, "the gathered claim"); n != 4 {
+		t.Fatalf("the jobs announced within Gather were claimed %d in the first claim after it, want all 4", n)
+	}
+	for range 4 {
+		next(t, ran, "a gathered job to run")
+	}
+}

@@ -33,6 +33,9 @@ func New(cfg Config) *Pool {
 	if cfg.Yield == 0 {
 		cfg.Yield = DefaultYield
 	}
+	if cfg.Gather == 0 {
+		cfg.Gather = DefaultGather
+	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultBackoff
 	}

@@ -99,6 +99,15 @@ type Config struct {
 	// doubles the claimer's wait (from 1 ms up to Yield), and a claim that
 	// returns jobs ends it. Its own inserts (Wake) never wait.
 	Yield time.Duration
+	// Gather is how long after a claim of a limited queue that took every
+	// job the queue had (no limit bound it) its claimer waits before it
+	// claims again (default DefaultGather; negative: it claims at once).
+	// The jobs announced meanwhile share one claim: a limit's bookkeeping
+	// (the process's slots and key map, read and written by each claim)
+	// is paid per claim, not per job. A job of an idle queue (no such
+	// claim within Gather) is claimed at once, and a queue without limits
+	// never waits.
+	Gather time.Duration
 	// OnClaim observes each claim that returned jobs.
 	OnClaim func(queue string, d time.Duration, n int)
 	// OnDeferred is called after a claim whose per-key limit deferred
@@ -249,6 +258,9 @@ type Pool struct {
 	// yielded fires with each wait before a claim answers another
 	// process's announcement (tests only).
 	yielded testsignal.Signal[time.Duration]
+	// gathered fires with each wait of a limited queue's claimer before
+	// it claims again after a claim that drained the queue (tests only).
+	gathered testsignal.Signal[time.Duration]
 
 	// probes carries the long-idle claimers' questions to the prober.
 	probes chan probe
