@@ -242,6 +242,19 @@ func (p *Pool) claim(q *queue) {
 			if !ok {
 				return
 			}
+			// Another process took the batch a claim of a limited queue
+			// was woken for: the queue is busy, and this process gathers
+			// too, from its own claim, rather than answer the next
+			// announcement at once. The processes' claims then stay
+			// spread over the gather rather than fall together (the mix
+			// at 800/s with both limits: start p99 38-39 ms against 51-54,
+			// peeks 60 a thousand jobs against 97-100, Postgres CPU
+			// 93-96% against 101%).
+			if (seen.Limit > 0 || seen.Rate > 0 || q.keyed.Load()) && !seen.Full && seen.TakenBy != 0 && seen.TakenBy != owner {
+				if !p.gather(start) {
+					return
+				}
+			}
 			peek = pk
 			if wait == idle {
 				idle = next
@@ -358,17 +371,30 @@ func (p *Pool) claim(q *queue) {
 			// of it wait for one claim together. Each limited claim reads
 			// and writes the process's slots and key map, about twice a
 			// plain claim's work, for one or two jobs at a steady rate.
-			if limited := seen.Limit > 0 || seen.Rate > 0 || keyed; limited && !seen.Full && p.cfg.Gather > 0 {
-				if d := p.cfg.Gather - time.Since(start); d > 0 {
-					p.gathered.Fire(d)
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(d):
-					}
+			if limited := seen.Limit > 0 || seen.Rate > 0 || keyed; limited && !seen.Full {
+				if !p.gather(start) {
+					return
 				}
 			}
 		}
+	}
+}
+
+// gather waits until Gather after start, when the queue's last claim was
+// sent; false when the pool stops.
+func (p *Pool) gather(start time.Time) bool {
+	d := p.cfg.Gather - time.Since(start)
+	if p.cfg.Gather <= 0 || d <= 0 {
+		return true
+	}
+	p.gathered.Fire(d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.claimCtx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

@@ -690,3 +690,38 @@ func TestALimitedQueueGathersAnnouncements(t *testing.T) {
 		next(t, ran, "a gathered job to run")
 	}
 }
+
+// TestALimitedQueuesLoserGathersToo: a claim of a limited queue that
+// finds the batch it was woken for taken by another process gathers as
+// well, from its own claim: the processes' claims stay spread over the
+// gather rather than answer each announcement together.
+func TestALimitedQueuesLoserGathersToo(t *testing.T) {
+	e := newEnv(t)
+	if err := storage.SetLimit(context.Background(), e.db, "q", storage.Limit{Running: 100}); err != nil {
+		t.Fatal(err)
+	}
+	handle := func(context.Context, *Run) error { return nil }
+	claims := make(chan int, 100)
+	a := e.pool(Config{Poll: time.Hour, Gather: time.Second, Handle: handle, Queues: map[string]int{"q": 4},
+		OnClaim: func(_ string, _ time.Duration, n int) { claims <- n }})
+	b := e.pool(Config{Poll: time.Hour, Gather: time.Second, Handle: handle, Queues: map[string]int{"q": 4}})
+	b.SetOwner(e.register())
+	b.gathered.Arm()
+	e.start(a)
+	e.waitFor("a to find nothing", func() bool { return e.trace.emptyClaims() >= 1 })
+	e.start(b)
+	e.waitFor("b to find nothing", func() bool { return e.trace.emptyClaims() >= 2 })
+	e.enqueue()
+	a.Wake("q")
+	if n := next(t, claims, "a's claim"); n != 1 {
+		t.Fatalf("a's claim took %d jobs, want 1", n)
+	}
+	// b answers the same announcement and finds a's batch.
+	before := answersBy(e, b.Owner())
+	b.WakeRemote("q")
+	e.waitFor("b's answer", func() bool { return answersBy(e, b.Owner()) > before })
+	b.WakeRemote("q")
+	if d := b.gathered.Wait(t, wait); d <= 0 || d > time.Second {
+		t.Fatalf("b gathered for %v after losing the batch, want a wait of at most Gather (1s)", d)
+	}
+}
