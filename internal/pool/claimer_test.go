@@ -539,10 +539,7 @@ func TestAYieldingClaimerStillAnswers(t *testing.T) {
 	b := e.pool(Config{Poll: time.Hour, Yield: 100 * time.Millisecond, Handle: handle("b")})
 	b.SetOwner(e.register())
 	b.yielded.Arm()
-	e.start(a)
-	e.waitFor("a to find nothing", func() bool { return e.trace.emptyClaims() >= 1 })
-	e.start(b)
-	e.waitFor("b to find nothing", func() bool { return e.trace.emptyClaims() >= 2 })
+	e.startBoth(a, b)
 	defer close(release)
 	// takes counts a's claims that returned a job.
 	takes := func() int {
@@ -607,10 +604,7 @@ func TestAYieldAbsorbsAnnouncements(t *testing.T) {
 	a := e.pool(Config{Poll: time.Hour, Handle: handle, Queues: map[string]int{"q": 4}})
 	b := e.pool(Config{Poll: time.Hour, Yield: time.Second, Handle: handle, Queues: map[string]int{"q": 4}})
 	b.SetOwner(e.register())
-	e.start(a)
-	e.waitFor("a to find nothing", func() bool { return e.trace.emptyClaims() >= 1 })
-	e.start(b)
-	e.waitFor("b to find nothing", func() bool { return e.trace.emptyClaims() >= 2 })
+	e.startBoth(a, b)
 	// b loses eleven times: a takes each job, then b hears of it and
 	// finds a's batch. Its yield doubles each time, from 1 ms to the cap.
 	var claimed int
@@ -666,11 +660,7 @@ func TestALimitedQueueGathersAnnouncements(t *testing.T) {
 	p.gathered.Arm()
 	e.start(p)
 	e.waitFor("the first claim to find nothing", func() bool { return e.trace.emptyClaims() >= 1 })
-	e.enqueue()
-	p.Wake("q")
-	if n := next(t, claims, "the first claim"); n != 1 {
-		t.Fatalf("the first claim took %d jobs, want 1", n)
-	}
+	e.claimOneOn(p, claims)
 	next(t, ran, "the first job to run")
 	// The next announcement comes within Gather of that claim, which took
 	// all the queue had: the claimer waits out the rest of it.
@@ -707,15 +697,8 @@ func TestALimitedQueuesLoserGathersToo(t *testing.T) {
 	b := e.pool(Config{Poll: time.Hour, Gather: time.Second, Handle: handle, Queues: map[string]int{"q": 4}})
 	b.SetOwner(e.register())
 	b.gathered.Arm()
-	e.start(a)
-	e.waitFor("a to find nothing", func() bool { return e.trace.emptyClaims() >= 1 })
-	e.start(b)
-	e.waitFor("b to find nothing", func() bool { return e.trace.emptyClaims() >= 2 })
-	e.enqueue()
-	a.Wake("q")
-	if n := next(t, claims, "a's claim"); n != 1 {
-		t.Fatalf("a's claim took %d jobs, want 1", n)
-	}
+	e.startBoth(a, b)
+	e.claimOneOn(a, claims)
 	// b answers the same announcement and finds a's batch.
 	before := answersBy(e, b.Owner())
 	b.WakeRemote("q")
@@ -724,4 +707,26 @@ func TestALimitedQueuesLoserGathersToo(t *testing.T) {
 	if d := b.gathered.Wait(t, wait); d <= 0 || d > time.Second {
 		t.Fatalf("b gathered for %v after losing the batch, want a wait of at most Gather (1s)", d)
 	}
+}
+
+// claimOneOn enqueues a job, wakes p's claimer and waits for the claim
+// that takes it (claims: p's OnClaim sizes), which must take it alone.
+func (e *env) claimOneOn(p *Pool, claims <-chan int) {
+	e.t.Helper()
+	e.enqueue()
+	p.Wake("q")
+	if n := next(e.t, claims, "the claim of one job"); n != 1 {
+		e.t.Fatalf("the claim took %d jobs, want 1", n)
+	}
+}
+
+// startBoth starts a, then b once a's first claim found nothing, and
+// returns once b's has too: b then loses every announcement a answers
+// first.
+func (e *env) startBoth(a, b *Pool) {
+	e.t.Helper()
+	e.start(a)
+	e.waitFor("a to find nothing", func() bool { return e.trace.emptyClaims() >= 1 })
+	e.start(b)
+	e.waitFor("b to find nothing", func() bool { return e.trace.emptyClaims() >= 2 })
 }
