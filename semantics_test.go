@@ -917,9 +917,11 @@ func TestHistoryRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The leader's own round may truncate the old bucket first: then this
-	// one finds nothing to do.
+	// one finds nothing to do. Rounds run one at a time: one that waits
+	// 50 ms for the leader's round in flight gives up (a lock timeout;
+	// CI saw it), and the loop below calls again.
 	var n int
-	if err := pool.QueryRow(ctx, "SELECT millrace.expire_history()").Scan(&n); err != nil || n > 1 {
+	if err := pool.QueryRow(ctx, "SELECT millrace.expire_history()").Scan(&n); (err != nil && !strings.Contains(err.Error(), "lock timeout")) || n > 1 {
 		t.Fatalf("expire_history = %d, %v; want at most 1 bucket truncated", n, err)
 	}
 	if jobState(t, pool, r.ID) != millrace.JobCompleted {
