@@ -100,7 +100,8 @@ type Config struct {
 	// returns jobs ends it. Its own inserts (Wake) never wait.
 	Yield time.Duration
 	// Gather is how long after a claim of a limited queue that took every
-	// job the queue had (no limit bound it) its claimer waits before it
+	// job the queue had, or found the batch it was woken for taken by
+	// another process (no limit bound it), its claimer waits before it
 	// claims again (default DefaultGather; negative: it claims at once).
 	// The jobs announced meanwhile share one claim: a limit's bookkeeping
 	// (the process's slots and key map, read and written by each claim)
@@ -259,7 +260,7 @@ type Pool struct {
 	// process's announcement (tests only).
 	yielded testsignal.Signal[time.Duration]
 	// gathered fires with each wait of a limited queue's claimer before
-	// it claims again after a claim that drained the queue (tests only).
+	// it claims again (Config.Gather; tests only).
 	gathered testsignal.Signal[time.Duration]
 
 	// probes carries the long-idle claimers' questions to the prober.
